@@ -1,0 +1,11 @@
+"""io_ms3d_mdl: MilkShape 3D and Valve Source model import for Blender.
+
+Layers, each importable on its own:
+
+- ``formats``: byte-exact readers that turn files into plain Python/numpy records. No ``bpy``.
+- ``scene``: the neutral scene description the builders consume (meshes, materials as numpy arrays), plus the
+  conversions from each format to it. No ``bpy``.
+- ``blender``: the only package that imports ``bpy``; thin builders and the operators.
+"""
+
+__version__ = "0.1.0"

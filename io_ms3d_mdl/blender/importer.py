@@ -1,0 +1,99 @@
+"""Format-independent import driver: read → convert → build, one file at a time, each all-or-nothing.
+
+A file that fails leaves nothing behind; the other files still import. Only :class:`FormatError` is turned into
+a message: any other exception is a bug and propagates (after the rollback) with its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import bpy
+
+from ..errors import FormatError
+from ..scene.texture_search import clear_cache
+from ..scene.types import SceneData
+from .rollback import remove_created_on_error
+from .scene_builder import build_scene
+
+
+@dataclass
+class ImportResult:
+    path: str
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    objects: list[str] = field(default_factory=list)
+    collection: str | None = None
+    vertices: int = 0
+    triangles: int = 0
+    materials: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def summary(self) -> str:
+        name = os.path.basename(self.path)
+        if not self.ok:
+            return f"Failed {self.error}"
+        text = (
+            f"Imported {name}: {_plural(len(self.objects), 'object')}, {_plural(self.vertices, 'vertex', 'vertices')}, "
+            f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials, 'material')}"
+        )
+        if self.warnings:
+            text += f" ({_plural(len(self.warnings), 'warning')})"
+        return text
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def import_files(
+    context: bpy.types.Context, paths: Sequence[str], to_scene: Callable[[str], SceneData]
+) -> list[ImportResult]:
+    _ensure_object_mode(context)
+    clear_cache()
+    results = []
+    imported: list[bpy.types.Object] = []
+    for path in paths:
+        result = ImportResult(path)
+        start = time.perf_counter()
+        try:
+            scene = to_scene(path)
+        except FormatError as exc:
+            result.error = exc.message
+        else:
+            with remove_created_on_error():
+                collection, objects = build_scene(context, scene)
+            result.collection = collection.name
+            result.objects = [o.name for o in objects]
+            result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
+            result.materials = len(scene.materials)
+            result.warnings = list(scene.warnings)
+            imported.extend(objects)
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+    if imported:
+        _select(context, imported)
+    return results
+
+
+def _ensure_object_mode(context: bpy.types.Context) -> None:
+    obj = context.view_layer.objects.active
+    if obj is not None and obj.mode != "OBJECT" and bpy.ops.object.mode_set.poll():
+        bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def _select(context: bpy.types.Context, objects: list[bpy.types.Object]) -> None:
+    layer = context.view_layer
+    for obj in layer.objects:
+        obj.select_set(False)
+    for obj in objects:
+        if layer.objects.get(obj.name) is not None:
+            obj.select_set(True)
+    layer.objects.active = objects[0]

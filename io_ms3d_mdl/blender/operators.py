@@ -1,0 +1,129 @@
+"""File > Import operators and drag-and-drop handlers."""
+
+from __future__ import annotations
+
+import os
+
+import bpy
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
+from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
+
+from ..formats.ms3d import read_ms3d
+from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
+from .importer import ImportResult, import_files
+
+
+class _MultiFileImport(ImportHelper):
+    """Shared by the importers: several files from the browser, one dropped file with an options popup."""
+
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})  # type: ignore[valid-type]
+    directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})  # type: ignore[valid-type]
+
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
+        return self.invoke_popup(context)
+
+    def selected_paths(self) -> list[str]:
+        names = [f.name for f in self.files if f.name]
+        if names and self.directory:
+            return [os.path.join(self.directory, n) for n in names]
+        return [self.filepath]
+
+    def report_results(self, results: list[ImportResult]) -> set[str]:
+        any_ok = any(r.ok for r in results)
+        for r in results:
+            for warning in r.warnings:
+                self.report({"WARNING"}, f"{os.path.basename(r.path)}: {warning}")
+            # An ERROR report makes bpy.ops raise; keep it for when nothing could be imported.
+            self.report({"INFO"} if r.ok else ({"WARNING"} if any_ok else {"ERROR"}), r.summary())
+        return {"FINISHED"} if any_ok else {"CANCELLED"}
+
+
+@orientation_helper(axis_forward="Z", axis_up="Y")
+class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
+    """Import MilkShape 3D models (.ms3d)"""
+
+    bl_idname = "import_scene.ms3d"
+    bl_label = "Import MilkShape 3D"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+
+    filename_ext = ".ms3d"
+    filter_glob: StringProperty(default="*.ms3d", options={"HIDDEN"})  # type: ignore[valid-type]
+
+    scale: FloatProperty(  # type: ignore[valid-type]
+        name="Scale", description="Multiply every coordinate by this", default=1.0, min=1e-6, max=1e6,
+        soft_min=0.001, soft_max=1000.0,
+    )
+    split_groups: EnumProperty(  # type: ignore[valid-type]
+        name="Objects",
+        items=(
+            ("GROUPS", "One per Group", "One object per MilkShape group, named after it"),
+            ("SINGLE", "Single Object", "One object for the whole model, with a material slot per material"),
+        ),
+        default="GROUPS",
+    )
+    use_normals: BoolProperty(  # type: ignore[valid-type]
+        name="Stored Normals", description="Use the file's per-corner normals as custom normals", default=True
+    )
+    use_smoothing_groups: BoolProperty(  # type: ignore[valid-type]
+        name="Smoothing Groups", description="Mark edges between different smoothing groups sharp", default=True
+    )
+    find_textures: BoolProperty(  # type: ignore[valid-type]
+        name="Find Textures",
+        description="Look for texture files next to the model and in a Textures folder (case-insensitive)",
+        default=True,
+    )
+
+    def import_options(self) -> Ms3dOptions:
+        return Ms3dOptions(
+            scale=self.scale,
+            axis_forward=self.axis_forward,
+            axis_up=self.axis_up,
+            split_groups=self.split_groups == "GROUPS",
+            use_normals=self.use_normals,
+            use_smoothing_groups=self.use_smoothing_groups,
+            find_textures=self.find_textures,
+        )
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        options = self.import_options()
+        results = import_files(context, self.selected_paths(), lambda path: ms3d_to_scene(read_ms3d(path), options))
+        return self.report_results(results)
+
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        header, body = layout.panel("IO_MS3D_MDL_ms3d_transform", default_closed=False)
+        header.label(text="Transform")
+        if body:
+            body.prop(self, "scale")
+            body.prop(self, "axis_forward")
+            body.prop(self, "axis_up")
+        header, body = layout.panel("IO_MS3D_MDL_ms3d_geometry", default_closed=False)
+        header.label(text="Geometry")
+        if body:
+            body.prop(self, "split_groups")
+            body.prop(self, "use_normals")
+            body.prop(self, "use_smoothing_groups")
+        header, body = layout.panel("IO_MS3D_MDL_ms3d_materials", default_closed=False)
+        header.label(text="Materials")
+        if body:
+            body.prop(self, "find_textures")
+
+
+class IO_FH_ms3d(bpy.types.FileHandler):
+    bl_idname = "IO_FH_ms3d"
+    bl_label = "MilkShape 3D"
+    bl_import_operator = "import_scene.ms3d"
+    bl_file_extensions = ".ms3d"
+
+    @classmethod
+    def poll_drop(cls, context: bpy.types.Context) -> bool:
+        return poll_file_object_drop(context)
+
+
+def menu_import(self: bpy.types.Menu, context: bpy.types.Context) -> None:
+    self.layout.operator(IMPORT_SCENE_OT_ms3d.bl_idname, text="MilkShape 3D (.ms3d)")
+
+
+CLASSES = (IMPORT_SCENE_OT_ms3d, IO_FH_ms3d)

@@ -1,0 +1,34 @@
+"""All-or-nothing imports: whatever a failed build created is removed, so the file is exactly as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import bpy
+
+
+def id_collections() -> list[bpy.types.bpy_prop_collection]:
+    """Every ``bpy.data`` collection of datablocks (objects, meshes, images, actions, ...), on any version."""
+    out = []
+    for prop in bpy.types.BlendData.bl_rna.properties:
+        if prop.type == "COLLECTION":  # every collection property of BlendData holds IDs
+            out.append(getattr(bpy.data, prop.identifier))
+    return out
+
+
+def _snapshot() -> set[int]:
+    return {block.as_pointer() for coll in id_collections() for block in coll}
+
+
+@contextmanager
+def remove_created_on_error() -> Iterator[None]:
+    """Run a build; if it raises, delete every datablock created since it started, then re-raise."""
+    before = _snapshot()
+    try:
+        yield
+    except BaseException:
+        created = [block for coll in id_collections() for block in coll if block.as_pointer() not in before]
+        if created:
+            bpy.data.batch_remove(created)
+        raise

@@ -1,0 +1,1 @@
+"""Format readers. Nothing in this package imports ``bpy``."""

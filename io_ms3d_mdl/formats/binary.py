@@ -1,0 +1,90 @@
+"""Bounds-checked little-endian reading over an in-memory file.
+
+Every read checks the remaining size *before* touching the data, so a count or offset from a hostile file
+turns into a :class:`FormatError` that names the block, not an ``IndexError`` or a huge allocation.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import FormatError
+
+
+class Truncated(FormatError):
+    """The data ended before a read could be satisfied; optional blocks catch this one."""
+
+
+class Cursor:
+    """A read position over ``data`` that knows which file and which block it is in."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, path: str | None = None) -> None:
+        self.data = memoryview(data).cast("B")
+        self.path = path
+        self.pos = 0
+        self.block = "file"
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def remaining(self) -> int:
+        return self.size - self.pos
+
+    @contextmanager
+    def section(self, name: str) -> Iterator[None]:
+        """Name the block being read, so errors say where in the format they happened."""
+        previous, self.block = self.block, name
+        try:
+            yield
+        finally:
+            self.block = previous
+
+    def error(self, reason: str, offset: int | None = None) -> FormatError:
+        return FormatError(self.path, self.pos if offset is None else offset, reason)
+
+    def need(self, nbytes: int, what: str) -> None:
+        if nbytes < 0 or nbytes > self.remaining:
+            raise Truncated(
+                self.path,
+                self.pos,
+                f"file ends inside the {self.block}: {what} needs {nbytes} bytes but only {self.remaining} remain",
+            )
+
+    def bytes(self, nbytes: int, what: str) -> bytes:
+        self.need(nbytes, what)
+        out = bytes(self.data[self.pos : self.pos + nbytes])
+        self.pos += nbytes
+        return out
+
+    def unpack(self, fmt: str, what: str) -> tuple:
+        st = struct.Struct("<" + fmt)
+        self.need(st.size, what)
+        out = st.unpack_from(self.data, self.pos)
+        self.pos += st.size
+        return out
+
+    def u16(self, what: str) -> int:
+        return self.unpack("H", what)[0]
+
+    def i32(self, what: str) -> int:
+        return self.unpack("i", what)[0]
+
+    def f32(self, what: str) -> float:
+        return self.unpack("f", what)[0]
+
+    def array(self, dtype: np.dtype, count: int, what: str) -> np.ndarray:
+        """``count`` records of a packed structured dtype, read in one ``np.frombuffer`` (a copy, so it owns its memory)."""
+        dtype = np.dtype(dtype)
+        nbytes = dtype.itemsize * count
+        if count < 0:
+            raise self.error(f"negative count {count} for {what}")
+        self.need(nbytes, f"{count} × {dtype.itemsize}-byte {what}")
+        out = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.pos).copy()
+        self.pos += nbytes
+        return out

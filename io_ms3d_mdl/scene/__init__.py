@@ -1,0 +1,9 @@
+"""The neutral scene description between format readers and Blender builders. No ``bpy``.
+
+Readers' records are converted here into what Blender needs (compacted vertices, per-corner data, axis
+conversion and scale already applied, materials as plain values), so builders only copy arrays.
+"""
+
+from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData
+
+__all__ = ["ImageRef", "MaterialData", "MeshData", "ObjectData", "SceneData"]

@@ -1,0 +1,215 @@
+"""Turn a read :class:`Ms3dModel` into a :class:`SceneData`: objects per group (or one object), per-corner UVs
+and normals, sharp edges from smoothing groups, materials as Principled values. No ``bpy``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
+from .axes import axis_conversion_matrix, transform_points
+from .texture_search import find_texture
+from .topology import classify_faces, clean_normals, compact, sharp_edges_from_groups
+from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData
+
+MODE_HAS_ALPHA = 0x40  # material mode flag: the texture's alpha channel is used
+
+
+@dataclass(frozen=True)
+class Ms3dOptions:
+    scale: float = 1.0
+    # File axes that become Blender's forward (+Y) and up (+Z). MilkShape is Y-up and its models usually
+    # face -Z; forward "Z" turns them toward Blender's Front view (notes §2.5).
+    axis_forward: str = "Z"
+    axis_up: str = "Y"
+    split_groups: bool = True  # one object per group; False: one object with a material slot per material
+    use_normals: bool = True  # stored per-corner normals become custom normals
+    use_smoothing_groups: bool = True  # smoothing-group borders become sharp edges
+    find_textures: bool = True
+
+
+def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> SceneData:
+    stem = os.path.splitext(os.path.basename(model.path or "ms3d"))[0]
+    model_dir = os.path.dirname(os.path.abspath(model.path)) if model.path else os.getcwd()
+    scene = SceneData(name=stem, props=_model_props(model))
+    scene.warnings.extend(model.warnings)
+    matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
+
+    material_of_group = []
+    for gi, group in enumerate(model.groups):
+        index = group.material_index
+        if index >= len(model.materials) or index < -1:
+            scene.warnings.add(
+                f"group '{group.name}' (#{gi}) uses material {index} but the file has "
+                f"{len(model.materials)} materials; it gets none"
+            )
+            index = -1
+        material_of_group.append(index)
+
+    used_materials = sorted({m for m in material_of_group if m >= 0})
+    scene_material = {}
+    for mi in used_materials:
+        scene_material[mi] = len(scene.materials)
+        scene.materials.append(
+            _material(model.materials[mi], mi, stem, model_dir if options.find_textures else None, scene)
+        )
+
+    in_any_group = np.zeros(len(model.triangles), dtype=bool)
+    for group in model.groups:
+        in_any_group[group.triangle_indices] = True
+    if not in_any_group.all():
+        scene.warnings.add(f"{int((~in_any_group).sum())} triangles belong to no group and were skipped")
+
+    if options.split_groups:
+        for gi, group in enumerate(model.groups):
+            name = group.name or f"{stem}_group{gi}"
+            if len(group.triangle_indices) == 0:
+                scene.warnings.add(f"group '{name}' has no triangles; no object was made for it")
+                continue
+            mat = material_of_group[gi]
+            slots = [scene_material[mat]] if mat >= 0 else []
+            tri_rows = group.triangle_indices.astype(np.int64)
+            mesh = _mesh(model, name, tri_rows, np.zeros(len(tri_rows), np.int32), slots, matrix, options, scene)
+            if len(mesh.triangles) == 0:
+                scene.warnings.add(f"group '{name}' has no usable triangles; no object was made for it")
+                continue
+            props = {"ms3d_group_index": gi, "ms3d_group_flags": group.flags}
+            if group.comment:
+                props["ms3d_comment"] = group.comment
+            scene.objects.append(ObjectData(name, mesh, props))
+    elif model.groups and any(len(g.triangle_indices) for g in model.groups):
+        rows, slot_of_row, slots = [], [], []
+        slot_for: dict[int, int] = {}
+        for gi, group in enumerate(model.groups):
+            mat = material_of_group[gi]
+            if mat not in slot_for:
+                slot_for[mat] = len(slots)
+                slots.append(scene_material[mat] if mat >= 0 else None)
+            rows.append(group.triangle_indices.astype(np.int64))
+            slot_of_row.append(np.full(len(group.triangle_indices), slot_for[mat], np.int32))
+        mesh = _mesh(model, stem, np.concatenate(rows), np.concatenate(slot_of_row), slots, matrix, options, scene)
+        if slots == [None]:
+            mesh.materials = []
+        if len(mesh.triangles):
+            scene.objects.append(ObjectData(stem, mesh, {}))
+
+    if not scene.objects:
+        scene.warnings.add("the model has no usable triangles; only an empty collection was made")
+    return scene
+
+
+def _mesh(
+    model: Ms3dModel,
+    name: str,
+    tri_rows: np.ndarray,
+    slot_of_row: np.ndarray,
+    slots: list[int | None],
+    matrix: np.ndarray,
+    options: Ms3dOptions,
+    scene: SceneData,
+) -> MeshData:
+    records = model.triangles[tri_rows]
+    tris = records["indices"].astype(np.int64)
+    faces = classify_faces(tris)
+    if faces.degenerate:
+        scene.warnings.add(f"'{name}': {faces.degenerate} degenerate triangles (a repeated vertex) were skipped")
+    if faces.duplicates:
+        scene.warnings.add(f"'{name}': {faces.duplicates} duplicate triangles were skipped")
+    keep = faces.keep
+    records, tris = records[keep], tris[keep]
+    new_tris, source = compact(tris, faces.back_faces[keep])
+
+    positions = transform_points(model.vertices["position"][source], matrix, options.scale)
+    uvs = np.empty((len(records), 3, 2), dtype=np.float32)
+    uvs[..., 0] = records["s"]
+    uvs[..., 1] = 1.0 - records["t"]
+    normals = None
+    if options.use_normals:
+        normals = clean_normals(records["normals"].reshape(-1, 3))
+        if normals is not None:
+            normals = transform_points(normals, matrix)
+    sharp = None
+    if options.use_smoothing_groups:
+        sharp = sharp_edges_from_groups(new_tris, records["smoothing_group"])
+    return MeshData(
+        name=name,
+        positions=positions,
+        triangles=np.ascontiguousarray(new_tris, dtype=np.int32),
+        uvs=uvs.reshape(-1, 2),
+        normals=normals,
+        material_indices=np.ascontiguousarray(slot_of_row[keep], dtype=np.int32),
+        materials=list(slots),
+        sharp_edges=sharp,
+        source_vertices=source,
+    )
+
+
+def _roughness_from_shininess(shininess: float) -> float:
+    """Phong exponent (0..128) to a GGX roughness with a matching highlight size: alpha = sqrt(2 / (n + 2))."""
+    n = min(max(shininess, 0.0), 128.0)
+    return float(np.sqrt(np.sqrt(2.0 / (n + 2.0))))
+
+
+def _material(mat: Ms3dMaterial, index: int, stem: str, model_dir: str | None, scene: SceneData) -> MaterialData:
+    name = mat.name or f"{stem}_material{index}"
+    diffuse = np.clip(mat.diffuse[:3], 0.0, 1.0)
+    specular = np.clip(mat.specular[:3], 0.0, 1.0)
+    emissive = np.clip(mat.emissive[:3], 0.0, None)
+    spec_max = float(specular.max())
+    alpha = float(np.clip(mat.transparency, 0.0, 1.0))
+
+    def image(raw: str, what: str) -> ImageRef | None:
+        if not raw.strip():
+            return None
+        resolved = find_texture(raw, model_dir) if model_dir is not None else None
+        if model_dir is not None and resolved is None:
+            scene.warnings.add(f"material '{name}': {what} '{raw}' was not found")
+        return ImageRef(raw, resolved)
+
+    props: dict = {
+        "ms3d_ambient": [float(x) for x in mat.ambient],
+        "ms3d_shininess": mat.shininess,
+        "ms3d_transparency": mat.transparency,
+        "ms3d_mode": mat.mode,
+    }
+    for key, raw in (("ms3d_texture", mat.texture), ("ms3d_alphamap", mat.alphamap)):
+        if raw:
+            props[key] = raw
+    if mat.comment:
+        props["ms3d_comment"] = mat.comment
+    base = image(mat.texture, "texture")
+    alpha_map = image(mat.alphamap, "alpha map")
+    return MaterialData(
+        name=name,
+        base_color=tuple(float(x) for x in diffuse),
+        alpha=alpha,
+        roughness=_roughness_from_shininess(mat.shininess),
+        specular_level=0.5 * spec_max,
+        specular_tint=tuple(float(x) for x in (specular / spec_max if spec_max > 0 else np.ones(3))),
+        emission_color=tuple(float(x) for x in emissive),
+        emission_strength=1.0 if float(emissive.max()) > 0 else 0.0,
+        base_texture=base,
+        alpha_texture=alpha_map,
+        use_texture_alpha=bool(mat.mode & MODE_HAS_ALPHA) and base is not None and alpha_map is None,
+        props=props,
+    )
+
+
+def _model_props(model: Ms3dModel) -> dict:
+    props: dict = {
+        "ms3d_version": model.version,
+        "ms3d_fps": model.fps,
+        "ms3d_total_frames": model.total_frames,
+    }
+    if model.path:
+        props["ms3d_source"] = os.path.basename(model.path)
+    if model.model_comment:
+        props["ms3d_model_comment"] = model.model_comment
+    if model.model_extra:
+        props["ms3d_joint_size"] = model.model_extra.joint_size
+        props["ms3d_transparency_mode"] = model.model_extra.transparency_mode
+        props["ms3d_alpha_ref"] = model.model_extra.alpha_ref
+    return props

@@ -1,0 +1,77 @@
+"""Plain data the Blender builders consume. Arrays are numpy, C-contiguous, in Blender's dtypes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import Warnings
+
+Props = dict[str, Any]  # custom properties: str, int, float or lists of them
+
+
+@dataclass
+class ImageRef:
+    """A texture as the file names it, and where (if anywhere) it was found."""
+
+    raw_path: str
+    resolved_path: str | None  # None: not found on disk
+
+
+@dataclass
+class MaterialData:
+    name: str
+    base_color: tuple[float, float, float]
+    alpha: float = 1.0  # opacity
+    roughness: float = 0.5
+    specular_level: float = 0.5  # Principled "Specular IOR Level"
+    specular_tint: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    emission_color: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    emission_strength: float = 0.0
+    base_texture: ImageRef | None = None
+    alpha_texture: ImageRef | None = None
+    use_texture_alpha: bool = False  # the base texture's alpha channel is the opacity
+    props: Props = field(default_factory=dict)
+
+
+@dataclass
+class MeshData:
+    """A triangle mesh. Per-corner arrays are ordered like ``triangles.ravel()``."""
+
+    name: str
+    positions: np.ndarray  # (V, 3) float32
+    triangles: np.ndarray  # (T, 3) int32
+    uvs: np.ndarray | None = None  # (T*3, 2) float32
+    normals: np.ndarray | None = None  # (T*3, 3) float32; zero rows mean "let Blender compute"
+    material_indices: np.ndarray | None = None  # (T,) int32 into ``materials``
+    materials: list[int | None] = field(default_factory=list)  # slot -> SceneData.materials index (None: empty)
+    sharp_edges: np.ndarray | None = None  # (E, 2) int32 vertex pairs
+    source_vertices: np.ndarray | None = None  # (V,) int32: index of each vertex in the file's vertex list
+
+
+@dataclass
+class ObjectData:
+    name: str
+    mesh: MeshData
+    props: Props = field(default_factory=dict)
+
+
+@dataclass
+class SceneData:
+    """One imported model: its objects go into one collection named ``name``."""
+
+    name: str
+    objects: list[ObjectData] = field(default_factory=list)
+    materials: list[MaterialData] = field(default_factory=list)
+    props: Props = field(default_factory=dict)
+    warnings: Warnings = field(default_factory=Warnings)
+
+    @property
+    def vertex_count(self) -> int:
+        return sum(len(o.mesh.positions) for o in self.objects)
+
+    @property
+    def triangle_count(self) -> int:
+        return sum(len(o.mesh.triangles) for o in self.objects)
