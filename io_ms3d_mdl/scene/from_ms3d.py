@@ -43,8 +43,8 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
         index = group.material_index
         if index >= len(model.materials) or index < -1:
             scene.warnings.add(
-                f"group '{group.name}' (#{gi}) uses material {index} but the file has "
-                f"{len(model.materials)} materials; it gets none"
+                f"group '{group.name}' (#{gi}) uses material {index} but the file has only "
+                f"{len(model.materials)} material(s); it gets none"
             )
             index = -1
         material_of_group.append(index)
