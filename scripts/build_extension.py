@@ -22,7 +22,7 @@ def blender_ext_script() -> str:
     spec = importlib.util.find_spec("bpy")
     if spec is None or not spec.submodule_search_locations:
         raise LookupError("bpy is not installed in this Python")
-    base = list(spec.submodule_search_locations)[0]
+    base = next(iter(spec.submodule_search_locations))
     found = glob.glob(os.path.join(base, "*", "scripts", "addons_core", "bl_pkg", "cli", "blender_ext.py"))
     if not found:
         raise LookupError(f"blender_ext.py not found under {base}")
@@ -47,7 +47,9 @@ def main() -> int:
     if importlib.util.find_spec("bpy") is None:
         venv = subprocess.run(
             ["bash", "-c", 'source "$0/scripts/_env.sh" && venv_for 5.0', ROOT],
-            check=True, capture_output=True, text=True,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout.strip()
         return subprocess.call([os.path.join(venv, "bin", "python"), __file__, *sys.argv[1:]])
     try:

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "house.ms3d")
 
 
-def load_addon():  # noqa: ANN201 - the add-on module
+def load_addon():
     spec = importlib.util.spec_from_file_location(
         "io_ms3d_mdl_addon", os.path.join(ROOT, "__init__.py"), submodule_search_locations=[ROOT]
     )
@@ -54,7 +54,10 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 op(filepath=path)
             except RuntimeError as exc:  # the operator's ERROR report
-                status, failed = f"FAILED: {str(exc).removeprefix('Error: ').strip()}", failed + 1
+                status, failed = (
+                    "FAILED: " + str(exc).strip().removeprefix("Error: ").removeprefix("Import failed: "),
+                    failed + 1,
+                )
         new = [c for c in bpy.data.collections if c not in before]
         objects = [o for c in new for o in c.all_objects]
         meshes = {o.data for o in objects if o.type == "MESH"}
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     print()
     for row in (header, *rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
     if args.output:
         out = os.path.abspath(args.output)
         bpy.ops.wm.save_as_mainfile(filepath=out)

@@ -50,7 +50,9 @@ class _Builder:
         self.spec = Ms3dSpec(fps=24.0, total_frames=24)
         self.group_tris: dict[str, list[int]] = {}
 
-    def quad(self, group: str, corners: list[tuple[float, float, float]], uv_scale: tuple[float, float], smooth: int) -> None:
+    def quad(
+        self, group: str, corners: list[tuple[float, float, float]], uv_scale: tuple[float, float], smooth: int
+    ) -> None:
         """A planar quad, corners counter-clockwise seen from its front, as two triangles with a flat normal."""
         p = np.array(corners, dtype=np.float64)
         n = np.cross(p[1] - p[0], p[2] - p[0])
@@ -93,8 +95,12 @@ def house_spec() -> Ms3dSpec:
     for i in range(4):
         b.triangle("roof", [eaves[i], apex, eaves[(i + 1) % 4]], 5 + i)
     b.quad("roof", [eaves[0], eaves[1], eaves[2], eaves[3]], (1.0, 1.0), 9)
-    b.quad("door", [(0.3, 0, -w - 0.01), (-0.3, 0, -w - 0.01), (-0.3, 1.0, -w - 0.01), (0.3, 1.0, -w - 0.01)], (1, 1), 10)
-    b.quad("window", [(w + 0.01, 0.6, 0.4), (w + 0.01, 0.6, -0.4), (w + 0.01, 1.2, -0.4), (w + 0.01, 1.2, 0.4)], (1, 1), 11)
+    b.quad(
+        "door", [(0.3, 0, -w - 0.01), (-0.3, 0, -w - 0.01), (-0.3, 1.0, -w - 0.01), (0.3, 1.0, -w - 0.01)], (1, 1), 10
+    )
+    b.quad(
+        "window", [(w + 0.01, 0.6, 0.4), (w + 0.01, 0.6, -0.4), (w + 0.01, 1.2, -0.4), (w + 0.01, 1.2, 0.4)], (1, 1), 11
+    )
 
     spec = b.spec
     spec.materials = [

@@ -58,6 +58,6 @@ def blender(addon):
 
 def datablock_counts() -> dict[str, int]:
     """How many datablocks of every kind the file holds (to prove a failed import changed nothing)."""
-    from io_ms3d_mdl.blender.rollback import id_collections
+    from io_ms3d_mdl.blender.rollback import id_collection_names
 
-    return {coll.rna_type.identifier + str(i): len(coll) for i, coll in enumerate(id_collections())}
+    return {name: len(getattr(bpy.data, name)) for name in id_collection_names()}

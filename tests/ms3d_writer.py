@@ -139,8 +139,12 @@ def _text(value: str | bytes) -> bytes:
 
 
 def _write_extended(spec: Ms3dSpec, out: bytearray) -> None:
-    blocks = [spec.comments is not None or spec.model_comment is not None, spec.vertex_extra is not None,
-              spec.joint_colors is not None, spec.model_extra is not None]
+    blocks = [
+        spec.comments is not None or spec.model_comment is not None,
+        spec.vertex_extra is not None,
+        spec.joint_colors is not None,
+        spec.model_extra is not None,
+    ]
     last = max((i for i, present in enumerate(blocks) if present), default=-1)
     if last < 0:
         return
@@ -202,16 +206,27 @@ def box_spec(size: float = 2.0) -> Ms3dSpec:
     h = size / 2
     corners = [(x, y, z) for x in (-h, h) for y in (-h, h) for z in (-h, h)]
     faces = [  # (quad corner indices CCW seen from outside, normal)
-        ((0, 1, 3, 2), (-1, 0, 0)), ((4, 6, 7, 5), (1, 0, 0)),
-        ((0, 4, 5, 1), (0, -1, 0)), ((2, 3, 7, 6), (0, 1, 0)),
-        ((0, 2, 6, 4), (0, 0, -1)), ((1, 5, 7, 3), (0, 0, 1)),
+        ((0, 1, 3, 2), (-1, 0, 0)),
+        ((4, 6, 7, 5), (1, 0, 0)),
+        ((0, 4, 5, 1), (0, -1, 0)),
+        ((2, 3, 7, 6), (0, 1, 0)),
+        ((0, 2, 6, 4), (0, 0, -1)),
+        ((1, 5, 7, 3), (0, 0, 1)),
     ]
     tris: list[Triangle] = []
     for f, (quad, n) in enumerate(faces):
         a, b, c, d = quad
         for tri in ((a, b, c), (a, c, d)):
-            tris.append(Triangle(tri, normals=(n, n, n), s=(0, 1, 1), t=(0, 0, 1), smoothing_group=f + 1,
-                                 group_index=0 if f < 3 else 1))
+            tris.append(
+                Triangle(
+                    tri,
+                    normals=(n, n, n),
+                    s=(0, 1, 1),
+                    t=(0, 0, 1),
+                    smoothing_group=f + 1,
+                    group_index=0 if f < 3 else 1,
+                )
+            )
     return Ms3dSpec(
         vertices=[Vertex(c) for c in corners],
         triangles=tris,

@@ -16,9 +16,14 @@ from io_ms3d_mdl.formats.ms3d import read_ms3d, read_ms3d_bytes
 def full_spec(vertex_sub_version: int = 2) -> Ms3dSpec:
     spec = quad_spec()
     spec.joints = [
-        Joint("root", "", rotation=(0.1, 0.2, 0.3), position=(1, 2, 3),
-              rotation_keys=[(1 / 24, (0.0, 0.5, 0.0)), (2 / 24, (0.0, 1.0, 0.0))],
-              position_keys=[(1 / 24, (0.0, 0.0, 1.0))]),
+        Joint(
+            "root",
+            "",
+            rotation=(0.1, 0.2, 0.3),
+            position=(1, 2, 3),
+            rotation_keys=[(1 / 24, (0.0, 0.5, 0.0)), (2 / 24, (0.0, 1.0, 0.0))],
+            position_keys=[(1 / 24, (0.0, 0.0, 1.0))],
+        ),
         Joint("child", "root", position=(0, 1, 0)),
     ]
     spec.vertices[0].bone_id = 0
@@ -158,8 +163,20 @@ def test_empty_and_tiny_files():
 
 
 def base_data_end(spec: Ms3dSpec) -> int:
-    return len(write_ms3d(Ms3dSpec(**{**spec.__dict__, "comments": None, "model_comment": None,
-                                      "vertex_extra": None, "joint_colors": None, "model_extra": None})))
+    return len(
+        write_ms3d(
+            Ms3dSpec(
+                **{
+                    **spec.__dict__,
+                    "comments": None,
+                    "model_comment": None,
+                    "vertex_extra": None,
+                    "joint_colors": None,
+                    "model_extra": None,
+                }
+            )
+        )
+    )
 
 
 def test_truncation_anywhere_in_the_base_data_is_an_error_with_block_and_offset():
@@ -174,8 +191,14 @@ def test_truncation_anywhere_in_the_base_data_is_an_error_with_block_and_offset(
         assert err.offset is not None and 0 <= err.offset <= cut
         assert "cut.ms3d" in str(err) and "file ends inside the" in err.reason
         blocks.add(err.reason.split("file ends inside the ")[1].split(":")[0])
-    assert blocks == {"vertices block", "triangles block", "groups block", "materials block",
-                      "keyframer data", "joints block"}
+    assert blocks == {
+        "vertices block",
+        "triangles block",
+        "groups block",
+        "materials block",
+        "keyframer data",
+        "joints block",
+    }
 
 
 def test_truncation_inside_extended_blocks_keeps_what_was_read():
@@ -233,9 +256,12 @@ def test_unreadable_path_is_a_format_error(tmp_path):
 
 def test_large_counts_read_in_bulk():
     n = 65534
-    spec = Ms3dSpec(vertices=[Vertex((float(i), 0.0, 0.0)) for i in range(n)],
-                    triangles=[Triangle((i, i + 1, i + 2)) for i in range(0, 3000)],
-                    groups=[Group("g", list(range(3000)))], materials=[Material("m")])
+    spec = Ms3dSpec(
+        vertices=[Vertex((float(i), 0.0, 0.0)) for i in range(n)],
+        triangles=[Triangle((i, i + 1, i + 2)) for i in range(0, 3000)],
+        groups=[Group("g", list(range(3000)))],
+        materials=[Material("m")],
+    )
     model = read_ms3d_bytes(write_ms3d(spec))
     assert len(model.vertices) == n and model.vertices["position"][-1, 0] == n - 1
 
@@ -269,7 +295,12 @@ def test_shared_sample_counts(relative):
     model = read_ms3d(ms3d_sample(relative))
     v, t, g, m, j, rk, fps, frames, blocks, sv = SAMPLE_FACTS[relative]
     assert (len(model.vertices), len(model.triangles), len(model.groups), len(model.materials), len(model.joints)) == (
-        v, t, g, m, j)
+        v,
+        t,
+        g,
+        m,
+        j,
+    )
     assert sum(len(x.rotation_keys) for x in model.joints) == rk
     assert (model.fps, model.total_frames) == (fps, frames)
     assert len(model.extended_blocks) == blocks

@@ -34,7 +34,7 @@ def test_quad_uvs_flip_t_and_positions_are_compacted():
 
 def test_default_axes_turn_milkshape_y_up_minus_z_front_toward_blender_front():
     spec = quad_spec()
-    spec.vertices = [Vertex((1, 2, -3))] + spec.vertices[1:]
+    spec.vertices = [Vertex((1, 2, -3)), *spec.vertices[1:]]
     mesh = scene_of(spec, Ms3dOptions(scale=2.0)).objects[0].mesh
     # forward Z, up Y: (x, y, z) -> (-x, z, y), so a model facing -Z faces -Y (toward the Front view).
     np.testing.assert_allclose(mesh.positions[0], (-2, -6, 4))
@@ -102,9 +102,19 @@ def test_zero_normals_are_ignored_and_partial_ones_kept():
 
 def test_material_values():
     spec = quad_spec()
-    spec.materials = [Material("m", diffuse=(0.5, 0.25, 1.5, 0.4), specular=(0.5, 0.5, 0.25, 1), emissive=(0, 0.2, 0, 1),
-                               shininess=128, transparency=0.4, ambient=(0.1, 0.2, 0.3, 1), mode=0x40,
-                               texture="Textures\\x.png")]
+    spec.materials = [
+        Material(
+            "m",
+            diffuse=(0.5, 0.25, 1.5, 0.4),
+            specular=(0.5, 0.5, 0.25, 1),
+            emissive=(0, 0.2, 0, 1),
+            shininess=128,
+            transparency=0.4,
+            ambient=(0.1, 0.2, 0.3, 1),
+            mode=0x40,
+            texture="Textures\\x.png",
+        )
+    ]
     scene = scene_of(spec, path="/nowhere/m.ms3d")
     (mat,) = scene.materials
     assert mat.base_color == pytest.approx((0.5, 0.25, 1.0))
@@ -124,7 +134,7 @@ def test_group_material_out_of_range_and_minus_one():
     scene = scene_of(spec)
     assert [o.mesh.materials for o in scene.objects] == [[], []]
     assert scene.materials == []
-    assert any("uses material 3 but the file has 1 material" in w for w in scene.warnings)
+    assert any("uses material 3 but the file has only 1 material(s)" in w for w in scene.warnings)
 
 
 def test_single_object_mode_has_a_slot_per_material():

@@ -39,7 +39,7 @@ class ImportResult:
     def summary(self) -> str:
         name = os.path.basename(self.path)
         if not self.ok:
-            return f"Failed {self.error}"
+            return f"Import failed: {self.error}"
         text = (
             f"Imported {name}: {_plural(len(self.objects), 'object')}, {_plural(self.vertices, 'vertex', 'vertices')}, "
             f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials, 'material')}"
@@ -91,9 +91,11 @@ def _ensure_object_mode(context: bpy.types.Context) -> None:
 
 def _select(context: bpy.types.Context, objects: list[bpy.types.Object]) -> None:
     layer = context.view_layer
+    layer.update()  # newly linked collections reach the view layer's object list only after an update
     for obj in layer.objects:
         obj.select_set(False)
-    for obj in objects:
-        if layer.objects.get(obj.name) is not None:
-            obj.select_set(True)
-    layer.objects.active = objects[0]
+    visible = [obj for obj in objects if layer.objects.get(obj.name) is not None]
+    for obj in visible:
+        obj.select_set(True)
+    if visible:
+        layer.objects.active = visible[0]

@@ -38,7 +38,9 @@ class ImageLoader:
                 self.warnings.add(f"texture '{ref.resolved_path}' could not be loaded: {exc}")
             else:
                 if image.size[0] == 0:
-                    self.warnings.add(f"texture '{os.path.basename(ref.resolved_path)}' is in a format Blender cannot read")
+                    self.warnings.add(
+                        f"texture '{os.path.basename(ref.resolved_path)}' is in a format Blender cannot read"
+                    )
                     image[MISSING_IMAGE_PROP] = True
                 return image
         image = bpy.data.images.new(name, 8, 8)
@@ -87,7 +89,9 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
     return mat
 
 
-def _link_alpha(tree: bpy.types.NodeTree, source: bpy.types.NodeSocket, alpha: bpy.types.NodeSocket, factor: float) -> None:
+def _link_alpha(
+    tree: bpy.types.NodeTree, source: bpy.types.NodeSocket, alpha: bpy.types.NodeSocket, factor: float
+) -> None:
     """Texture alpha times the material's opacity (a Math node only when the opacity is not 1)."""
     if factor >= 1.0:
         tree.links.new(source, alpha)

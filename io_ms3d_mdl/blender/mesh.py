@@ -44,7 +44,7 @@ def build_mesh(data: MeshData) -> bpy.types.Mesh:
         attr.data.foreach_get("vector", flat)
         me.attributes.remove(attr)
         # A sequence of 3-tuples is the fastest input this API takes (a flat array is rejected).
-        me.normals_split_custom_set(tuple(zip(*(iter(flat.tolist()),) * 3)))
+        me.normals_split_custom_set(tuple(zip(*(iter(flat.tolist()),) * 3, strict=False)))
     me.update()
     return me
 

@@ -50,8 +50,13 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
     filter_glob: StringProperty(default="*.ms3d", options={"HIDDEN"})  # type: ignore[valid-type]
 
     scale: FloatProperty(  # type: ignore[valid-type]
-        name="Scale", description="Multiply every coordinate by this", default=1.0, min=1e-6, max=1e6,
-        soft_min=0.001, soft_max=1000.0,
+        name="Scale",
+        description="Multiply every coordinate by this",
+        default=1.0,
+        min=1e-6,
+        max=1e6,
+        soft_min=0.001,
+        soft_max=1000.0,
     )
     split_groups: EnumProperty(  # type: ignore[valid-type]
         name="Objects",

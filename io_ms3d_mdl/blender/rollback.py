@@ -8,13 +8,14 @@ from contextlib import contextmanager
 import bpy
 
 
+def id_collection_names() -> list[str]:
+    """Names of every ``bpy.data`` collection of datablocks (objects, meshes, images, actions, ...), on any version."""
+    # Every collection property of BlendData holds IDs.
+    return [p.identifier for p in bpy.types.BlendData.bl_rna.properties if p.type == "COLLECTION"]
+
+
 def id_collections() -> list[bpy.types.bpy_prop_collection]:
-    """Every ``bpy.data`` collection of datablocks (objects, meshes, images, actions, ...), on any version."""
-    out = []
-    for prop in bpy.types.BlendData.bl_rna.properties:
-        if prop.type == "COLLECTION":  # every collection property of BlendData holds IDs
-            out.append(getattr(bpy.data, prop.identifier))
-    return out
+    return [getattr(bpy.data, name) for name in id_collection_names()]
 
 
 def _snapshot() -> set[int]:

@@ -79,7 +79,7 @@ class Cursor:
         return self.unpack("f", what)[0]
 
     def array(self, dtype: np.dtype, count: int, what: str) -> np.ndarray:
-        """``count`` records of a packed structured dtype, read in one ``np.frombuffer`` (a copy, so it owns its memory)."""
+        """``count`` packed records in one ``np.frombuffer``, copied so the result owns its memory."""
         dtype = np.dtype(dtype)
         nbytes = dtype.itemsize * count
         if count < 0:

@@ -76,9 +76,7 @@ def _read_header(cur: Cursor) -> int:
             )
         version = cur.i32("version")
         if version not in structs.SUPPORTED_VERSIONS:
-            raise cur.error(
-                f"unsupported MilkShape 3D version {version} (versions 3 and 4 are supported)", 10
-            )
+            raise cur.error(f"unsupported MilkShape 3D version {version} (versions 3 and 4 are supported)", 10)
     return version
 
 
@@ -259,7 +257,7 @@ def _read_joint_extra(cur: Cursor, model: Ms3dModel, sub_version: int) -> bool:
     if sub_version not in (1, 2):
         return False
     colors = cur.array(structs.JOINT_COLOR, len(model.joints), "joint colors")
-    for joint, color in zip(model.joints, colors["color"]):
+    for joint, color in zip(model.joints, colors["color"], strict=False):
         joint.color = color.copy()
     return True
 
@@ -279,4 +277,4 @@ def bone_indices(raw: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["read_ms3d", "read_ms3d_bytes", "bone_indices", "decode_text"]
+__all__ = ["bone_indices", "decode_text", "read_ms3d", "read_ms3d_bytes"]
