@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import EXAMPLE, datablock_counts, ms3d_sample, samples_dir
-from ms3d_writer import Group, Material, box_spec, quad_spec, write_ms3d
+from ms3d_writer import Group, Material, Triangle, box_spec, quad_spec, write_ms3d
 
 pytestmark = pytest.mark.blender
 
@@ -269,3 +269,21 @@ def test_sample_materials_and_normals(blender):
     bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("akadjoker__H3DView/media/dwarf.ms3d")), split_groups="SINGLE")
     single = bpy.data.collections["dwarf.001"].objects
     assert len(single) == 1 and len(single[0].data.polygons) == 1664
+
+
+def test_built_meshes_are_already_valid(blender, tmp_path):
+    """We skip Mesh.validate() for speed; this proves it would find nothing to fix on any sample or corner case."""
+    bpy = blender
+    spec = quad_spec()
+    spec.triangles += [spec.triangles[0], Triangle((2, 1, 0)), Triangle((3, 3, 1))]  # duplicate, back face, degenerate
+    spec.groups[0].triangles = [0, 1, 2, 3, 4]
+    paths = [write(tmp_path, spec, "corner.ms3d"), write(tmp_path, box_spec(), "box.ms3d")]
+    paths += [str(p) for p in sorted((samples_dir() / "ms3d").rglob("*.ms3d"))]
+    for path in paths:
+        for mode in ("GROUPS", "SINGLE"):
+            bpy.ops.wm.read_factory_settings(use_empty=True)
+            bpy.ops.import_scene.ms3d(filepath=path, split_groups=mode)
+            for mesh in bpy.data.meshes:
+                normals_before = corner_normals(mesh)
+                assert mesh.validate(verbose=False, clean_customdata=False) is False, (path, mesh.name)
+                np.testing.assert_allclose(corner_normals(mesh), normals_before, atol=1e-6)

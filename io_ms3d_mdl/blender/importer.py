@@ -91,11 +91,14 @@ def _ensure_object_mode(context: bpy.types.Context) -> None:
 
 def _select(context: bpy.types.Context, objects: list[bpy.types.Object]) -> None:
     layer = context.view_layer
-    layer.update()  # newly linked collections reach the view layer's object list only after an update
     for obj in layer.objects:
         obj.select_set(False)
-    visible = [obj for obj in objects if layer.objects.get(obj.name) is not None]
-    for obj in visible:
-        obj.select_set(True)
-    if visible:
-        layer.objects.active = visible[0]
+    selected = []
+    for obj in objects:
+        try:
+            obj.select_set(True, view_layer=layer)
+        except RuntimeError:  # not in this view layer (e.g. its collection is excluded)
+            continue
+        selected.append(obj)
+    if selected:
+        layer.objects.active = selected[0]

@@ -37,7 +37,8 @@ class ImageLoader:
             except RuntimeError as exc:
                 self.warnings.add(f"texture '{ref.resolved_path}' could not be loaded: {exc}")
             else:
-                if image.size[0] == 0:
+                # Judge by extension: asking for the size would decode every texture during the import.
+                if os.path.splitext(ref.resolved_path)[1].lower() not in bpy.path.extensions_image:
                     self.warnings.add(
                         f"texture '{os.path.basename(ref.resolved_path)}' is in a format Blender cannot read"
                     )
@@ -80,7 +81,7 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
         tex = tree.nodes.new("ShaderNodeTexImage")
         tex.label = "Alpha Map"
         tex.image = images.get(data.alpha_texture)
-        if tex.image.size[0]:
+        if MISSING_IMAGE_PROP not in tex.image:
             tex.image.colorspace_settings.name = "Non-Color"
         tex.location = (x, bsdf.location.y - 300)
         _link_alpha(tree, tex.outputs["Color"], inputs["Alpha"], data.alpha)

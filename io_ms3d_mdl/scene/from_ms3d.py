@@ -111,7 +111,8 @@ def _mesh(
     options: Ms3dOptions,
     scene: SceneData,
 ) -> MeshData:
-    records = model.triangles[tri_rows]
+    whole = len(tri_rows) == len(model.triangles) and bool((tri_rows == np.arange(len(tri_rows))).all())
+    records = model.triangles if whole else model.triangles[tri_rows]  # no copy in the common one-group case
     tris = records["indices"].astype(np.int64)
     faces = classify_faces(tris)
     if faces.degenerate:
@@ -119,7 +120,8 @@ def _mesh(
     if faces.duplicates:
         scene.warnings.add(f"'{name}': {faces.duplicates} duplicate triangles were skipped")
     keep = faces.keep
-    records, tris = records[keep], tris[keep]
+    if not keep.all():
+        records, tris = records[keep], tris[keep]
     new_tris, source = compact(tris, faces.back_faces[keep])
 
     positions = transform_points(model.vertices["position"][source], matrix, options.scale)
