@@ -54,7 +54,6 @@ def large_model(path: Path, n: int = 181) -> Path:
     import numpy as np
     from ms3d_writer import Group, Material, Ms3dSpec, Triangle, Vertex, write_ms3d
 
-
     xs, zs = np.meshgrid(np.linspace(-10, 10, n), np.linspace(-10, 10, n))
     ys = np.sin(xs) * np.cos(zs)
     normal = np.stack([-np.cos(xs) * np.cos(zs), np.ones_like(xs), np.sin(xs) * np.sin(zs)], axis=-1).reshape(-1, 3)
@@ -66,10 +65,18 @@ def large_model(path: Path, n: int = 181) -> Path:
             a, b, d, e = r * n + c, r * n + c + 1, (r + 1) * n + c, (r + 1) * n + c + 1
             for idx in ((a, d, b), (b, d, e)):
                 uv = [((i % n) / (n - 1), (i // n) / (n - 1)) for i in idx]
-                tris.append(Triangle(idx, normals=tuple(tuple(normal[i]) for i in idx), s=tuple(u for u, _ in uv),
-                                     t=tuple(v for _, v in uv), smoothing_group=1))
-    spec = Ms3dSpec(vertices=verts, triangles=tris, groups=[Group("grid", list(range(len(tris))), 0)],
-                    materials=[Material("grid")])
+                tris.append(
+                    Triangle(
+                        idx,
+                        normals=tuple(tuple(normal[i]) for i in idx),
+                        s=tuple(u for u, _ in uv),
+                        t=tuple(v for _, v in uv),
+                        smoothing_group=1,
+                    )
+                )
+    spec = Ms3dSpec(
+        vertices=verts, triangles=tris, groups=[Group("grid", list(range(len(tris))), 0)], materials=[Material("grid")]
+    )
     path.write_bytes(write_ms3d(spec))
     return path
 
@@ -132,8 +139,9 @@ def bench_parse(files: list[Path], runs: int) -> list[tuple[str, int, float, flo
 def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str, int, float, float]]:
     import bpy
 
-    spec = importlib.util.spec_from_file_location("io_ms3d_mdl_addon", ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
+    spec = importlib.util.spec_from_file_location(
+        "io_ms3d_mdl_addon", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
+    )
     addon = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = addon
     spec.loader.exec_module(addon)
@@ -146,8 +154,12 @@ def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str,
     for path in files:
         obj = workdir / (path.stem + ".obj")
         write_obj(path, obj)
-        ours, peer = median_pair(lambda p=path: bpy.ops.import_scene.ms3d(filepath=str(p)),
-                                 lambda o=obj: bpy.ops.wm.obj_import(filepath=str(o)), runs, setup=empty)
+        ours, peer = median_pair(
+            lambda p=path: bpy.ops.import_scene.ms3d(filepath=str(p)),
+            lambda o=obj: bpy.ops.wm.obj_import(filepath=str(o)),
+            runs,
+            setup=empty,
+        )
         empty()
         bpy.ops.import_scene.ms3d(filepath=str(path))
         tris = sum(len(o.data.polygons) for o in bpy.data.objects if o.type == "MESH")
@@ -162,8 +174,12 @@ def main() -> int:
     parser.add_argument("--output", help="also write the markdown tables to this file")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
-        venv = subprocess.run(["bash", "-c", 'source "$0/scripts/_env.sh" && venv_for 5.0', str(ROOT)],
-                              check=True, capture_output=True, text=True).stdout.strip()
+        venv = subprocess.run(
+            ["bash", "-c", 'source "$0/scripts/_env.sh" && venv_for 5.0', str(ROOT)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return subprocess.call([os.path.join(venv, "bin", "python"), __file__, *sys.argv[1:]])
     import bpy
 
@@ -181,8 +197,10 @@ def main() -> int:
         parse_rows = bench_parse([*files, mid], args.runs)
         for name, size, r1, r2, peer in parse_rows:
             out.append(f"| {name} | {size:,} | {r1:.2f} | {r2:.2f} | {peer * 1000:.2f} |")
-        out.append(f"| **median** | | **{statistics.median(r[2] for r in parse_rows):.2f}** | "
-                   f"**{statistics.median(r[3] for r in parse_rows):.2f}** | |")
+        out.append(
+            f"| **median** | | **{statistics.median(r[2] for r in parse_rows):.2f}** | "
+            f"**{statistics.median(r[3] for r in parse_rows):.2f}** | |"
+        )
         out.append("\n### Import into Blender: ours / `wm.obj_import` on the same geometry\n")
         out.append("| file | faces | ours ÷ OBJ importer | OBJ ms |")
         out.append("|---|---:|---:|---:|")

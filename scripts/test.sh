@@ -10,7 +10,7 @@ done
 
 status=0
 echo "=== ruff"
-"${venvs[0]}/bin/ruff" check "$ROOT" || status=1
+"${venvs[0]}/bin/ruff" check "$ROOT" && "${venvs[0]}/bin/ruff" format --check "$ROOT" || status=1
 
 reports="$(mktemp -d)"
 trap 'rm -rf "$reports"' EXIT

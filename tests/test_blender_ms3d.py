@@ -259,6 +259,12 @@ def test_sample_materials_and_normals(blender):
     samples_dir()
     bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("assimp__assimp/twospheres_withmats.ms3d")))
     assert principled(bpy.data.materials["Material02"]).inputs["Alpha"].default_value == pytest.approx(0.84)
+    bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("assimp__assimp/jeep1.ms3d")))
+    jeep = principled(bpy.data.collections["jeep1"].objects[0].data.materials[0])  # emissive 0.35 x texture, as GL
+    (link,) = jeep.inputs["Emission Color"].links
+    assert link.from_node.operation == "MULTIPLY"
+    assert tuple(link.from_node.inputs[1].default_value) == pytest.approx((0.35, 0.35, 0.35), abs=0.01)
+    assert link.from_node.inputs[0].links[0].from_node.image.name == "jeep1.jpg"
     bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("nemox-tut10/rock.ms3d")))
     rock = bpy.data.collections["rock"].objects[0].data
     assert not rock.has_custom_normals and "sharp_edge" in rock.attributes  # zero normals ignored
@@ -287,3 +293,28 @@ def test_built_meshes_are_already_valid(blender, tmp_path):
                 normals_before = corner_normals(mesh)
                 assert mesh.validate(verbose=False, clean_customdata=False) is False, (path, mesh.name)
                 np.testing.assert_allclose(corner_normals(mesh), normals_before, atol=1e-6)
+
+
+def test_options_panel_draws_every_option(blender):
+    """The file browser's sidebar: every drawn name is a real operator property, every option is drawn."""
+    bpy = blender
+    from io_ms3d_mdl.blender.operators import IMPORT_SCENE_OT_ms3d
+
+    drawn: list[str] = []
+
+    class Layout:
+        use_property_split = use_property_decorate = False
+
+        def panel(self, idname, default_closed=False):
+            return self, self
+
+        def label(self, text):
+            pass
+
+        def prop(self, owner, name):
+            drawn.append(name)
+
+    operator = type("Op", (), {"layout": Layout(), "bl_idname": IMPORT_SCENE_OT_ms3d.bl_idname})()
+    IMPORT_SCENE_OT_ms3d.draw(operator, bpy.context)
+    props = {p.identifier for p in bpy.ops.import_scene.ms3d.get_rna_type().properties if not p.is_hidden}
+    assert set(drawn) == props - {"rna_type", "filepath"}

@@ -77,6 +77,16 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
         tree.links.new(tex.outputs["Color"], inputs["Base Color"])
         if data.use_texture_alpha:
             _link_alpha(tree, tex.outputs["Alpha"], inputs["Alpha"], data.alpha)
+        if data.emission_strength > 0:
+            # Fixed-function GL (what MilkShape shows) modulates emissive by the texture; a flat emission colour
+            # would wash the model out in grey.
+            mul = tree.nodes.new("ShaderNodeVectorMath")
+            mul.operation = "MULTIPLY"
+            mul.label = "Emissive × Texture"
+            mul.inputs[1].default_value = data.emission_color
+            mul.location = (bsdf.location.x - 200, bsdf.location.y - 500)
+            tree.links.new(tex.outputs["Color"], mul.inputs[0])
+            tree.links.new(mul.outputs["Vector"], inputs["Emission Color"])
     if data.alpha_texture is not None:
         tex = tree.nodes.new("ShaderNodeTexImage")
         tex.label = "Alpha Map"

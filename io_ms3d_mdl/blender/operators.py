@@ -95,25 +95,20 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
         return self.report_results(results)
 
     def draw(self, context: bpy.types.Context) -> None:
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        header, body = layout.panel("IO_MS3D_MDL_ms3d_transform", default_closed=False)
-        header.label(text="Transform")
-        if body:
-            body.prop(self, "scale")
-            body.prop(self, "axis_forward")
-            body.prop(self, "axis_up")
-        header, body = layout.panel("IO_MS3D_MDL_ms3d_geometry", default_closed=False)
-        header.label(text="Geometry")
-        if body:
-            body.prop(self, "split_groups")
-            body.prop(self, "use_normals")
-            body.prop(self, "use_smoothing_groups")
-        header, body = layout.panel("IO_MS3D_MDL_ms3d_materials", default_closed=False)
-        header.label(text="Materials")
-        if body:
-            body.prop(self, "find_textures")
+        self.layout.use_property_split = True
+        self.layout.use_property_decorate = False
+        draw_panel(self.layout, self, "Transform", ("scale", "axis_forward", "axis_up"))
+        draw_panel(self.layout, self, "Geometry", ("split_groups", "use_normals", "use_smoothing_groups"))
+        draw_panel(self.layout, self, "Materials", ("find_textures",))
+
+
+def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: str, props: tuple[str, ...]) -> None:
+    """A collapsible options section in the file browser sidebar (UILayout.panel, 4.1+)."""
+    header, body = layout.panel(f"IO_MS3D_MDL_{operator.bl_idname}_{title}", default_closed=False)
+    header.label(text=title)
+    if body:
+        for prop in props:
+            body.prop(operator, prop)
 
 
 class IO_FH_ms3d(bpy.types.FileHandler):
