@@ -60,7 +60,8 @@ class _Builder:
         base = len(self.spec.vertices)
         self.spec.vertices += [Vertex(tuple(float(c) for c in v)) for v in p]
         su, sv = uv_scale
-        uv = [(0.0, sv), (0.0, 0.0), (su, 0.0), (su, sv)]  # corners: bottom-left, top-left, top-right, bottom-right; t runs down
+        # corners: bottom-left, top-left, top-right, bottom-right; MilkShape t runs downwards
+        uv = [(0.0, sv), (0.0, 0.0), (su, 0.0), (su, sv)]
         for a, b, c in ((0, 1, 2), (0, 2, 3)):
             self._tri(group, (base + a, base + b, base + c), (n, n, n), (uv[a], uv[b], uv[c]), smooth)
 
