@@ -34,11 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-o", "--output", help="save the result as this .blend file")
     args = parser.parse_args(argv)
     files = args.files or [EXAMPLE]
-
-    import bpy
-
     addon = load_addon()
     addon.register()
+    try:
+        return _import_all(files, args.output)
+    finally:
+        addon.unregister()  # exiting with classes registered hangs (4.5) or crashes (4.2) the bpy module
+
+
+def _import_all(files: list[str], output: str | None) -> int:
+    import bpy
+
     bpy.ops.wm.read_factory_settings(use_empty=True)
     operators = {".ms3d": bpy.ops.import_scene.ms3d}
 
@@ -80,12 +86,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for row in (header, *rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip())
-    if args.output:
-        out = os.path.abspath(args.output)
+    if output:
+        out = os.path.abspath(output)
         bpy.ops.wm.save_as_mainfile(filepath=out)
         print(f"\nSaved {out}")
     print(f"\n{len(files) - failed} of {len(files)} files imported")
-    addon.unregister()
     return 1 if failed else 0
 
 

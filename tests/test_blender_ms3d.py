@@ -221,19 +221,19 @@ def test_registration(blender):
 
 # --- every shared sample -----------------------------------------------------------------------------------
 
-SAMPLE_OBJECTS = {  # file: (objects, vertices, faces, materials, images found)
-    "assimp__assimp/Wuson.ms3d": (1, 2117, 3732, 0, 0),
-    "assimp__assimp/jeep1.ms3d": (7, 1196, 2032, 1, 1),
-    "assimp__assimp/twospheres_withmats.ms3d": (2, 124, 240, 2, 0),
-    "assimp__assimp/InvalidMaterialIndex.ms3d": (0, 0, 0, 0, 0),
-    "soulsheng__ms3d-render/Model.ms3d": (1, 40, 76, 1, 1),
-    "akadjoker__H3DView/media/dwarf.ms3d": (3, 1249, 1664, 1, 1),
-    "akadjoker__H3DView/media/Bird.ms3d": (1, 142, 250, 1, 1),
-    "akadjoker__H3DView/media/bones2.ms3d": (2, 98, 168, 1, 1),
-    "akadjoker__H3DView/media/cube.ms3d": (1, 56, 84, 1, 1),
-    "nemox-tut10/rock.ms3d": (1, 62, 120, 1, 1),
-    "akadjoker__IrrlichtGameObject/gun.ms3d": (1, 273, 486, 1, 0),
-    "JuhaLukkari__Simple3DWorld/Model_empty.ms3d": (0, 0, 0, 0, 0),
+SAMPLE_OBJECTS = {  # file: (mesh objects, vertices, faces, materials, images found, bones)
+    "assimp__assimp/Wuson.ms3d": (1, 2117, 3732, 0, 0, 0),
+    "assimp__assimp/jeep1.ms3d": (7, 1196, 2032, 1, 1, 0),
+    "assimp__assimp/twospheres_withmats.ms3d": (2, 124, 240, 2, 0, 0),
+    "assimp__assimp/InvalidMaterialIndex.ms3d": (0, 0, 0, 0, 0, 0),
+    "soulsheng__ms3d-render/Model.ms3d": (1, 40, 76, 1, 1, 9),
+    "akadjoker__H3DView/media/dwarf.ms3d": (3, 1249, 1664, 1, 1, 44),
+    "akadjoker__H3DView/media/Bird.ms3d": (1, 142, 250, 1, 1, 12),
+    "akadjoker__H3DView/media/bones2.ms3d": (2, 98, 168, 1, 1, 4),
+    "akadjoker__H3DView/media/cube.ms3d": (1, 56, 84, 1, 1, 7),
+    "nemox-tut10/rock.ms3d": (1, 62, 120, 1, 1, 0),
+    "akadjoker__IrrlichtGameObject/gun.ms3d": (1, 273, 486, 1, 0, 0),
+    "JuhaLukkari__Simple3DWorld/Model_empty.ms3d": (0, 0, 0, 0, 0, 0),
 }
 
 
@@ -243,14 +243,16 @@ def test_shared_samples_import(blender, relative):
     path = ms3d_sample(relative)
     assert bpy.ops.import_scene.ms3d(filepath=str(path)) == {"FINISHED"}
     objects = list(bpy.data.collections[path.stem].objects)
-    meshes = [o.data for o in objects]
+    meshes = [o.data for o in objects if o.type == "MESH"]
     images = [i for i in bpy.data.images if i.size[0] > 0]
+    bones = sum(len(o.data.bones) for o in objects if o.type == "ARMATURE")
     assert (
-        len(objects),
+        len(meshes),
         sum(len(m.vertices) for m in meshes),
         sum(len(m.polygons) for m in meshes),
         len(bpy.data.materials),
         len(images),
+        bones,
     ) == SAMPLE_OBJECTS[relative]
 
 
@@ -274,7 +276,9 @@ def test_sample_materials_and_normals(blender):
     assert bpy.data.collections["dwarf"]["ms3d_model_comment"].startswith("Name=Walk")
     bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("akadjoker__H3DView/media/dwarf.ms3d")), split_groups="SINGLE")
     single = bpy.data.collections["dwarf.001"].objects
-    assert len(single) == 1 and len(single[0].data.polygons) == 1664
+    meshes = [o for o in single if o.type == "MESH"]
+    assert len(meshes) == 1 and len(meshes[0].data.polygons) == 1664
+    assert meshes[0].parent.type == "ARMATURE" and len(meshes[0].vertex_groups) == 39
 
 
 def test_built_meshes_are_already_valid(blender, tmp_path):

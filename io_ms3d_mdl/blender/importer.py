@@ -30,6 +30,8 @@ class ImportResult:
     vertices: int = 0
     triangles: int = 0
     materials: int = 0
+    bones: int = 0
+    actions: int = 0
     seconds: float = 0.0
 
     @property
@@ -44,6 +46,8 @@ class ImportResult:
             f"Imported {name}: {_plural(len(self.objects), 'object')}, {_plural(self.vertices, 'vertex', 'vertices')}, "
             f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials, 'material')}"
         )
+        if self.bones:
+            text += f", {_plural(self.bones, 'bone')}, {_plural(self.actions, 'action')}"
         if self.warnings:
             text += f" ({_plural(len(self.warnings), 'warning')})"
         return text
@@ -74,6 +78,8 @@ def import_files(
             result.objects = [o.name for o in objects]
             result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
             result.materials = len(scene.materials)
+            result.bones = len(scene.skeleton.bones) if scene.skeleton else 0
+            result.actions = len(scene.actions)
             result.warnings = list(scene.warnings)
             imported.extend(objects)
         result.seconds = time.perf_counter() - start

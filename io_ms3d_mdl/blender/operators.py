@@ -72,6 +72,20 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
     use_smoothing_groups: BoolProperty(  # type: ignore[valid-type]
         name="Smoothing Groups", description="Mark edges between different smoothing groups sharp", default=True
     )
+    import_animation: BoolProperty(  # type: ignore[valid-type]
+        name="Animation",
+        description="Import the keyframes as an action, set the scene's frame rate and range, and mark named clips",
+        default=True,
+    )
+    bone_tails: EnumProperty(  # type: ignore[valid-type]
+        name="Bone Tails",
+        items=(
+            ("CHILD", "Toward Child", "Bones point at their children, so the rig reads like a skeleton"),
+            ("AXIS", "Joint Axis", "Bones point along each joint's local X axis"),
+        ),
+        description="How bones are drawn; the deformation is identical either way",
+        default="CHILD",
+    )
     find_textures: BoolProperty(  # type: ignore[valid-type]
         name="Find Textures",
         description="Look for texture files next to the model and in a Textures folder (case-insensitive)",
@@ -87,6 +101,8 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
             use_normals=self.use_normals,
             use_smoothing_groups=self.use_smoothing_groups,
             find_textures=self.find_textures,
+            import_animation=self.import_animation,
+            bone_tails=self.bone_tails,
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
@@ -100,6 +116,7 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
         draw_panel(self.layout, self, "Transform", ("scale", "axis_forward", "axis_up"))
         draw_panel(self.layout, self, "Geometry", ("split_groups", "use_normals", "use_smoothing_groups"))
         draw_panel(self.layout, self, "Materials", ("find_textures",))
+        draw_panel(self.layout, self, "Armature", ("bone_tails", "import_animation"))
 
 
 def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: str, props: tuple[str, ...]) -> None:

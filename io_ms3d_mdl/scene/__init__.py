@@ -4,6 +4,30 @@ Readers' records are converted here into what Blender needs (compacted vertices,
 conversion and scale already applied, materials as plain values), so builders only copy arrays.
 """
 
-from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData
+from .types import (
+    ActionData,
+    BoneChannels,
+    BoneData,
+    ClipData,
+    ImageRef,
+    MaterialData,
+    MeshData,
+    ObjectData,
+    SceneData,
+    SkeletonData,
+    SkinData,
+)
 
-__all__ = ["ImageRef", "MaterialData", "MeshData", "ObjectData", "SceneData"]
+__all__ = [
+    "ActionData",
+    "BoneChannels",
+    "BoneData",
+    "ClipData",
+    "ImageRef",
+    "MaterialData",
+    "MeshData",
+    "ObjectData",
+    "SceneData",
+    "SkeletonData",
+    "SkinData",
+]

@@ -4,6 +4,7 @@ and normals, sharp edges from smoothing groups, materials as Principled values. 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -11,9 +12,11 @@ import numpy as np
 
 from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
 from .axes import axis_conversion_matrix, transform_points
+from .ms3d_armature import build_action, build_skeleton, parse_clips
+from .ms3d_rig import effective_fps, hierarchy, skin_weights
 from .texture_search import find_texture
 from .topology import classify_faces, clean_normals, compact, sharp_edges_from_groups
-from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData
+from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData, SkinData
 
 MODE_HAS_ALPHA = 0x40  # material mode flag: the texture's alpha channel is used
 
@@ -29,6 +32,8 @@ class Ms3dOptions:
     use_normals: bool = True  # stored per-corner normals become custom normals
     use_smoothing_groups: bool = True  # smoothing-group borders become sharp edges
     find_textures: bool = True
+    import_animation: bool = True
+    bone_tails: str = "CHILD"  # "CHILD": bones point at their children; "AXIS": along each joint's local +X
 
 
 def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> SceneData:
@@ -96,9 +101,32 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
         if len(mesh.triangles):
             scene.objects.append(ObjectData(stem, mesh, {}))
 
-    if not scene.objects:
+    if not scene.objects and not model.joints:
         scene.warnings.add("the model has no usable triangles; only an empty collection was made")
+    if model.joints:
+        _add_rig(model, scene, matrix, options, stem)
     return scene
+
+
+def _add_rig(model: Ms3dModel, scene: SceneData, matrix: np.ndarray, options: Ms3dOptions, stem: str) -> None:
+    """Armature, per-object skin weights, the action, clips, and the scene timing the keys need."""
+    rig = hierarchy(model, scene.warnings)
+    scene.skeleton, bone_of_joint, x = build_skeleton(model, rig, matrix, options.scale, options.bone_tails, stem)
+    joint_ids, weights = skin_weights(model)
+    bone_ids = np.where(joint_ids >= 0, bone_of_joint[np.maximum(joint_ids, 0)], -1).astype(np.int32)
+    for obj in scene.objects:
+        rows = obj.mesh.source_vertices
+        if (weights[rows] > 0).any():
+            obj.skin = SkinData(np.ascontiguousarray(bone_ids[rows]), np.ascontiguousarray(weights[rows]))
+    if not options.import_animation:
+        return
+    action = build_action(model, x, bone_of_joint, options.scale, stem)
+    scene.clips = parse_clips(model.model_comment)
+    scene.fps = effective_fps(model)
+    if action is not None:
+        scene.actions.append(action)
+        first, last = action.frame_range
+        scene.frame_range = (min(1.0, math.floor(first)), max(float(model.total_frames), float(math.ceil(last))))
 
 
 def _mesh(

@@ -52,10 +52,63 @@ class MeshData:
 
 
 @dataclass
+class SkinData:
+    """Up to four influences per vertex (rows follow ``MeshData.positions``); index -1 means unused."""
+
+    bone_indices: np.ndarray  # (V, 4) int32 into SkeletonData.bones
+    weights: np.ndarray  # (V, 4) float32, each row summing to 1 or all zero (unweighted vertex)
+
+
+@dataclass
 class ObjectData:
     name: str
     mesh: MeshData
     props: Props = field(default_factory=dict)
+    skin: SkinData | None = None
+
+
+@dataclass
+class BoneData:
+    name: str  # unique within the skeleton
+    parent: int  # index of an earlier bone, or -1
+    matrix: np.ndarray  # (4, 4) rest matrix in armature space; rotation orthonormal, bone +Y along the bone
+    length: float
+    color: tuple[float, float, float] | None = None
+    props: Props = field(default_factory=dict)
+
+
+@dataclass
+class SkeletonData:
+    name: str
+    bones: list[BoneData]  # parents before children
+
+
+@dataclass
+class BoneChannels:
+    """Keys of one pose bone, in the bone's rest frame (what Blender's pose channels hold)."""
+
+    bone: int
+    rotation_frames: np.ndarray  # (K,) float
+    rotations: np.ndarray  # (K, 4) quaternions (w, x, y, z), sign-continuous
+    location_frames: np.ndarray  # (L,)
+    locations: np.ndarray  # (L, 3)
+
+
+@dataclass
+class ClipData:
+    """A named frame range (MilkShape users list them in the model comment)."""
+
+    name: str
+    start: float
+    end: float
+    loop: bool = False
+
+
+@dataclass
+class ActionData:
+    name: str
+    channels: list[BoneChannels]
+    frame_range: tuple[float, float]
 
 
 @dataclass
@@ -67,6 +120,11 @@ class SceneData:
     materials: list[MaterialData] = field(default_factory=list)
     props: Props = field(default_factory=dict)
     warnings: Warnings = field(default_factory=Warnings)
+    skeleton: SkeletonData | None = None
+    actions: list[ActionData] = field(default_factory=list)
+    clips: list[ClipData] = field(default_factory=list)
+    fps: float | None = None  # the scene frame rate the animation wants
+    frame_range: tuple[float, float] | None = None  # a scene range that holds every key
 
     @property
     def vertex_count(self) -> int:

@@ -1,0 +1,108 @@
+"""Actions, NLA strips and timeline markers, written in bulk and portable from 4.2 to 5.x.
+
+Blender 4.4 introduced slotted (layered) actions and 5.0 removed ``Action.fcurves``; 4.4/4.5 carry both APIs
+and silently ignore curves made through the legacy one on an action that is already assigned (notes
+blender.md §0). :func:`ensure_fcurve` therefore always goes through slots when they exist.
+"""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+from ..scene.types import ActionData, ClipData, SkeletonData
+
+LINEAR = 1  # Keyframe.interpolation enum value
+
+
+def ensure_fcurve(action: bpy.types.Action, owner: bpy.types.ID, data_path: str, index: int, group: str):
+    """An F-curve on ``action`` animating ``owner``, created through the action's slot on 4.4+."""
+    anim = owner.animation_data or owner.animation_data_create()
+    if hasattr(action, "layers"):
+        if anim.action is not action:
+            anim.action = action
+        slot = anim.action_slot
+        if slot is None:
+            slot = action.slots.new(id_type=owner.id_type, name=owner.name)
+            anim.action_slot = slot
+        layer = action.layers[0] if action.layers else action.layers.new("Layer")
+        strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+        bag = strip.channelbag(slot, ensure=True)
+        fcurve = bag.fcurves.find(data_path, index=index)
+        if fcurve is None:
+            if bpy.app.version >= (5, 0, 0):
+                fcurve = bag.fcurves.new(data_path, index=index, group_name=group)
+            else:
+                fcurve = bag.fcurves.new(data_path, index=index)
+                fcurve.group = next((g for g in bag.groups if g.name == group), None) or bag.groups.new(group)
+        return fcurve
+    fcurve = action.fcurves.find(data_path, index=index) or action.fcurves.new(
+        data_path, index=index, action_group=group
+    )
+    anim.action = action
+    return fcurve
+
+
+def write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
+    """All keys of one curve in three bulk calls."""
+    count = len(frames)
+    points = fcurve.keyframe_points
+    points.add(count)
+    co = np.empty(count * 2, dtype=np.float32)
+    co[0::2] = frames
+    co[1::2] = values
+    points.foreach_set("co", co)
+    points.foreach_set("interpolation", np.full(count, LINEAR, dtype=np.int32))
+    fcurve.update()
+
+
+def build_action(armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData) -> bpy.types.Action:
+    action = bpy.data.actions.new(data.name)
+    for channels in data.channels:
+        name = skeleton.bones[channels.bone].name
+        base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+        for i in range(4 if len(channels.rotation_frames) else 0):
+            fc = ensure_fcurve(action, armature, f"{base}.rotation_quaternion", i, name)
+            write_keys(fc, channels.rotation_frames, channels.rotations[:, i])
+        for i in range(3 if len(channels.location_frames) else 0):
+            fc = ensure_fcurve(action, armature, f"{base}.location", i, name)
+            write_keys(fc, channels.location_frames, channels.locations[:, i])
+    armature.animation_data_create().action = action
+    return action
+
+
+def add_clip_strips(armature: bpy.types.Object, action: bpy.types.Action, clips: list[ClipData]) -> None:
+    """Each named clip as an NLA strip over its frame range, on muted tracks so the action still plays as a
+    whole; overlapping clips go to a further track."""
+    anim = armature.animation_data
+    tracks: list[tuple[bpy.types.NlaTrack, float]] = []  # (track, last frame used)
+    for clip in sorted(clips, key=lambda c: c.start):
+        target = next((i for i, (_, end) in enumerate(tracks) if clip.start > end), None)
+        if target is None:
+            track = anim.nla_tracks.new()
+            track.name = "MilkShape clips" if not tracks else f"MilkShape clips {len(tracks) + 1}"
+            track.mute = True
+            tracks.append((track, -np.inf))
+            target = len(tracks) - 1
+        track = tracks[target][0]
+        strip = track.strips.new(clip.name, int(np.floor(clip.start)), action)
+        strip.action_frame_start = clip.start
+        strip.action_frame_end = max(clip.end, clip.start + 1e-3)
+        strip.frame_start = clip.start
+        strip.frame_end = strip.frame_start + (strip.action_frame_end - strip.action_frame_start)
+        tracks[target] = (track, strip.frame_end)
+    # NLA strips take no custom properties: the full list, loop flags included, lives on the armature object.
+    armature["ms3d_clips"] = [{"name": c.name, "start": c.start, "end": c.end, "loop": c.loop} for c in clips]
+
+
+def set_scene_timing(scene: bpy.types.Scene, fps: float, frame_range: tuple[float, float]) -> None:
+    whole = max(1, round(fps))
+    scene.render.fps = whole
+    scene.render.fps_base = whole / fps
+    scene.frame_start = int(np.floor(frame_range[0]))
+    scene.frame_end = max(scene.frame_start, int(np.ceil(frame_range[1])))
+
+
+def add_clip_markers(scene: bpy.types.Scene, clips: list[ClipData]) -> None:
+    for clip in clips:
+        scene.timeline_markers.new(clip.name, frame=round(clip.start))

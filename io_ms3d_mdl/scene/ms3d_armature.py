@@ -1,0 +1,199 @@
+"""MilkShape joints and keys as a Blender armature and action, without ``bpy``.
+
+Blender bones point along their +Y axis; MilkShape joints have no length at all. Each bone's rest matrix is
+``Q_j = C·R_j·X_j`` (C: the axis conversion, R_j: the joint's world rotation, X_j: a fixed per-bone rotation
+choosing where +Y points), with its head at ``scale·C·t_j``. Because the pose channels are expressed in that same
+frame, ``basis(t) = X_j⁻¹·T(scale·key position)·R(key rotation)·X_j``, the choice of X_j changes how the rig
+looks, never how it deforms (proof in the tests: the posed mesh equals :func:`ms3d_rig.skinned_positions`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from ..formats.ms3d.model import Ms3dModel
+from .ms3d_rig import Hierarchy, effective_fps, key_frames
+from .rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
+from .types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
+
+# AXIS tails: bone +Y along the joint's local +X, bone +Z along its +Z (columns are bone axes in joint space).
+JOINT_AXIS_TO_BONE = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+
+
+def unique_names(names: list[str], fallback: str = "joint") -> list[str]:
+    """Blender needs unique bone names; repeats get Blender's own ``.001`` style suffix."""
+    taken: set[str] = set()
+    out = []
+    for i, name in enumerate(names):
+        base = name or f"{fallback}{i}"
+        candidate, n = base, 0
+        while candidate in taken:
+            n += 1
+            candidate = f"{base}.{n:03d}"
+        taken.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def build_skeleton(
+    model: Ms3dModel, rig: Hierarchy, axes: np.ndarray, scale: float, tails: str, name: str
+) -> tuple[SkeletonData, np.ndarray, np.ndarray]:
+    """Returns the skeleton, ``bone_of_joint`` (J,) and ``X`` (J, 3, 3), the joint→bone frame rotations."""
+    count = len(model.joints)
+    rotation = np.einsum("ij,njk->nik", axes, rig.world[:, :3, :3])  # C·R_j
+    heads = scale * (rig.world[:, :3, 3] @ axes.T)
+    default_length = _default_length(model, scale)
+    bone_axes = rotation @ JOINT_AXIS_TO_BONE
+    lengths = np.full(count, default_length)
+    if tails == "CHILD":
+        bone_axes, lengths = _point_at_children(rig.parent, heads, bone_axes, default_length)
+    x = np.einsum("nji,njk->nik", rotation, bone_axes)  # X_j = (C·R_j)ᵀ·Q_j
+
+    names = unique_names([j.name for j in model.joints])
+    bone_of_joint = np.empty(count, dtype=np.int64)
+    bone_of_joint[rig.order] = np.arange(count)
+    bones = []
+    for j in rig.order.tolist():
+        joint = model.joints[j]
+        props = {"ms3d_comment": joint.comment} if joint.comment else {}
+        if joint.parent_name and rig.parent[j] < 0:
+            props["ms3d_missing_parent"] = joint.parent_name
+        color = tuple(float(c) for c in np.clip(joint.color, 0, 1)) if joint.color is not None else None
+        bones.append(
+            BoneData(
+                name=names[j],
+                parent=int(bone_of_joint[rig.parent[j]]) if rig.parent[j] >= 0 else -1,
+                matrix=compose(bone_axes[j], heads[j]),
+                length=float(lengths[j]),
+                color=color,
+                props=props,
+            )
+        )
+    return SkeletonData(name, bones), bone_of_joint, x
+
+
+def _default_length(model: Ms3dModel, scale: float) -> float:
+    if model.model_extra is not None and model.model_extra.joint_size > 0:
+        return model.model_extra.joint_size * scale
+    points = model.vertices["position"] if len(model.vertices) else np.array([j.position for j in model.joints])
+    extent = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
+    return max(extent * 0.05, 1e-3) * scale
+
+
+def _point_at_children(
+    parent: np.ndarray, heads: np.ndarray, axis_frames: np.ndarray, default_length: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bone +Y toward the average of the children's heads (leaves continue their parent's direction), rolled
+    so bone +Z stays as close as possible to the joint-axis choice."""
+    count = len(parent)
+    directions = np.zeros((count, 3))
+    lengths = np.full(count, default_length)
+    child_sum = np.zeros((count, 3))
+    child_count = np.zeros(count)
+    roots = parent < 0
+    np.add.at(child_sum, parent[~roots], heads[~roots])
+    np.add.at(child_count, parent[~roots], 1)
+    has_children = child_count > 0
+    offset = child_sum[has_children] / child_count[has_children, None] - heads[has_children]
+    distance = np.linalg.norm(offset, axis=1)
+    usable = np.zeros(count, dtype=bool)
+    usable[np.nonzero(has_children)[0][distance > 1e-6]] = True
+    directions[usable] = offset[distance > 1e-6] / distance[distance > 1e-6, None]
+    lengths[usable] = distance[distance > 1e-6]
+    frames = axis_frames.copy()
+    for j in range(count):
+        if not usable[j]:
+            p = parent[j]
+            directions[j] = directions[p] if p >= 0 and usable[p] else axis_frames[j][:, 1]
+            if p >= 0 and usable[p]:
+                lengths[j] = max(lengths[p] * 0.5, 1e-4)
+        y = directions[j]
+        z = axis_frames[j][:, 2] - (axis_frames[j][:, 2] @ y) * y
+        if np.linalg.norm(z) < 1e-6:
+            z = axis_frames[j][:, 0] - (axis_frames[j][:, 0] @ y) * y
+        z /= np.linalg.norm(z)
+        frames[j] = np.stack([np.cross(y, z), y, z], axis=1)
+    return frames, lengths
+
+
+def build_action(
+    model: Ms3dModel, x: np.ndarray, bone_of_joint: np.ndarray, scale: float, name: str
+) -> ActionData | None:
+    """Pose-bone channels: rotation ``Xᵀ·R(key)·X`` as quaternions, location ``Xᵀ·scale·key`` (notes §2.6)."""
+    fps = effective_fps(model)
+    channels = []
+    lo, hi = math.inf, -math.inf
+    for j, joint in enumerate(model.joints):
+        rk, pk = joint.rotation_keys, joint.position_keys
+        if len(rk) == 0 and len(pk) == 0:
+            continue
+        rot_frames, pos_frames = key_frames(rk["time"], fps), key_frames(pk["time"], fps)
+        rot = (
+            np.einsum("ji,kjl,lm->kim", x[j], euler_xyz_to_matrix(rk["value"]), x[j])
+            if len(rk)
+            else np.zeros((0, 3, 3))
+        )
+        rot_frames, rotations = slerp_whole_frames(rot_frames, make_continuous(matrix_to_quaternion(rot)))
+        channels.append(
+            BoneChannels(
+                bone=int(bone_of_joint[j]),
+                rotation_frames=rot_frames,
+                rotations=rotations,
+                location_frames=pos_frames,
+                locations=scale * (pk["value"].astype(np.float64) @ x[j]),
+            )
+        )
+        for frames in (rot_frames, pos_frames):
+            if len(frames):
+                lo, hi = min(lo, float(frames.min())), max(hi, float(frames.max()))
+    if not channels:
+        return None
+    return ActionData(name, channels, (lo, hi))
+
+
+def slerp_whole_frames(frames: np.ndarray, quats: np.ndarray, tolerance: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """Add a key at every whole frame between two keys that differ, holding MilkShape's slerp value there.
+
+    Blender interpolates quaternion curves component by component, which drifts from a slerp as the angle
+    between keys grows; with these keys every frame shows exactly what MilkShape shows.
+    """
+    if len(frames) < 2:
+        return frames, quats
+    whole = np.arange(np.ceil(frames[0]), np.floor(frames[-1]) + 1)
+    i = np.clip(np.searchsorted(frames, whole, side="right"), 1, len(frames) - 1)
+    moving = np.abs(np.einsum("ij,ij->i", quats[i - 1], quats[i])) < 1.0 - tolerance
+    extra = whole[moving & ~np.isin(whole, frames)]
+    if len(extra) == 0:
+        return frames, quats
+    i = np.searchsorted(frames, extra, side="right")
+    span = frames[i] - frames[i - 1]
+    t = (extra - frames[i - 1]) / np.where(span > 0, span, 1.0)
+    values = slerp(quats[i - 1], quats[i], t)
+    order = np.argsort(np.r_[frames, extra], kind="stable")
+    return np.r_[frames, extra][order], make_continuous(np.r_[quats, values][order])
+
+
+_CLIP_START = re.compile(r"\bname\s*=", re.IGNORECASE)
+_FIELD = re.compile(r"(\w+)\s*=\s*([^,\r\n]*)")
+
+
+def parse_clips(comment: str | None) -> list[ClipData]:
+    """Clip lists artists write into the model comment, e.g. ``Name=Walk, Start=2, End=14, Loop=True`` (one
+    per entry, line breaks anywhere, as in dwarf.ms3d). Entries without a numeric start and end are ignored."""
+    if not comment:
+        return []
+    starts = [m.start() for m in _CLIP_START.finditer(comment)]
+    clips = []
+    for a, b in zip(starts, [*starts[1:], len(comment)], strict=True):
+        fields = {k.lower(): v.strip() for k, v in _FIELD.findall(re.sub(r"=\s+", "=", comment[a:b]))}
+        try:
+            start, end = float(fields["start"]), float(fields["end"])
+        except (KeyError, ValueError):
+            continue
+        name = fields.get("name", "")
+        if name and end >= start:
+            clips.append(ClipData(name, start, end, fields.get("loop", "").lower() in ("true", "1", "yes")))
+    return clips

@@ -1,0 +1,104 @@
+"""Vectorised rotation maths (numpy, no ``bpy``): Euler XYZ, matrices, quaternions (w, x, y, z) and slerp."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def euler_xyz_to_matrix(angles: np.ndarray) -> np.ndarray:
+    """(…, 3) radians → (…, 3, 3) with R = Rz·Ry·Rx (X applied first), the convention every MS3D reader uses."""
+    a = np.asarray(angles, dtype=np.float64)
+    cx, cy, cz = np.cos(a[..., 0]), np.cos(a[..., 1]), np.cos(a[..., 2])
+    sx, sy, sz = np.sin(a[..., 0]), np.sin(a[..., 1]), np.sin(a[..., 2])
+    m = np.empty((*a.shape[:-1], 3, 3))
+    m[..., 0, 0] = cy * cz
+    m[..., 0, 1] = sx * sy * cz - cx * sz
+    m[..., 0, 2] = cx * sy * cz + sx * sz
+    m[..., 1, 0] = cy * sz
+    m[..., 1, 1] = sx * sy * sz + cx * cz
+    m[..., 1, 2] = cx * sy * sz - sx * cz
+    m[..., 2, 0] = -sy
+    m[..., 2, 1] = sx * cy
+    m[..., 2, 2] = cx * cy
+    return m
+
+
+def matrix_to_quaternion(m: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) rotation matrices → (…, 4) unit quaternions (w, x, y, z), numerically stable in every case."""
+    m = np.asarray(m, dtype=np.float64)
+    t = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    q = np.empty((*m.shape[:-2], 4))
+    s0 = np.sqrt(np.maximum(1.0 + t, 1e-300)) * 2
+    s1 = np.sqrt(np.maximum(1.0 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2], 1e-300)) * 2
+    s2 = np.sqrt(np.maximum(1.0 + m[..., 1, 1] - m[..., 0, 0] - m[..., 2, 2], 1e-300)) * 2
+    s3 = np.sqrt(np.maximum(1.0 + m[..., 2, 2] - m[..., 0, 0] - m[..., 1, 1], 1e-300)) * 2
+    c0 = t > 0
+    c1 = ~c0 & (m[..., 0, 0] > m[..., 1, 1]) & (m[..., 0, 0] > m[..., 2, 2])
+    c2 = ~c0 & ~c1 & (m[..., 1, 1] > m[..., 2, 2])
+    c3 = ~c0 & ~c1 & ~c2
+    d21, d12 = m[..., 2, 1], m[..., 1, 2]
+    d02, d20 = m[..., 0, 2], m[..., 2, 0]
+    d10, d01 = m[..., 1, 0], m[..., 0, 1]
+    q[c0] = np.stack([0.25 * s0, (d21 - d12) / s0, (d02 - d20) / s0, (d10 - d01) / s0], axis=-1)[c0]
+    q[c1] = np.stack([(d21 - d12) / s1, 0.25 * s1, (d01 + d10) / s1, (d02 + d20) / s1], axis=-1)[c1]
+    q[c2] = np.stack([(d02 - d20) / s2, (d01 + d10) / s2, 0.25 * s2, (d12 + d21) / s2], axis=-1)[c2]
+    q[c3] = np.stack([(d10 - d01) / s3, (d02 + d20) / s3, (d12 + d21) / s3, 0.25 * s3], axis=-1)[c3]
+    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    return q
+
+
+def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
+    q = np.asarray(q, dtype=np.float64)
+    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    m = np.empty((*q.shape[:-1], 3, 3))
+    m[..., 0, 0] = 1 - 2 * (y * y + z * z)
+    m[..., 0, 1] = 2 * (x * y - w * z)
+    m[..., 0, 2] = 2 * (x * z + w * y)
+    m[..., 1, 0] = 2 * (x * y + w * z)
+    m[..., 1, 1] = 1 - 2 * (x * x + z * z)
+    m[..., 1, 2] = 2 * (y * z - w * x)
+    m[..., 2, 0] = 2 * (x * z - w * y)
+    m[..., 2, 1] = 2 * (y * z + w * x)
+    m[..., 2, 2] = 1 - 2 * (x * x + y * y)
+    return m
+
+
+def make_continuous(q: np.ndarray) -> np.ndarray:
+    """Flip signs along a key sequence (…, K, 4) so neighbours have a positive dot product: interpolating
+    component-wise then never takes the long way round."""
+    q = np.array(q, dtype=np.float64)
+    if q.shape[-2] < 2:
+        return q
+    dots = np.einsum("...i,...i->...", q[..., 1:, :], q[..., :-1, :])
+    flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=-1)
+    q[..., 1:, :] *= flips[..., None]
+    return q
+
+
+def slerp(q0: np.ndarray, q1: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Spherical interpolation of (…, 4) quaternions by (…) fractions, along the shorter arc."""
+    q0 = np.asarray(q0, dtype=np.float64)
+    q1 = np.asarray(q1, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)[..., None]
+    dot = np.einsum("...i,...i->...", q0, q1)[..., None]
+    q1 = np.where(dot < 0, -q1, q1)
+    dot = np.abs(dot)
+    theta = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin = np.sin(theta)
+    near = sin < 1e-6
+    safe = np.where(near, 1.0, sin)
+    a = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
+    b = np.where(near, t, np.sin(t * theta) / safe)
+    out = a * q0 + b * q1
+    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+
+
+def compose(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) and (…, 3) → (…, 4, 4) affine matrices."""
+    rotation = np.asarray(rotation, dtype=np.float64)
+    m = np.zeros((*rotation.shape[:-2], 4, 4))
+    m[..., :3, :3] = rotation
+    m[..., :3, 3] = translation
+    m[..., 3, 3] = 1.0
+    return m
