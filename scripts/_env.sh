@@ -5,7 +5,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV_HOME="${IO_MS3D_MDL_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/io_ms3d_mdl}"
-BLENDER_VERSIONS=(${IO_MS3D_MDL_BLENDER:-4.2 5.0})
+BLENDER_VERSIONS=(${IO_MS3D_MDL_BLENDER:-4.2 4.5 5.0})
 
 find_python() {
     for py in python3.11 python3; do

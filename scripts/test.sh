@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the whole suite: ruff, then pytest on every pinned Blender version (4.2 LTS and 5.0 by default;
+# Run the whole suite: ruff, then pytest on every pinned Blender version (4.2 LTS, 4.5 LTS and 5.0 by default;
 # IO_MS3D_MDL_BLENDER="5.0" narrows it). Extra arguments go to pytest. Ends with one total line.
 source "$(dirname "$0")/_env.sh"
 

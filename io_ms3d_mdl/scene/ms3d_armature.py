@@ -186,6 +186,8 @@ def parse_clips(comment: str | None) -> list[ClipData]:
     if not comment:
         return []
     starts = [m.start() for m in _CLIP_START.finditer(comment)]
+    if not starts:
+        return []
     clips = []
     for a, b in zip(starts, [*starts[1:], len(comment)], strict=True):
         fields = {k.lower(): v.strip() for k, v in _FIELD.findall(re.sub(r"=\s+", "=", comment[a:b]))}
