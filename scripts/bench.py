@@ -7,6 +7,9 @@
 (b) Import: our full File > Import against Blender's C++ OBJ importer (``wm.obj_import``) loading an OBJ + MTL of
     the same model (positions, per-corner UVs and normals, one object per group, same materials and textures).
 
+(c) Keyframes: the dwarf's action written our way (``keyframe_points.add`` + ``foreach_set``) against the same
+    keys written with one ``keyframe_insert`` per key, on the same armature.
+
 Runs A and B alternate so drift hits both; ratios are ours / peer (below 1.0 means we are faster).
 """
 
@@ -168,6 +171,47 @@ def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str,
     return rows
 
 
+def bench_keys(path: Path, runs: int) -> tuple[int, float, float]:
+    """Keys written per second, ours and one ``keyframe_insert`` per key, building the same action."""
+    import bpy
+
+    from io_ms3d_mdl.blender.animation import build_action
+    from io_ms3d_mdl.blender.armature import build_armature
+    from io_ms3d_mdl.formats.ms3d import read_ms3d
+    from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
+
+    scene = ms3d_to_scene(read_ms3d(path))
+    skeleton, (action,) = scene.skeleton, scene.actions
+    state: dict = {}
+
+    def setup() -> None:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        collection = bpy.data.collections.new("bench")
+        bpy.context.scene.collection.children.link(collection)
+        state["arm"] = build_armature(bpy.context, collection, skeleton)
+
+    def ours() -> None:
+        build_action(state["arm"], action, skeleton)
+
+    def one_call_per_key() -> None:
+        arm = state["arm"]
+        arm.animation_data_create().action = bpy.data.actions.new("baseline")
+        for ch in action.channels:
+            bone = arm.pose.bones[skeleton.bones[ch.bone].name]
+            for frame, q in zip(ch.rotation_frames.tolist(), ch.rotations.tolist(), strict=True):
+                bone.rotation_quaternion = q
+                for i in range(4):
+                    bone.keyframe_insert("rotation_quaternion", index=i, frame=frame, group=bone.name)
+            for frame, v in zip(ch.location_frames.tolist(), ch.locations.tolist(), strict=True):
+                bone.location = v
+                for i in range(3):
+                    bone.keyframe_insert("location", index=i, frame=frame, group=bone.name)
+
+    keys = sum(4 * len(c.rotation_frames) + 3 * len(c.location_frames) for c in action.channels)
+    a, b = median_pair(ours, one_call_per_key, runs, setup=setup)
+    return keys, keys / a, keys / b
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
@@ -208,6 +252,13 @@ def main() -> int:
         for name, tris, ratio, peer in import_rows:
             out.append(f"| {name} | {tris:,} | {ratio:.2f} | {peer * 1000:.1f} |")
         out.append(f"| **median** | | **{statistics.median(r[2] for r in import_rows):.2f}** | |")
+        dwarf = SAMPLES / "akadjoker__H3DView" / "media" / "dwarf.ms3d"
+        if dwarf.is_file():
+            keys, ours, baseline = bench_keys(dwarf, max(3, args.runs // 3))
+            out.append("\n### Keyframes: dwarf.ms3d's action (44 bones), ours vs one `keyframe_insert` per key\n")
+            out.append("| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |")
+            out.append("|---:|---:|---:|---:|")
+            out.append(f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |")
     text = "\n".join(out) + "\n"
     print("\n" + text)
     if args.output:

@@ -69,6 +69,8 @@ def _import_all(files: list[str], output: str | None) -> int:
         meshes = {o.data for o in objects if o.type == "MESH"}
         materials = {m for me in meshes for m in me.materials if m}
         images = {n.image for m in materials if m.node_tree for n in m.node_tree.nodes if getattr(n, "image", None)}
+        armatures = [o for o in objects if o.type == "ARMATURE"]
+        actions = {o.animation_data.action for o in armatures if o.animation_data and o.animation_data.action}
         rows.append(
             (
                 os.path.basename(path),
@@ -77,11 +79,13 @@ def _import_all(files: list[str], output: str | None) -> int:
                 str(sum(len(me.polygons) for me in meshes)),
                 str(len(materials)),
                 str(len(images)),
+                str(sum(len(o.data.bones) for o in armatures)),
+                str(len(actions)),
                 status,
             )
         )
 
-    header = ("file", "objects", "vertices", "faces", "materials", "images", "status")
+    header = ("file", "objects", "vertices", "faces", "materials", "images", "bones", "actions", "status")
     widths = [max(len(r[i]) for r in (header, *rows)) for i in range(len(header))]
     print()
     for row in (header, *rows):

@@ -42,7 +42,12 @@ def test_example_house(blender):
     bpy = blender
     assert bpy.ops.import_scene.ms3d(filepath=str(EXAMPLE)) == {"FINISHED"}
     coll = bpy.data.collections["house"]
-    assert sorted(o.name for o in coll.objects) == ["door", "roof", "walls", "window"]
+    assert sorted(o.name for o in coll.objects) == ["door", "house", "roof", "walls", "window"]
+    rig = bpy.data.objects["house"]
+    assert rig.type == "ARMATURE" and [b.name for b in rig.data.bones] == ["house", "door hinge"]
+    assert rig.data.bones["door hinge"]["ms3d_comment"].startswith("Turns about")
+    assert tuple(rig.data.bones["door hinge"].color.custom.normal) == pytest.approx((0.2, 0.6, 1.0))
+    assert [s.name for s in rig.animation_data.nla_tracks[0].strips] == ["Open", "Close"]
     walls = bpy.data.objects["walls"]
     assert (len(walls.data.vertices), len(walls.data.polygons)) == (16, 8)
     assert walls["ms3d_comment"].startswith("Brick walls")
@@ -68,8 +73,8 @@ def test_example_house(blender):
     assert principled(roof).inputs["Roughness"].default_value == pytest.approx((2 / 42) ** 0.25, rel=1e-5)
     assert principled(roof).inputs["Specular IOR Level"].default_value == pytest.approx(0.3)
     # imported objects are selected, one is active
-    assert {o.name for o in bpy.data.objects if o.select_get()} == {"door", "roof", "walls", "window"}
-    assert bpy.context.view_layer.objects.active.name in {"door", "roof", "walls", "window"}
+    assert {o.name for o in bpy.data.objects if o.select_get()} == {"door", "house", "roof", "walls", "window"}
+    assert bpy.context.view_layer.objects.active == rig
 
 
 def test_custom_normals_and_sharp_edges_on_a_shared_vertex_box(blender, tmp_path):

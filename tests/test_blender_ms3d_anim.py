@@ -187,3 +187,15 @@ def test_a_failure_while_building_the_rig_removes_everything(blender, tmp_path, 
         bpy.ops.import_scene.ms3d(filepath=str(ms3d_sample("akadjoker__H3DView/media/dwarf.ms3d")))
     assert datablock_counts() == before
     assert (scene.render.fps, scene.frame_start, scene.frame_end, len(scene.timeline_markers)) == timing
+
+
+def test_overlapping_clips_go_to_another_track_and_touching_ones_share(blender, tmp_path):
+    bpy = blender
+    spec = arm_spec(model_comment="Name=A, Start=1, End=10\r\nName=B, Start=5, End=8\r\nName=C, Start=10, End=12")
+    path = tmp_path / "clips.ms3d"
+    path.write_bytes(write_ms3d(spec))
+    bpy.ops.import_scene.ms3d(filepath=str(path))
+    tracks = bpy.data.objects["clips"].animation_data.nla_tracks
+    assert [[s.name for s in t.strips] for t in tracks] == [["A", "C"], ["B"]]
+    assert all(t.mute for t in tracks)
+    assert [(m.name, m.frame) for m in bpy.context.scene.timeline_markers] == [("A", 1), ("B", 5), ("C", 10)]

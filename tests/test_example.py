@@ -35,7 +35,7 @@ def test_headless_import_script(tmp_path):
         timeout=300,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "house.ms3d  4        40        18     4          1       ok" in run.stdout
+    assert "house.ms3d  5        40        18     4          1       2      1        ok" in run.stdout
     assert "1 of 1 files imported" in run.stdout and out.stat().st_size > 0
 
 

@@ -62,5 +62,5 @@ def test_zip_installs_enables_and_imports(extension_zip, tmp_path):
         env=env,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "OBJECTS ['door', 'roof', 'walls', 'window']" in run.stdout
+    assert "OBJECTS ['door', 'house', 'roof', 'walls', 'window']" in run.stdout
     assert str(tmp_path / "user") in run.stdout  # loaded from the installed copy, not from the checkout

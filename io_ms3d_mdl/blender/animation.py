@@ -77,7 +77,7 @@ def add_clip_strips(armature: bpy.types.Object, action: bpy.types.Action, clips:
     anim = armature.animation_data
     tracks: list[tuple[bpy.types.NlaTrack, float]] = []  # (track, last frame used)
     for clip in sorted(clips, key=lambda c: c.start):
-        target = next((i for i, (_, end) in enumerate(tracks) if clip.start > end), None)
+        target = next((i for i, (_, end) in enumerate(tracks) if clip.start >= end), None)
         if target is None:
             track = anim.nla_tracks.new()
             track.name = "MilkShape clips" if not tracks else f"MilkShape clips {len(tracks) + 1}"
