@@ -73,7 +73,7 @@ def test_translation_keys_are_in_the_reference_rotated_frame():
     spec.joints[1].rotation_keys = []
     spec.joints[1].position_keys = [(1 / 24, (1, 0, 0))]
     model = read_ms3d_bytes(write_ms3d(spec))
-    world = world_at(model, hierarchy(model, Warnings()), 1.0)
+    world = world_at(hierarchy(model, Warnings()), 1.0)
     np.testing.assert_allclose(world[1][:3, 3], (0, 3, 0), atol=1e-6)
 
 

@@ -31,4 +31,5 @@ def axis_conversion_matrix(from_forward: str = "Y", from_up: str = "Z") -> np.nd
 
 def transform_points(points: np.ndarray, matrix: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """Apply ``scale · M`` to (N, 3) points in one matrix product; returns float32."""
-    return np.ascontiguousarray((np.asarray(points, dtype=np.float64) @ (matrix.T * scale)), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # huge values become inf in float32; callers check
+        return np.ascontiguousarray((np.asarray(points, dtype=np.float64) @ (matrix.T * scale)), dtype=np.float32)

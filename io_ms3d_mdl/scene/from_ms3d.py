@@ -120,7 +120,7 @@ def _add_rig(model: Ms3dModel, scene: SceneData, matrix: np.ndarray, options: Ms
             obj.skin = SkinData(np.ascontiguousarray(bone_ids[rows]), np.ascontiguousarray(weights[rows]))
     if not options.import_animation:
         return
-    action = build_action(model, x, bone_of_joint, options.scale, stem)
+    action = build_action(rig, x, bone_of_joint, options.scale, stem)
     scene.clips = parse_clips(model.model_comment)
     scene.fps = effective_fps(model)
     if action is not None:
@@ -153,9 +153,12 @@ def _mesh(
     new_tris, source = compact(tris, faces.back_faces[keep])
 
     positions = transform_points(model.vertices["position"][source], matrix, options.scale)
+    positions = finite(positions, f"'{name}': vertex positions", scene)
     uvs = np.empty((len(records), 3, 2), dtype=np.float32)
     uvs[..., 0] = records["s"]
-    uvs[..., 1] = 1.0 - records["t"]
+    with np.errstate(invalid="ignore"):
+        uvs[..., 1] = 1.0 - records["t"]
+    uvs = finite(uvs, f"'{name}': texture coordinates", scene)
     normals = None
     if options.use_normals:
         normals = clean_normals(records["normals"].reshape(-1, 3))
@@ -175,6 +178,18 @@ def _mesh(
         sharp_edges=sharp,
         source_vertices=source,
     )
+
+
+def finite(values: np.ndarray, what: str, scene: SceneData) -> np.ndarray:
+    """Non-finite numbers (NaN, infinity) would break Blender's drawing and maths: zero them, and say so."""
+    with np.errstate(invalid="ignore"):
+        broken = ~np.isfinite(values)
+    if not broken.any():
+        return values
+    scene.warnings.add(f"{what}: {int(broken.sum())} values were not finite numbers (or overflowed); set to 0")
+    out = np.array(values, dtype=np.float32)
+    out[broken] = 0.0
+    return out
 
 
 def _roughness_from_shininess(shininess: float) -> float:

@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from ..formats.ms3d.model import Ms3dModel
-from .ms3d_rig import Hierarchy, effective_fps, key_frames
+from .ms3d_rig import Hierarchy
 from .rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
 from .types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
 
@@ -76,11 +76,16 @@ def build_skeleton(
 
 
 def _default_length(model: Ms3dModel, scale: float) -> float:
-    if model.model_extra is not None and model.model_extra.joint_size > 0:
-        return model.model_extra.joint_size * scale
-    points = model.vertices["position"] if len(model.vertices) else np.array([j.position for j in model.joints])
-    extent = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
-    return max(extent * 0.05, 1e-3) * scale
+    """The model's own joint size when it has a sensible one, else 5 % of the model's extent."""
+    size = model.model_extra.joint_size if model.model_extra is not None else 0.0
+    if math.isfinite(size) and 0 < size < 1e6:
+        return size * scale
+    with np.errstate(invalid="ignore", over="ignore"):  # bit-flipped (signalling) NaNs warn when cast
+        points = model.vertices["position"] if len(model.vertices) else np.array([j.position for j in model.joints])
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        points = points[np.isfinite(points).all(axis=1)]
+        extent = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
+    return max(min(extent, 1e6) * 0.05, 1e-3) * scale
 
 
 def _point_at_children(
@@ -120,38 +125,36 @@ def _point_at_children(
 
 
 def build_action(
-    model: Ms3dModel, x: np.ndarray, bone_of_joint: np.ndarray, scale: float, name: str
+    rig: Hierarchy, x: np.ndarray, bone_of_joint: np.ndarray, scale: float, name: str
 ) -> ActionData | None:
     """Pose-bone channels: rotation ``Xᵀ·R(key)·X`` as quaternions, location ``Xᵀ·scale·key`` (notes §2.6)."""
-    fps = effective_fps(model)
     channels = []
     lo, hi = math.inf, -math.inf
-    for j, joint in enumerate(model.joints):
-        rk, pk = joint.rotation_keys, joint.position_keys
-        if len(rk) == 0 and len(pk) == 0:
+    for j, (rk, pk) in enumerate(zip(rig.rotation_keys, rig.position_keys, strict=True)):
+        if len(rk.frames) == 0 and len(pk.frames) == 0:
             continue
-        rot_frames, pos_frames = key_frames(rk["time"], fps), key_frames(pk["time"], fps)
-        rot = (
-            np.einsum("ji,kjl,lm->kim", x[j], euler_xyz_to_matrix(rk["value"]), x[j])
-            if len(rk)
-            else np.zeros((0, 3, 3))
-        )
-        rot_frames, rotations = slerp_whole_frames(rot_frames, make_continuous(matrix_to_quaternion(rot)))
+        rot = np.einsum("ji,kjl,lm->kim", x[j], euler_xyz_to_matrix(rk.values), x[j])  # Xᵀ·R(key)·X
+        rot_frames, rotations = slerp_whole_frames(rk.frames, make_continuous(matrix_to_quaternion(rot)))
         channels.append(
             BoneChannels(
                 bone=int(bone_of_joint[j]),
                 rotation_frames=rot_frames,
                 rotations=rotations,
-                location_frames=pos_frames,
-                locations=scale * (pk["value"].astype(np.float64) @ x[j]),
+                location_frames=pk.frames,
+                locations=scale * (pk.values @ x[j]),
             )
         )
-        for frames in (rot_frames, pos_frames):
+        for frames in (rot_frames, pk.frames):
             if len(frames):
                 lo, hi = min(lo, float(frames.min())), max(hi, float(frames.max()))
     if not channels:
         return None
     return ActionData(name, channels, (lo, hi))
+
+
+# More whole frames than this between a channel's first and last key are not resampled (hostile or absurd
+# timings would otherwise ask for millions of keys); Blender then interpolates between the stored keys.
+MAX_RESAMPLED_FRAMES = 100_000
 
 
 def slerp_whole_frames(frames: np.ndarray, quats: np.ndarray, tolerance: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
@@ -160,7 +163,7 @@ def slerp_whole_frames(frames: np.ndarray, quats: np.ndarray, tolerance: float =
     Blender interpolates quaternion curves component by component, which drifts from a slerp as the angle
     between keys grows; with these keys every frame shows exactly what MilkShape shows.
     """
-    if len(frames) < 2:
+    if len(frames) < 2 or frames[-1] - frames[0] > MAX_RESAMPLED_FRAMES:
         return frames, quats
     whole = np.arange(np.ceil(frames[0]), np.floor(frames[-1]) + 1)
     i = np.clip(np.searchsorted(frames, whole, side="right"), 1, len(frames) - 1)

@@ -18,6 +18,17 @@ from ..formats.ms3d.model import Ms3dModel
 from ..formats.ms3d.reader import bone_indices
 from .rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, quaternion_to_matrix, slerp
 
+# Blender's last usable frame (MAXFRAME); keys beyond it cannot be shown.
+MAX_FRAME = 1_048_574
+
+
+@dataclass
+class Keys:
+    """One joint channel's keys, cleaned: finite, sorted by frame, one key per frame."""
+
+    frames: np.ndarray  # (K,) float64
+    values: np.ndarray  # (K, 3) float64: Euler radians or a translation
+
 
 @dataclass
 class Hierarchy:
@@ -25,6 +36,8 @@ class Hierarchy:
     order: np.ndarray  # (J,) joint indices, every parent before its children
     local: np.ndarray  # (J, 4, 4) reference L
     world: np.ndarray  # (J, 4, 4) reference G
+    rotation_keys: list[Keys]
+    position_keys: list[Keys]
 
 
 def effective_fps(model: Ms3dModel) -> float:
@@ -35,9 +48,10 @@ def effective_fps(model: Ms3dModel) -> float:
 
 def key_frames(times: np.ndarray, fps: float) -> np.ndarray:
     """Frames of key times; values within 1e-3 of a whole frame snap to it (float32 times rarely land exactly)."""
-    frames = np.asarray(times, dtype=np.float64) * fps
-    nearest = np.round(frames)
-    return np.where(np.abs(frames - nearest) < 1e-3, nearest, frames)
+    with np.errstate(invalid="ignore", over="ignore"):
+        frames = np.asarray(times, dtype=np.float64) * fps
+        nearest = np.round(frames)
+        return np.where(np.abs(frames - nearest) < 1e-3, nearest, frames)
 
 
 def hierarchy(model: Ms3dModel, warnings: Warnings) -> Hierarchy:
@@ -59,14 +73,37 @@ def hierarchy(model: Ms3dModel, warnings: Warnings) -> Hierarchy:
         else:
             parent[i] = found
     order = _parents_first(parent, joints, model.path)
-    rotations = np.array([j.rotation for j in joints], dtype=np.float64).reshape(count, 3)
-    positions = np.array([j.position for j in joints], dtype=np.float64).reshape(count, 3)
+    with np.errstate(invalid="ignore"):  # bit-flipped (signalling) NaNs warn when cast; they are replaced below
+        rotations = np.array([j.rotation for j in joints], dtype=np.float64).reshape(count, 3)
+        positions = np.array([j.position for j in joints], dtype=np.float64).reshape(count, 3)
+    for what, values in (("rotations", rotations), ("positions", positions)):
+        broken = ~np.isfinite(values)
+        if broken.any():
+            warnings.add(f"{int(broken.any(axis=1).sum())} joint reference {what} were not finite numbers; set to 0")
+            values[broken] = 0.0
     local = compose(euler_xyz_to_matrix(rotations), positions)
     world = local.copy()
     for j in order:
         if parent[j] >= 0:
             world[j] = world[parent[j]] @ local[j]
-    return Hierarchy(parent, order, local, world)
+    fps = effective_fps(model)
+    rotation_keys = [clean_keys(j.rotation_keys, fps, j.name, warnings) for j in joints]
+    position_keys = [clean_keys(j.position_keys, fps, j.name, warnings) for j in joints]
+    return Hierarchy(parent, order, local, world, rotation_keys, position_keys)
+
+
+def clean_keys(keys: np.ndarray, fps: float, joint: str, warnings: Warnings) -> Keys:
+    """Keys as frames, keeping only finite ones inside Blender's frame range, sorted, one per frame."""
+    frames = key_frames(keys["time"], fps)
+    values = keys["value"].astype(np.float64).reshape(-1, 3)
+    usable = np.isfinite(frames) & np.isfinite(values).all(axis=1) & (np.abs(frames) <= MAX_FRAME)
+    if not usable.all():
+        warnings.add(f"joint '{joint}': {int((~usable).sum())} keys with unusable times or values were dropped")
+    frames, values = frames[usable], values[usable]
+    order = np.argsort(frames, kind="stable")
+    frames, values = frames[order], values[order]
+    first = np.r_[True, frames[1:] != frames[:-1]] if len(frames) else np.zeros(0, dtype=bool)
+    return Keys(frames[first], values[first])
 
 
 def _parents_first(parent: np.ndarray, joints: list, path: str | None) -> np.ndarray:
@@ -91,12 +128,12 @@ def _parents_first(parent: np.ndarray, joints: list, path: str | None) -> np.nda
     return np.array(order, dtype=np.int64)
 
 
-def _sample_rotation(keys: np.ndarray, fps: float, frame: float) -> np.ndarray:
+def _sample_rotation(keys: Keys, frame: float) -> np.ndarray:
     """Key rotation at ``frame``: slerp between the neighbouring keys, held before the first and after the last."""
-    if len(keys) == 0:
+    if len(keys.frames) == 0:
         return np.eye(3)
-    frames = key_frames(keys["time"], fps)
-    quats = matrix_to_quaternion(euler_xyz_to_matrix(keys["value"]))
+    frames = keys.frames
+    quats = matrix_to_quaternion(euler_xyz_to_matrix(keys.values))
     i = int(np.searchsorted(frames, frame, side="right"))
     if i == 0:
         return quaternion_to_matrix(quats[0])
@@ -107,24 +144,18 @@ def _sample_rotation(keys: np.ndarray, fps: float, frame: float) -> np.ndarray:
     return quaternion_to_matrix(slerp(quats[i - 1], quats[i], t))
 
 
-def _sample_position(keys: np.ndarray, fps: float, frame: float) -> np.ndarray:
-    if len(keys) == 0:
+def _sample_position(keys: Keys, frame: float) -> np.ndarray:
+    if len(keys.frames) == 0:
         return np.zeros(3)
-    frames = key_frames(keys["time"], fps)
-    values = keys["value"].astype(np.float64)
-    return np.array([np.interp(frame, frames, values[:, k]) for k in range(3)])
+    return np.array([np.interp(frame, keys.frames, keys.values[:, k]) for k in range(3)])
 
 
-def world_at(model: Ms3dModel, rig: Hierarchy, frame: float) -> np.ndarray:
+def world_at(rig: Hierarchy, frame: float) -> np.ndarray:
     """(J, 4, 4) animated G(t) at ``frame``."""
-    fps = effective_fps(model)
     world = np.empty_like(rig.world)
     for j in rig.order:
-        joint = model.joints[j]
-        key = compose(
-            _sample_rotation(joint.rotation_keys, fps, frame), _sample_position(joint.position_keys, fps, frame)
-        )
-        local = rig.local[j] @ key
+        rotation = _sample_rotation(rig.rotation_keys[j], frame)
+        local = rig.local[j] @ compose(rotation, _sample_position(rig.position_keys[j], frame))
         world[j] = world[rig.parent[j]] @ local if rig.parent[j] >= 0 else local
     return world
 
@@ -168,7 +199,7 @@ def skinned_positions(model: Ms3dModel, rig: Hierarchy, frame: float) -> np.ndar
     """Reference: every vertex of the file at ``frame`` in MilkShape space (unweighted vertices stay put)."""
     positions = model.vertices["position"].astype(np.float64)
     ids, weights = skin_weights(model)
-    deform = world_at(model, rig, frame) @ np.linalg.inv(rig.world)  # (J, 4, 4)
+    deform = world_at(rig, frame) @ np.linalg.inv(rig.world)  # (J, 4, 4)
     out = np.zeros_like(positions)
     homogeneous = np.c_[positions, np.ones(len(positions))]
     for slot in range(4):
