@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import FormatError
+from .text import decode_text
 
 
 class Truncated(FormatError):
@@ -77,6 +78,34 @@ class Cursor:
 
     def f32(self, what: str) -> float:
         return self.unpack("f", what)[0]
+
+    def array_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> np.ndarray:
+        """``count`` records at an absolute ``offset``, checked to lie inside the data before anything is read."""
+        dtype = np.dtype(dtype)
+        if count < 0:
+            raise self.error(f"negative count {count} for {what}", offset)
+        if offset < 0 or offset + dtype.itemsize * count > self.size:
+            raise self.error(
+                f"{what}: {count} × {dtype.itemsize} bytes at offset {offset} run past the end of the "
+                f"{self.size}-byte file",
+                offset,
+            )
+        return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).copy()
+
+    def string_at(self, offset: int, what: str, limit: int = 4096, optional: bool = False) -> str:
+        """A zero-terminated string at an absolute offset (at most ``limit`` bytes; an offset of 0 means none).
+
+        ``optional`` strings (fields old compilers leave as junk) read as "" instead of failing when out of range.
+        """
+        if offset == 0:
+            return ""
+        if offset < 0 or offset >= self.size:
+            if optional:
+                return ""
+            raise self.error(f"{what}: string offset {offset} is outside the {self.size}-byte file", offset)
+        raw = bytes(self.data[offset : min(offset + limit, self.size)])
+        end = raw.find(b"\0")
+        return decode_text(raw if end < 0 else raw[:end])
 
     def array(self, dtype: np.dtype, count: int, what: str) -> np.ndarray:
         """``count`` packed records in one ``np.frombuffer``, copied so the result owns its memory."""

@@ -1,0 +1,275 @@
+"""Read a Source ``.mdl`` (versions 44–49). Foreign files get a refusal that says what they are.
+
+Offsets in the MDL are relative to the struct that holds them (notes §1.1); every one is checked against the
+file size before it is followed, and every count against the bytes its records would need.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...errors import FormatError
+from ..binary import Cursor
+from . import structs as S
+from .model import MdlAnimation, MdlAttachment, MdlBodyPart, MdlFile, MdlHitbox, MdlMesh, MdlModel
+
+# Refusals for files that share the extension (notes §6.18, §6.20).
+FOREIGN = {
+    b"IDSQ": "a GoldSrc (Half-Life 1) sequence group file",
+    b"IDSV": "a Source vertex file (.vvd), not a model",
+    b"IDAG": "a Source animation block file (.ani), not a model",
+    b"DST0": "a model mangled by GMAD packing (magic DST0)",
+    b"DST1": "a model mangled by GMAD packing (magic DST1)",
+}
+
+
+def read_file_bytes(path: str | os.PathLike[str]) -> bytes:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot open file: {exc.strerror or exc}") from exc
+
+
+def read_mdl(path: str | os.PathLike[str]) -> MdlFile:
+    return read_mdl_bytes(read_file_bytes(path), os.fspath(path))
+
+
+def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
+    cur = Cursor(data, path)
+    header = _header(cur)
+    version = int(header["version"])
+    name = _name(cur, header)
+    bones = _records(cur, header, "numbones", "boneindex", S.BONE, "bones")
+    bone_names = [
+        cur.string_at(_rel(cur, int(header["boneindex"]) + i * S.BONE.itemsize, b["sznameindex"]), f"name of bone {i}")
+        for i, b in enumerate(bones)
+    ]
+    parents = bones["parent"]
+    if len(bones) and ((parents >= np.arange(len(bones))) | (parents < -1)).any():
+        bad = int(np.nonzero((parents >= np.arange(len(bones))) | (parents < -1))[0][0])
+        raise cur.error(
+            f"bone {bad} ('{bone_names[bad]}') has parent {int(parents[bad])}; parents must come first",
+            int(header["boneindex"]) + bad * S.BONE.itemsize + 4,
+        )
+    mdl = MdlFile(
+        path=path,
+        version=version,
+        checksum=int(header["checksum"]),
+        name=name,
+        flags=int(header["flags"]),
+        bones=bones,
+        bone_names=bone_names,
+        body_parts=_body_parts(cur, header),
+        textures=_textures(cur, header),
+        cd_materials=_cd_materials(cur, header),
+        skins=_skins(cur, header),
+        attachments=_attachments(cur, header, len(bones)),
+        hitbox_sets=_hitbox_sets(cur, header),
+        include_models=_includes(cur, header),
+        animations=_animations(cur, header),
+        sequences=_sequences(cur, header),
+        flex_names=[
+            cur.string_at(_rel(cur, int(header["flexdescindex"]) + 4 * i, r["szfacsindex"]), "flex name")
+            for i, r in enumerate(_records(cur, header, "numflexdesc", "flexdescindex", S.FLEXDESC, "flexes"))
+        ],
+        anim_block_name=cur.string_at(int(header["szanimblocknameindex"]), "animation block file name"),
+        num_anim_blocks=int(header["numanimblocks"]),
+    )
+    if int(header["length"]) != cur.size:
+        mdl.warnings.add(f"the header says the file is {int(header['length'])} bytes but it is {cur.size}")
+    return mdl
+
+
+def _header(cur: Cursor) -> np.ndarray:
+    if cur.size < 8:
+        raise cur.error(f"not a Source model: {cur.size} bytes is too short for a header", 0)
+    magic = bytes(cur.data[:4])
+    version = int(np.frombuffer(cur.data, "<i4", 1, 4)[0])
+    if magic in FOREIGN:
+        raise cur.error(f"this is {FOREIGN[magic]}; only Source models (IDST, versions 44–49) can be imported", 0)
+    if magic != S.MDL_MAGIC:
+        raise cur.error(f"not a Source model: expected the identifier 'IDST', found {magic!r}", 0)
+    if version == 10:
+        raise cur.error(
+            "this is a GoldSrc (Half-Life 1) model, version 10; only Source models (44–49) are supported", 4
+        )
+    if version in (52, 53):
+        raise cur.error(f"this is a Titanfall (Respawn) model, version {version}; only versions 44–49 are supported", 4)
+    if version not in S.SUPPORTED_MDL_VERSIONS:
+        raise cur.error(f"unsupported Source model version {version} (versions 44–49 are supported)", 4)
+    (header,) = cur.array_at(S.STUDIOHDR, 0, 1, "studiohdr_t header")
+    return header
+
+
+def _name(cur: Cursor, header: np.ndarray) -> str:
+    raw = header["name"].tobytes()
+    name = raw.split(b"\0", 1)[0].decode("latin-1")
+    index = int(header["studiohdr2index"])
+    if index:
+        (hdr2,) = cur.array_at(S.STUDIOHDR2, index, 1, "studiohdr2_t")
+        if int(hdr2["sznameindex"]):
+            name = cur.string_at(index + int(hdr2["sznameindex"]), "long model name") or name
+    return name
+
+
+def _rel(cur: Cursor, base: int, offset: int | np.integer) -> int:
+    """An offset relative to a struct at ``base``; 0 stays 0 ("none")."""
+    offset = int(offset)
+    return base + offset if offset else 0
+
+
+def _records(
+    cur: Cursor, header: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, base: int = 0
+) -> np.ndarray:
+    count, index = int(header[count_field]), int(header[index_field])
+    if count == 0:
+        return np.zeros(0, dtype=dtype)
+    if count < 0:
+        raise cur.error(f"negative {what} count {count}")
+    return cur.array_at(dtype, base + index, count, what)
+
+
+def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
+    parts = []
+    bp_base = int(header["bodypartindex"])
+    for b, bp in enumerate(_records(cur, header, "numbodyparts", "bodypartindex", S.BODYPART, "body parts")):
+        bp_off = bp_base + b * S.BODYPART.itemsize
+        name = cur.string_at(_rel(cur, bp_off, bp["sznameindex"]), f"name of body part {b}")
+        models = []
+        m_base = bp_off + int(bp["modelindex"])
+        for m, rec in enumerate(
+            _records(cur, bp, "nummodels", "modelindex", S.MODEL, f"models of body part '{name}'", bp_off)
+        ):
+            m_off = m_base + m * S.MODEL.itemsize
+            meshes = [
+                MdlMesh(
+                    int(r["material"]),
+                    int(r["numvertices"]),
+                    int(r["vertexoffset"]),
+                    int(r["materialtype"]),
+                    int(r["materialparam"]),
+                    int(r["numflexes"]),
+                    r["numlodvertexes"].copy(),
+                )
+                for r in _records(cur, rec, "nummeshes", "meshindex", S.MESH, f"meshes of model {m} in '{name}'", m_off)
+            ]
+            if int(rec["vertexindex"]) % S.VERTEX_SIZE:
+                raise cur.error(
+                    f"model {m} of '{name}': vertex index {int(rec['vertexindex'])} is not a multiple of 48", m_off + 84
+                )
+            models.append(
+                MdlModel(
+                    rec["name"].tobytes().split(b"\0", 1)[0].decode("latin-1"),
+                    int(rec["numvertices"]),
+                    int(rec["vertexindex"]) // S.VERTEX_SIZE,
+                    meshes,
+                    int(rec["numeyeballs"]),
+                )
+            )
+        parts.append(MdlBodyPart(name, max(int(bp["base"]), 1), models))
+    return parts
+
+
+def _textures(cur: Cursor, header: np.ndarray) -> list[str]:
+    base = int(header["textureindex"])
+    return [
+        cur.string_at(_rel(cur, base + i * S.TEXTURE.itemsize, t["sznameindex"]), "texture name")
+        for i, t in enumerate(_records(cur, header, "numtextures", "textureindex", S.TEXTURE, "textures"))
+    ]
+
+
+def _cd_materials(cur: Cursor, header: np.ndarray) -> list[str]:
+    offsets = _records(cur, header, "numcdtextures", "cdtextureindex", np.dtype("<i4"), "material folders")
+    return [cur.string_at(int(o), "material folder") for o in offsets]  # these offsets are file-relative
+
+
+def _skins(cur: Cursor, header: np.ndarray) -> np.ndarray:
+    families, refs = int(header["numskinfamilies"]), int(header["numskinref"])
+    if families <= 0 or refs <= 0:
+        return np.zeros((max(families, 0), max(refs, 0)), dtype=np.int16)
+    return cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table").reshape(
+        families, refs
+    )
+
+
+def _attachments(cur: Cursor, header: np.ndarray, num_bones: int) -> list[MdlAttachment]:
+    base = int(header["localattachmentindex"])
+    out = []
+    for i, a in enumerate(
+        _records(cur, header, "numlocalattachments", "localattachmentindex", S.ATTACHMENT, "attachments")
+    ):
+        name = cur.string_at(_rel(cur, base + i * S.ATTACHMENT.itemsize, a["sznameindex"]), "attachment name")
+        bone = int(a["localbone"])
+        if not -1 <= bone < num_bones:
+            cur_err = f"attachment '{name}' names bone {bone} but the model has {num_bones} bones"
+            raise cur.error(cur_err, base + i * S.ATTACHMENT.itemsize + 8)
+        out.append(MdlAttachment(name, bone, a["local"].astype(np.float64), int(a["flags"])))
+    return out
+
+
+def _hitbox_sets(cur: Cursor, header: np.ndarray) -> dict[str, list[MdlHitbox]]:
+    base = int(header["hitboxsetindex"])
+    out: dict[str, list[MdlHitbox]] = {}
+    for i, hs in enumerate(_records(cur, header, "numhitboxsets", "hitboxsetindex", S.HITBOXSET, "hitbox sets")):
+        hs_off = base + i * S.HITBOXSET.itemsize
+        name = cur.string_at(_rel(cur, hs_off, hs["sznameindex"]), "hitbox set name") or f"set{i}"
+        boxes = _records(cur, hs, "numhitboxes", "hitboxindex", S.BBOX, f"hitboxes of '{name}'", hs_off)
+        b_base = hs_off + int(hs["hitboxindex"])
+        out[name] = [
+            MdlHitbox(
+                int(b["bone"]),
+                int(b["group"]),
+                b["bbmin"].copy(),
+                b["bbmax"].copy(),
+                cur.string_at(
+                    _rel(cur, b_base + k * S.BBOX.itemsize, b["szhitboxnameindex"]), "hitbox name", optional=True
+                ),
+            )
+            for k, b in enumerate(boxes)
+        ]
+    return out
+
+
+def _includes(cur: Cursor, header: np.ndarray) -> list[str]:
+    base = int(header["includemodelindex"])
+    return [
+        cur.string_at(_rel(cur, base + i * S.MODELGROUP.itemsize, g["sznameindex"]), "included model name")
+        for i, g in enumerate(_records(cur, header, "numincludemodels", "includemodelindex", S.MODELGROUP, "includes"))
+    ]
+
+
+def _animations(cur: Cursor, header: np.ndarray) -> list[MdlAnimation]:
+    base = int(header["localanimindex"])
+    return [
+        MdlAnimation(
+            cur.string_at(_rel(cur, base + i * S.ANIMDESC.itemsize, a["sznameindex"]), "animation name"),
+            float(a["fps"]),
+            int(a["flags"]),
+            int(a["numframes"]),
+            int(a["animblock"]),
+            int(a["sectionframes"]),
+        )
+        for i, a in enumerate(_records(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations"))
+    ]
+
+
+def _sequences(cur: Cursor, header: np.ndarray) -> list[tuple[str, str]]:
+    count, base = int(header["numlocalseq"]), int(header["localseqindex"])
+    if count <= 0:
+        return []
+    cur.array_at(np.dtype("u1"), base, count * S.SEQDESC_SIZE, "sequences")  # bounds check of the whole table
+    out = []
+    for i in range(count):
+        off = base + i * S.SEQDESC_SIZE
+        (seq,) = cur.array_at(S.SEQDESC_HEAD, off, 1, f"sequence {i}")
+        out.append(
+            (
+                cur.string_at(_rel(cur, off, seq["szlabelindex"]), "sequence name"),
+                cur.string_at(_rel(cur, off, seq["szactivitynameindex"]), "activity name"),
+            )
+        )
+    return out

@@ -1,0 +1,131 @@
+"""What a Source model's files hold, as read: plain records with numpy arrays; nothing assembled yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import Warnings
+
+
+@dataclass
+class MdlMesh:
+    material: int  # a column of the skin table, not a texture index
+    num_vertices: int
+    vertex_offset: int  # a COUNT of vertices from the model's first vertex
+    material_type: int  # 1: an eyeball mesh
+    material_param: int
+    num_flexes: int
+    lod_vertex_counts: np.ndarray  # (8,)
+
+
+@dataclass
+class MdlModel:
+    name: str
+    num_vertices: int  # 0: a blank bodygroup option
+    vertex_index: int  # first vertex in the VVD pool (the file stores bytes; already divided by 48)
+    meshes: list[MdlMesh]
+    num_eyeballs: int
+
+
+@dataclass
+class MdlBodyPart:
+    name: str
+    base: int  # bodygroup stride: option = (body / base) % len(models)
+    models: list[MdlModel]
+
+
+@dataclass
+class MdlAttachment:
+    name: str
+    bone: int
+    matrix: np.ndarray  # (3, 4) in the bone's space
+    flags: int
+
+
+@dataclass
+class MdlHitbox:
+    bone: int
+    group: int
+    bbmin: np.ndarray
+    bbmax: np.ndarray
+    name: str
+
+
+@dataclass
+class MdlAnimation:
+    """Enough of an animation descriptor to list it; decoding the data belongs to the animation reader."""
+
+    name: str
+    fps: float
+    flags: int
+    num_frames: int
+    anim_block: int
+    section_frames: int
+
+
+@dataclass
+class MdlFile:
+    path: str | None
+    version: int
+    checksum: int
+    name: str
+    flags: int
+    bones: np.ndarray  # structured BONE records
+    bone_names: list[str]
+    body_parts: list[MdlBodyPart]
+    textures: list[str]
+    cd_materials: list[str]
+    skins: np.ndarray  # (families, refs) int16
+    attachments: list[MdlAttachment]
+    hitbox_sets: dict[str, list[MdlHitbox]]
+    include_models: list[str]
+    animations: list[MdlAnimation]
+    sequences: list[tuple[str, str]]  # (label, activity name)
+    flex_names: list[str]
+    anim_block_name: str
+    num_anim_blocks: int
+    warnings: Warnings = field(default_factory=Warnings)
+
+    @property
+    def is_static_prop(self) -> bool:
+        return bool(self.flags & 0x10)
+
+
+@dataclass
+class VvdFile:
+    path: str | None
+    checksum: int
+    num_lods: int
+    lod_vertex_counts: np.ndarray  # (8,)
+    vertices: np.ndarray  # structured VVD_VERTEX records, fixups replayed for root LOD 0
+    tangents: np.ndarray | None  # (N, 4) float32, permuted like the vertices
+
+
+@dataclass
+class VtxStripGroup:
+    vertices: np.ndarray  # orig mesh vertex ids (uint16) of the group's Vertex_t array
+    triangles: np.ndarray  # (T, 3) indices into ``vertices`` (from the TRILIST strips)
+    flags: int
+
+
+@dataclass
+class VtxMesh:
+    strip_groups: list[VtxStripGroup]
+    flags: int
+
+
+@dataclass
+class VtxLod:
+    meshes: list[VtxMesh]
+    switch_point: float
+
+
+@dataclass
+class VtxFile:
+    path: str | None
+    checksum: int
+    num_lods: int
+    header_size: int  # 25 or 33: the strip-group header size found in the layout
+    body_parts: list[list[list[VtxLod]]]  # body part → model → LOD

@@ -1,0 +1,35 @@
+"""Find a model's companion files next to it, case-insensitively (game files mix case: ``pushcart01a.mdl`` beside
+``PushCart01a.dx90.vtx``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+VTX_SUFFIXES = (".dx90.vtx", ".vtx", ".dx80.vtx", ".sw.vtx")  # preference order (notes §1.1)
+
+
+@dataclass
+class Sidecars:
+    vvd: str | None
+    vtx: str | None
+    phy: str | None
+    ani: str | None
+
+
+def find_sidecars(mdl_path: str) -> Sidecars:
+    folder = os.path.dirname(os.path.abspath(mdl_path))
+    stem = os.path.splitext(os.path.basename(mdl_path))[0].lower()
+    try:
+        names = {name.lower(): name for name in os.listdir(folder)}
+    except OSError:
+        names = {}
+
+    def find(*suffixes: str) -> str | None:
+        for suffix in suffixes:
+            found = names.get(stem + suffix)
+            if found is not None:
+                return os.path.join(folder, found)
+        return None
+
+    return Sidecars(find(".vvd"), find(*VTX_SUFFIXES), find(".phy"), find(".ani"))

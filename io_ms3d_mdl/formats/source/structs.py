@@ -1,0 +1,332 @@
+"""Little-endian record layouts of Source studio models (MDL 44–49, VVD 4, VTX 7), from the SDK headers as
+distilled in the format notes (source-format.md §1). Sizes are asserted at import."""
+
+from __future__ import annotations
+
+import numpy as np
+
+MDL_MAGIC = b"IDST"
+VVD_MAGIC = b"IDSV"
+ANI_MAGIC = b"IDAG"
+SUPPORTED_MDL_VERSIONS = range(44, 50)
+VTX_VERSION = 7
+VERTEX_SIZE = 48  # mstudiovertex_t: model.vertexindex is a byte offset into the VVD pool
+TANGENT_SIZE = 16
+
+V3 = ("<f4", 3)
+
+STUDIOHDR = np.dtype(
+    [
+        ("id", "S4"),
+        ("version", "<i4"),
+        ("checksum", "<i4"),
+        ("name", "V64"),
+        ("length", "<i4"),
+        ("eyeposition", *V3),
+        ("illumposition", *V3),
+        ("hull_min", *V3),
+        ("hull_max", *V3),
+        ("view_bbmin", *V3),
+        ("view_bbmax", *V3),
+        ("flags", "<i4"),
+        ("numbones", "<i4"),
+        ("boneindex", "<i4"),
+        ("numbonecontrollers", "<i4"),
+        ("bonecontrollerindex", "<i4"),
+        ("numhitboxsets", "<i4"),
+        ("hitboxsetindex", "<i4"),
+        ("numlocalanim", "<i4"),
+        ("localanimindex", "<i4"),
+        ("numlocalseq", "<i4"),
+        ("localseqindex", "<i4"),
+        ("activitylistversion", "<i4"),
+        ("eventsindexed", "<i4"),
+        ("numtextures", "<i4"),
+        ("textureindex", "<i4"),
+        ("numcdtextures", "<i4"),
+        ("cdtextureindex", "<i4"),
+        ("numskinref", "<i4"),
+        ("numskinfamilies", "<i4"),
+        ("skinindex", "<i4"),
+        ("numbodyparts", "<i4"),
+        ("bodypartindex", "<i4"),
+        ("numlocalattachments", "<i4"),
+        ("localattachmentindex", "<i4"),
+        ("numlocalnodes", "<i4"),
+        ("localnodeindex", "<i4"),
+        ("localnodenameindex", "<i4"),
+        ("numflexdesc", "<i4"),
+        ("flexdescindex", "<i4"),
+        ("numflexcontrollers", "<i4"),
+        ("flexcontrollerindex", "<i4"),
+        ("numflexrules", "<i4"),
+        ("flexruleindex", "<i4"),
+        ("numikchains", "<i4"),
+        ("ikchainindex", "<i4"),
+        ("nummouths", "<i4"),
+        ("mouthindex", "<i4"),
+        ("numlocalposeparameters", "<i4"),
+        ("localposeparamindex", "<i4"),
+        ("surfacepropindex", "<i4"),
+        ("keyvalueindex", "<i4"),
+        ("keyvaluesize", "<i4"),
+        ("numlocalikautoplaylocks", "<i4"),
+        ("localikautoplaylockindex", "<i4"),
+        ("mass", "<f4"),
+        ("contents", "<i4"),
+        ("numincludemodels", "<i4"),
+        ("includemodelindex", "<i4"),
+        ("virtualmodel", "<i4"),
+        ("szanimblocknameindex", "<i4"),
+        ("numanimblocks", "<i4"),
+        ("animblockindex", "<i4"),
+        ("animblockmodel", "<i4"),
+        ("bonetablebynameindex", "<i4"),
+        ("vertexbase", "<i4"),
+        ("indexbase", "<i4"),
+        ("constdirectionallightdot", "u1"),
+        ("rootlod", "u1"),
+        ("numallowedrootlods", "u1"),
+        ("unused0", "u1"),
+        ("unused4", "<i4"),
+        ("numflexcontrollerui", "<i4"),
+        ("flexcontrolleruiindex", "<i4"),
+        ("vertanimfixedpointscale", "<f4"),
+        ("unused3", "<i4"),
+        ("studiohdr2index", "<i4"),
+        ("unused2", "<i4"),
+    ]
+)
+STUDIOHDR2 = np.dtype(
+    [
+        ("numsrcbonetransform", "<i4"),
+        ("srcbonetransformindex", "<i4"),
+        ("illumpositionattachmentindex", "<i4"),
+        ("maxeyedeflection", "<f4"),
+        ("linearboneindex", "<i4"),
+        ("sznameindex", "<i4"),
+        ("boneflexdrivercount", "<i4"),
+        ("boneflexdriverindex", "<i4"),
+        ("reserved", "<i4", 56),
+    ]
+)
+BONE = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("parent", "<i4"),
+        ("bonecontroller", "<i4", 6),
+        ("pos", *V3),
+        ("quat", "<f4", 4),
+        ("rot", *V3),
+        ("posscale", *V3),
+        ("rotscale", *V3),
+        ("posetobone", "<f4", (3, 4)),
+        ("qalignment", "<f4", 4),
+        ("flags", "<i4"),
+        ("proctype", "<i4"),
+        ("procindex", "<i4"),
+        ("physicsbone", "<i4"),
+        ("surfacepropidx", "<i4"),
+        ("contents", "<i4"),
+        ("unused", "<i4", 8),
+    ]
+)
+BODYPART = np.dtype([("sznameindex", "<i4"), ("nummodels", "<i4"), ("base", "<i4"), ("modelindex", "<i4")])
+MODEL = np.dtype(
+    [
+        ("name", "V64"),
+        ("type", "<i4"),
+        ("boundingradius", "<f4"),
+        ("nummeshes", "<i4"),
+        ("meshindex", "<i4"),
+        ("numvertices", "<i4"),
+        ("vertexindex", "<i4"),
+        ("tangentsindex", "<i4"),
+        ("numattachments", "<i4"),
+        ("attachmentindex", "<i4"),
+        ("numeyeballs", "<i4"),
+        ("eyeballindex", "<i4"),
+        ("vertexdata", "<i4", 2),
+        ("unused", "<i4", 8),
+    ]
+)
+MESH = np.dtype(
+    [
+        ("material", "<i4"),
+        ("modelindex", "<i4"),
+        ("numvertices", "<i4"),
+        ("vertexoffset", "<i4"),
+        ("numflexes", "<i4"),
+        ("flexindex", "<i4"),
+        ("materialtype", "<i4"),
+        ("materialparam", "<i4"),
+        ("meshid", "<i4"),
+        ("center", *V3),
+        ("vertexdata_ptr", "<i4"),
+        ("numlodvertexes", "<i4", 8),
+        ("unused", "<i4", 8),
+    ]
+)
+TEXTURE = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("flags", "<i4"),
+        ("used", "<i4"),
+        ("unused1", "<i4"),
+        ("material", "<i4"),
+        ("clientmaterial", "<i4"),
+        ("unused", "<i4", 10),
+    ]
+)
+ATTACHMENT = np.dtype(
+    [("sznameindex", "<i4"), ("flags", "<u4"), ("localbone", "<i4"), ("local", "<f4", (3, 4)), ("unused", "<i4", 8)]
+)
+HITBOXSET = np.dtype([("sznameindex", "<i4"), ("numhitboxes", "<i4"), ("hitboxindex", "<i4")])
+BBOX = np.dtype(
+    [
+        ("bone", "<i4"),
+        ("group", "<i4"),
+        ("bbmin", *V3),
+        ("bbmax", *V3),
+        ("szhitboxnameindex", "<i4"),
+        ("unused", "<i4", 8),
+    ]
+)
+MODELGROUP = np.dtype([("szlabelindex", "<i4"), ("sznameindex", "<i4")])
+ANIMDESC = np.dtype(
+    [
+        ("baseptr", "<i4"),
+        ("sznameindex", "<i4"),
+        ("fps", "<f4"),
+        ("flags", "<i4"),
+        ("numframes", "<i4"),
+        ("nummovements", "<i4"),
+        ("movementindex", "<i4"),
+        ("unused1", "<i4", 6),
+        ("animblock", "<i4"),
+        ("animindex", "<i4"),
+        ("numikrules", "<i4"),
+        ("ikruleindex", "<i4"),
+        ("animblockikruleindex", "<i4"),
+        ("numlocalhierarchy", "<i4"),
+        ("localhierarchyindex", "<i4"),
+        ("sectionindex", "<i4"),
+        ("sectionframes", "<i4"),
+        ("zeroframespan", "<i2"),
+        ("zeroframecount", "<i2"),
+        ("zeroframeindex", "<i4"),
+        ("zeroframestalltime", "<f4"),
+    ]
+)
+SEQDESC_HEAD = np.dtype(
+    [
+        ("baseptr", "<i4"),
+        ("szlabelindex", "<i4"),
+        ("szactivitynameindex", "<i4"),
+        ("flags", "<i4"),
+        ("activity", "<i4"),
+        ("actweight", "<i4"),
+        ("numevents", "<i4"),
+        ("eventindex", "<i4"),
+    ]
+)
+SEQDESC_SIZE = 212
+FLEXDESC = np.dtype([("szfacsindex", "<i4")])
+EYEBALL_HEAD = np.dtype([("sznameindex", "<i4"), ("bone", "<i4"), ("org", *V3), ("zoffset", "<f4"), ("radius", "<f4")])
+EYEBALL_SIZE = 172
+
+VVD_HEADER = np.dtype(
+    [
+        ("id", "S4"),
+        ("version", "<i4"),
+        ("checksum", "<i4"),
+        ("numlods", "<i4"),
+        ("numlodvertexes", "<i4", 8),
+        ("numfixups", "<i4"),
+        ("fixuptablestart", "<i4"),
+        ("vertexdatastart", "<i4"),
+        ("tangentdatastart", "<i4"),
+    ]
+)
+VVD_VERTEX = np.dtype(
+    [("weights", "<f4", 3), ("bones", "i1", 3), ("numbones", "u1"), ("pos", *V3), ("normal", *V3), ("uv", "<f4", 2)]
+)
+VVD_FIXUP = np.dtype([("lod", "<i4"), ("sourcevertexid", "<i4"), ("numvertexes", "<i4")])
+
+# VTX is #pragma pack(1): no padding anywhere.
+VTX_HEADER = np.dtype(
+    [
+        ("version", "<i4"),
+        ("vertcachesize", "<i4"),
+        ("maxbonesperstrip", "<u2"),
+        ("maxbonespertri", "<u2"),
+        ("maxbonespervert", "<i4"),
+        ("checksum", "<i4"),
+        ("numlods", "<i4"),
+        ("materialreplacementlistoffset", "<i4"),
+        ("numbodyparts", "<i4"),
+        ("bodypartoffset", "<i4"),
+    ]
+)
+VTX_BODYPART = np.dtype([("nummodels", "<i4"), ("modeloffset", "<i4")])
+VTX_MODEL = np.dtype([("numlods", "<i4"), ("lodoffset", "<i4")])
+VTX_LOD = np.dtype([("nummeshes", "<i4"), ("meshoffset", "<i4"), ("switchpoint", "<f4")])
+VTX_MESH = np.dtype([("numstripgroups", "<i4"), ("stripgroupheaderoffset", "<i4"), ("flags", "u1")])
+_STRIPGROUP_FIELDS = [
+    ("numverts", "<i4"),
+    ("vertoffset", "<i4"),
+    ("numindices", "<i4"),
+    ("indexoffset", "<i4"),
+    ("numstrips", "<i4"),
+    ("stripoffset", "<i4"),
+    ("flags", "u1"),
+]
+_STRIP_FIELDS = [
+    ("numindices", "<i4"),
+    ("indexoffset", "<i4"),
+    ("numverts", "<i4"),
+    ("vertoffset", "<i4"),
+    ("numbones", "<i2"),
+    ("flags", "u1"),
+    ("numbonestatechanges", "<i4"),
+    ("bonestatechangeoffset", "<i4"),
+]
+_TOPOLOGY = [("numtopologyindices", "<i4"), ("topologyoffset", "<i4")]
+# Headers grew by a topology pair in later v49 games; which one a file uses is read from its layout (§1.12).
+VTX_STRIPGROUP = {25: np.dtype(_STRIPGROUP_FIELDS), 33: np.dtype(_STRIPGROUP_FIELDS + _TOPOLOGY)}
+VTX_STRIP = {25: np.dtype(_STRIP_FIELDS), 33: np.dtype(_STRIP_FIELDS + _TOPOLOGY)}
+VTX_VERTEX = np.dtype(
+    [("boneweightindex", "u1", 3), ("numbones", "u1"), ("origmeshvertid", "<u2"), ("boneid", "i1", 3)]
+)
+STRIP_IS_TRILIST = 0x01
+
+for _dtype, _size in (
+    (STUDIOHDR, 408),
+    (STUDIOHDR2, 256),
+    (BONE, 216),
+    (BODYPART, 16),
+    (MODEL, 148),
+    (MESH, 116),
+    (TEXTURE, 64),
+    (ATTACHMENT, 92),
+    (HITBOXSET, 12),
+    (BBOX, 68),
+    (MODELGROUP, 8),
+    (ANIMDESC, 100),
+    (VVD_HEADER, 64),
+    (VVD_VERTEX, 48),
+    (VVD_FIXUP, 12),
+    (VTX_HEADER, 36),
+    (VTX_BODYPART, 8),
+    (VTX_MODEL, 8),
+    (VTX_LOD, 12),
+    (VTX_MESH, 9),
+    (VTX_STRIPGROUP[25], 25),
+    (VTX_STRIPGROUP[33], 33),
+    (VTX_STRIP[25], 27),
+    (VTX_STRIP[33], 35),
+    (VTX_VERTEX, 9),
+):
+    assert _dtype.itemsize == _size, (_dtype, _size)
+assert STUDIOHDR.fields["surfacepropindex"][1] == 308 and STUDIOHDR.fields["studiohdr2index"][1] == 400
+assert MESH.fields["numlodvertexes"][1] == 52 and BONE.fields["posetobone"][1] == 96

@@ -1,0 +1,123 @@
+"""Read a ``.vtx`` (OptimizedModel version 7, packed): the triangle lists per body part, model, LOD, mesh.
+
+Later v49 games grew the strip-group and strip headers from 25/27 to 33/35 bytes, and some v49 files do not
+(notes §1.12), so the size is found from the layout: the file is walked with each candidate and the one whose
+every offset, count and index checks out is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...errors import FormatError
+from ..binary import Cursor
+from . import structs as S
+from .mdl import read_file_bytes
+from .model import VtxFile, VtxLod, VtxMesh, VtxStripGroup
+
+
+def read_vtx(path: str | os.PathLike[str]) -> VtxFile:
+    return read_vtx_bytes(read_file_bytes(path), os.fspath(path))
+
+
+def read_vtx_bytes(data: bytes, path: str | None = None) -> VtxFile:
+    cur = Cursor(data, path)
+    if cur.size < S.VTX_HEADER.itemsize:
+        raise cur.error(f"not a Source mesh file: {cur.size} bytes is too short for a header", 0)
+    (header,) = cur.array_at(S.VTX_HEADER, 0, 1, "FileHeader_t")
+    if int(header["version"]) != S.VTX_VERSION:
+        raise cur.error(f"unsupported mesh file (.vtx) version {int(header['version'])} (7 is supported)", 0)
+    errors = []
+    for size in _sizes_by_layout(cur, header):
+        try:
+            parts = _walk(cur, header, size)
+        except FormatError as exc:
+            errors.append(exc)
+            continue
+        return VtxFile(path, int(header["checksum"]), int(header["numlods"]), size, parts)
+    raise errors[0]
+
+
+def _sizes_by_layout(cur: Cursor, header: np.ndarray) -> list[int]:
+    """Candidate header sizes, the one the layout shows first. studiomdl writes a block's strip-group headers,
+    then its strip headers, then vertices: the first group's strip offset is a multiple of the group-header size
+    and the gap to its vertices a multiple of the strip-header size (Crowbar's observation)."""
+    try:
+        bp_base = int(header["bodypartoffset"])
+        (bp,) = cur.array_at(S.VTX_BODYPART, bp_base, 1, "body part")
+        m_off = bp_base + int(bp["modeloffset"])
+        (model,) = cur.array_at(S.VTX_MODEL, m_off, 1, "model")
+        l_off = m_off + int(model["lodoffset"])
+        (lod,) = cur.array_at(S.VTX_LOD, l_off, 1, "LOD")
+        me_off = l_off + int(lod["meshoffset"])
+        (mesh,) = cur.array_at(S.VTX_MESH, me_off, 1, "mesh")
+        (group,) = cur.array_at(S.VTX_STRIPGROUP[25], me_off + int(mesh["stripgroupheaderoffset"]), 1, "strip group")
+    except FormatError:
+        return [25, 33]
+    strips, verts = int(group["stripoffset"]), int(group["vertoffset"])
+
+    def fits(size: int) -> bool:
+        return strips > 0 and strips % size == 0 and (verts - strips) % S.VTX_STRIP[size].itemsize == 0
+
+    return sorted((25, 33), key=lambda size: not fits(size))
+
+
+def _walk(cur: Cursor, header: np.ndarray, size: int) -> list[list[list[VtxLod]]]:
+    sg_dtype, strip_dtype = S.VTX_STRIPGROUP[size], S.VTX_STRIP[size]
+    parts = []
+    bp_base = int(header["bodypartoffset"])
+    for b, bp in enumerate(cur.array_at(S.VTX_BODYPART, bp_base, _count(cur, header["numbodyparts"]), "body parts")):
+        bp_off = bp_base + b * S.VTX_BODYPART.itemsize
+        models = []
+        m_base = bp_off + int(bp["modeloffset"])
+        for m, model in enumerate(cur.array_at(S.VTX_MODEL, m_base, _count(cur, bp["nummodels"]), "models")):
+            m_off = m_base + m * S.VTX_MODEL.itemsize
+            lods = []
+            l_base = m_off + int(model["lodoffset"])
+            for k, lod in enumerate(cur.array_at(S.VTX_LOD, l_base, _count(cur, model["numlods"]), "LODs")):
+                l_off = l_base + k * S.VTX_LOD.itemsize
+                meshes = []
+                me_base = l_off + int(lod["meshoffset"])
+                for i, mesh in enumerate(cur.array_at(S.VTX_MESH, me_base, _count(cur, lod["nummeshes"]), "meshes")):
+                    me_off = me_base + i * S.VTX_MESH.itemsize
+                    sg_base = me_off + int(mesh["stripgroupheaderoffset"])
+                    groups = cur.array_at(sg_dtype, sg_base, _count(cur, mesh["numstripgroups"]), "strip groups")
+                    meshes.append(
+                        VtxMesh(
+                            [_strip_group(cur, sg_base + g * size, sg, strip_dtype) for g, sg in enumerate(groups)],
+                            int(mesh["flags"]),
+                        )
+                    )
+                lods.append(VtxLod(meshes, float(lod["switchpoint"])))
+            models.append(lods)
+        parts.append(models)
+    return parts
+
+
+def _count(cur: Cursor, value: np.integer) -> int:
+    count = int(value)
+    if not 0 <= count <= cur.size:
+        raise cur.error(f"implausible count {count}")
+    return count
+
+
+def _strip_group(cur: Cursor, offset: int, group: np.ndarray, strip_dtype: np.dtype) -> VtxStripGroup:
+    num_verts, num_indices = _count(cur, group["numverts"]), _count(cur, group["numindices"])
+    vertices = cur.array_at(S.VTX_VERTEX, offset + int(group["vertoffset"]), num_verts, "strip group vertices")
+    indices = cur.array_at(np.dtype("<u2"), offset + int(group["indexoffset"]), num_indices, "strip group indices")
+    strips = cur.array_at(strip_dtype, offset + int(group["stripoffset"]), _count(cur, group["numstrips"]), "strips")
+    triangles = []
+    for strip in strips:
+        first, count = int(strip["indexoffset"]), int(strip["numindices"])
+        flags, bones = int(strip["flags"]), int(strip["numbones"])
+        if first < 0 or count < 0 or first + count > num_indices or not 0 <= bones <= 255 or flags & ~0x07:
+            raise cur.error("strip header does not fit its strip group", offset)
+        if not flags & S.STRIP_IS_TRILIST or count % 3:
+            raise cur.error(f"strip with flags {flags} and {count} indices is not a triangle list", offset)
+        triangles.append(indices[first : first + count].reshape(-1, 3))
+    tris = np.concatenate(triangles) if triangles else np.zeros((0, 3), dtype=np.uint16)
+    if len(tris) and int(tris.max()) >= num_verts:
+        raise cur.error(f"strip index {int(tris.max())} is beyond the group's {num_verts} vertices", offset)
+    return VtxStripGroup(vertices["origmeshvertid"].copy(), tris.astype(np.int64), int(group["flags"]))
