@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import bpy
 
-from .operators import CLASSES, menu_import
+from . import operators, source_switch
+from .operators import menu_import
+
+CLASSES = operators.CLASSES + source_switch.CLASSES
 
 
 def register() -> None:

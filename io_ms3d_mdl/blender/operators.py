@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 
 import bpy
-from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
 from ..formats.ms3d import read_ms3d
+from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
 from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
+from ..scene.from_source import INCH, SourceOptions, source_to_scene
+from ..scene.types import SceneData
 from .importer import ImportResult, import_files
 
 
@@ -128,6 +131,91 @@ def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: 
             body.prop(operator, prop)
 
 
+UNIT_SCALES = {"INCHES": INCH, "HAMMER": 0.01905, "SOURCE": 1.0}
+
+
+def load_source(path: str, options: SourceOptions) -> SceneData:
+    """Read a model and whichever companions exist next to it (case-insensitively), then assemble it."""
+    mdl = read_mdl(path)
+    sidecars = find_sidecars(path)
+    vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
+    vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
+    return source_to_scene(mdl, vvd, vtx, options)
+
+
+class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
+    """Import Valve Source models (.mdl with .vvd and .vtx)"""
+
+    bl_idname = "import_scene.source_mdl"
+    bl_label = "Import Source Model"
+    bl_options = {"REGISTER", "UNDO", "PRESET"}
+
+    filename_ext = ".mdl"
+    filter_glob: StringProperty(default="*.mdl", options={"HIDDEN"})  # type: ignore[valid-type]
+
+    units: EnumProperty(  # type: ignore[valid-type]
+        name="Units",
+        items=(
+            ("INCHES", "Metres (1 unit = 1 inch)", "Source physics units: 0.0254 m per unit"),
+            ("HAMMER", "Metres (Hammer scale)", "16 units per foot, 0.01905 m per unit, as SourceIO uses"),
+            ("SOURCE", "Source Units (1.0)", "Keep Source units unscaled"),
+            ("CUSTOM", "Custom", "Use the scale below"),
+        ),
+        default="INCHES",
+    )
+    scale: FloatProperty(name="Scale", default=INCH, min=1e-6, max=1e6, soft_min=0.001, soft_max=100.0)  # type: ignore[valid-type]
+    lod: IntProperty(
+        name="LOD", description="Level of detail to import (0 is the most detailed)", default=0, min=0, max=7
+    )  # type: ignore[valid-type]
+    all_lods: BoolProperty(
+        name="All LODs", description="Import every LOD, the lower ones into hidden collections", default=False
+    )  # type: ignore[valid-type]
+    bone_orientation: EnumProperty(  # type: ignore[valid-type]
+        name="Bones",
+        items=(
+            ("CHILD", "Toward Child", "Bones point at their children, as artists expect"),
+            ("SOURCE", "Source Axes", "Keep each bone's Source orientation (for round trips)"),
+        ),
+        default="CHILD",
+    )
+    armature_for_static_props: BoolProperty(name="Armature for Static Props", default=False)  # type: ignore[valid-type]
+    import_attachments: BoolProperty(name="Attachments", default=True)  # type: ignore[valid-type]
+    import_hitboxes: BoolProperty(name="Hitboxes", default=False)  # type: ignore[valid-type]
+
+    def import_options(self) -> SourceOptions:
+        return SourceOptions(
+            scale=UNIT_SCALES.get(self.units, self.scale),
+            lod=-1 if self.all_lods else self.lod,
+            bone_orientation=self.bone_orientation,
+            import_attachments=self.import_attachments,
+            import_hitboxes=self.import_hitboxes,
+            armature_for_static_props=self.armature_for_static_props,
+        )
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        options = self.import_options()
+        return self.report_results(import_files(context, self.selected_paths(), lambda p: load_source(p, options)))
+
+    def draw(self, context: bpy.types.Context) -> None:
+        self.layout.use_property_split = True
+        self.layout.use_property_decorate = False
+        draw_panel(self.layout, self, "Transform", ("units", "scale"))
+        draw_panel(self.layout, self, "Geometry", ("lod", "all_lods"))
+        draw_panel(self.layout, self, "Armature", ("bone_orientation", "armature_for_static_props"))
+        draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
+
+
+class IO_FH_source_mdl(bpy.types.FileHandler):
+    bl_idname = "IO_FH_source_mdl"
+    bl_label = "Source Model"
+    bl_import_operator = "import_scene.source_mdl"
+    bl_file_extensions = ".mdl"
+
+    @classmethod
+    def poll_drop(cls, context: bpy.types.Context) -> bool:
+        return poll_file_object_drop(context)
+
+
 class IO_FH_ms3d(bpy.types.FileHandler):
     bl_idname = "IO_FH_ms3d"
     bl_label = "MilkShape 3D"
@@ -141,6 +229,7 @@ class IO_FH_ms3d(bpy.types.FileHandler):
 
 def menu_import(self: bpy.types.Menu, context: bpy.types.Context) -> None:
     self.layout.operator(IMPORT_SCENE_OT_ms3d.bl_idname, text="MilkShape 3D (.ms3d)")
+    self.layout.operator(IMPORT_SCENE_OT_source_mdl.bl_idname, text="Source Model (.mdl)")
 
 
-CLASSES = (IMPORT_SCENE_OT_ms3d, IO_FH_ms3d)
+CLASSES = (IMPORT_SCENE_OT_ms3d, IO_FH_ms3d, IMPORT_SCENE_OT_source_mdl, IO_FH_source_mdl)

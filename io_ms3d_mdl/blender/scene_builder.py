@@ -1,10 +1,12 @@
-"""Turn a :class:`SceneData` into Blender objects inside one new collection."""
+"""Turn a :class:`SceneData` into Blender objects inside one new collection (with child collections for body
+parts, their options, attachments and hitboxes)."""
 
 from __future__ import annotations
 
 import bpy
+from mathutils import Matrix
 
-from ..scene.types import SceneData
+from ..scene.types import CollectionData, EmptyData, SceneData
 from .animation import add_clip_markers, add_clip_strips, build_action, set_scene_timing
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, build_material
@@ -17,24 +19,37 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
     for key, value in scene.props.items():
         collection[key] = value
 
+    target = {}  # object index -> collection
+    hidden: list[bpy.types.Collection] = []
+    for data in scene.collections:
+        _build_collections(data, collection, target, hidden)
+
     images = ImageLoader(scene.warnings)
     materials = [build_material(m, images) for m in scene.materials]
     objects = []
-    for data in scene.objects:
+    for index, data in enumerate(scene.objects):
         mesh = build_mesh(data.mesh)
         for slot in data.mesh.materials:
             mesh.materials.append(materials[slot] if slot is not None else None)
         obj = bpy.data.objects.new(data.name, mesh)
         for key, value in data.props.items():
             obj[key] = value
-        collection.objects.link(obj)
+        if data.mesh.material_refs is not None:
+            obj["source_skin_refs"] = list(data.mesh.material_refs)
+        target.get(index, collection).objects.link(obj)
         objects.append(obj)
+    if scene.skin_families:
+        collection["source_skins"] = [[materials[t].name if t >= 0 else "" for t in f] for f in scene.skin_families]
+        collection["source_skin"] = 0
 
+    armature = None
     if scene.skeleton is not None:
         armature = build_armature(context, collection, scene.skeleton)
         for data, obj in zip(scene.objects, objects, strict=True):
             if data.skin is not None:
                 apply_skin(obj, data.skin, scene.skeleton, armature)
+    extras = _build_empties(scene.empties, collection, armature)
+    if armature is not None:
         actions = [build_action(armature, a, scene.skeleton) for a in scene.actions]
         if actions and scene.clips:
             add_clip_strips(armature, actions[0], scene.clips)
@@ -44,4 +59,67 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
         if actions:
             add_clip_markers(context.scene, scene.clips)
         objects.insert(0, armature)
-    return collection, objects
+    # Hide the other body-group choices only now: edit mode (the armature) needs visible collections.
+    for coll in hidden:
+        coll.hide_render = True
+        layer = find_layer_collection(context.view_layer.layer_collection, coll)
+        if layer is not None:
+            layer.hide_viewport = True
+    return collection, objects + extras
+
+
+def _build_collections(data: CollectionData, parent: bpy.types.Collection, target: dict, hidden: list) -> None:
+    coll = bpy.data.collections.new(data.name)
+    parent.children.link(coll)
+    for key, value in data.props.items():
+        coll[key] = value
+    for index in data.objects:
+        target[index] = coll
+    if data.hidden:
+        hidden.append(coll)
+    for child in data.children:
+        _build_collections(child, coll, target, hidden)
+
+
+def find_layer_collection(
+    layer: bpy.types.LayerCollection, coll: bpy.types.Collection
+) -> bpy.types.LayerCollection | None:
+    if layer.collection == coll:
+        return layer
+    for child in layer.children:
+        found = find_layer_collection(child, coll)
+        if found is not None:
+            return found
+    return None
+
+
+def _build_empties(
+    empties: list[EmptyData], collection: bpy.types.Collection, armature: bpy.types.Object | None
+) -> list[bpy.types.Object]:
+    groups: dict[str, bpy.types.Collection] = {}
+    out = []
+    for data in empties:
+        if data.collection and data.collection not in groups:
+            groups[data.collection] = bpy.data.collections.new(data.collection)
+            collection.children.link(groups[data.collection])
+        obj = bpy.data.objects.new(data.name, None)
+        obj.empty_display_type = data.display
+        obj.empty_display_size = data.size
+        for key, value in data.props.items():
+            obj[key] = value
+        groups.get(data.collection, collection).objects.link(obj)
+        matrix = Matrix(data.matrix.tolist()) @ Matrix.Diagonal((*data.scale, 1.0))
+        if armature is not None and data.bone in armature.data.bones:
+            bone = armature.data.bones[data.bone]
+            obj.parent = armature
+            obj.parent_type = "BONE"
+            obj.parent_bone = data.bone
+            # A bone's children hang from its tail: express the armature-space matrix relative to that.
+            tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
+            obj.matrix_basis = tail.inverted() @ matrix
+        else:
+            if armature is not None:
+                obj.parent = armature
+            obj.matrix_basis = matrix
+        out.append(obj)
+    return out

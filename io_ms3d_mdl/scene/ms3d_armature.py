@@ -15,27 +15,13 @@ import re
 import numpy as np
 
 from ..formats.ms3d.model import Ms3dModel
+from .bones import bone_frames, unique_names
 from .ms3d_rig import Hierarchy
 from .rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
 from .types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
 
 # AXIS tails: bone +Y along the joint's local +X, bone +Z along its +Z (columns are bone axes in joint space).
 JOINT_AXIS_TO_BONE = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-
-
-def unique_names(names: list[str], fallback: str = "joint") -> list[str]:
-    """Blender needs unique bone names; repeats get Blender's own ``.001`` style suffix."""
-    taken: set[str] = set()
-    out = []
-    for i, name in enumerate(names):
-        base = name or f"{fallback}{i}"
-        candidate, n = base, 0
-        while candidate in taken:
-            n += 1
-            candidate = f"{base}.{n:03d}"
-        taken.add(candidate)
-        out.append(candidate)
-    return out
 
 
 def build_skeleton(
@@ -46,11 +32,7 @@ def build_skeleton(
     rotation = np.einsum("ij,njk->nik", axes, rig.world[:, :3, :3])  # C·R_j
     heads = scale * (rig.world[:, :3, 3] @ axes.T)
     default_length = _default_length(model, scale)
-    bone_axes = rotation @ JOINT_AXIS_TO_BONE
-    lengths = np.full(count, default_length)
-    if tails == "CHILD":
-        bone_axes, lengths = _point_at_children(rig.parent, heads, bone_axes, default_length)
-    x = np.einsum("nji,njk->nik", rotation, bone_axes)  # X_j = (C·R_j)ᵀ·Q_j
+    bone_axes, lengths, x = bone_frames(rotation, heads, rig.parent, JOINT_AXIS_TO_BONE, tails, default_length)
 
     names = unique_names([j.name for j in model.joints])
     bone_of_joint = np.empty(count, dtype=np.int64)
@@ -86,42 +68,6 @@ def _default_length(model: Ms3dModel, scale: float) -> float:
         points = points[np.isfinite(points).all(axis=1)]
         extent = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
     return max(min(extent, 1e6) * 0.05, 1e-3) * scale
-
-
-def _point_at_children(
-    parent: np.ndarray, heads: np.ndarray, axis_frames: np.ndarray, default_length: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bone +Y toward the average of the children's heads (leaves continue their parent's direction), rolled
-    so bone +Z stays as close as possible to the joint-axis choice."""
-    count = len(parent)
-    directions = np.zeros((count, 3))
-    lengths = np.full(count, default_length)
-    child_sum = np.zeros((count, 3))
-    child_count = np.zeros(count)
-    roots = parent < 0
-    np.add.at(child_sum, parent[~roots], heads[~roots])
-    np.add.at(child_count, parent[~roots], 1)
-    has_children = child_count > 0
-    offset = child_sum[has_children] / child_count[has_children, None] - heads[has_children]
-    distance = np.linalg.norm(offset, axis=1)
-    usable = np.zeros(count, dtype=bool)
-    usable[np.nonzero(has_children)[0][distance > 1e-6]] = True
-    directions[usable] = offset[distance > 1e-6] / distance[distance > 1e-6, None]
-    lengths[usable] = distance[distance > 1e-6]
-    frames = axis_frames.copy()
-    for j in range(count):
-        if not usable[j]:
-            p = parent[j]
-            directions[j] = directions[p] if p >= 0 and usable[p] else axis_frames[j][:, 1]
-            if p >= 0 and usable[p]:
-                lengths[j] = max(lengths[p] * 0.5, 1e-4)
-        y = directions[j]
-        z = axis_frames[j][:, 2] - (axis_frames[j][:, 2] @ y) * y
-        if np.linalg.norm(z) < 1e-6:
-            z = axis_frames[j][:, 0] - (axis_frames[j][:, 0] @ y) * y
-        z /= np.linalg.norm(z)
-        frames[j] = np.stack([np.cross(y, z), y, z], axis=1)
-    return frames, lengths
 
 
 def build_action(

@@ -49,6 +49,7 @@ class MeshData:
     materials: list[int | None] = field(default_factory=list)  # slot -> SceneData.materials index (None: empty)
     sharp_edges: np.ndarray | None = None  # (E, 2) int32 vertex pairs
     source_vertices: np.ndarray | None = None  # (V,) int32: index of each vertex in the file's vertex list
+    material_refs: list[int] | None = None  # per slot: the skin-table column it shows (formats with skins)
 
 
 @dataclass
@@ -65,6 +66,31 @@ class ObjectData:
     mesh: MeshData
     props: Props = field(default_factory=dict)
     skin: SkinData | None = None
+
+
+@dataclass
+class EmptyData:
+    """An empty (attachment point, hitbox) placed in armature space, optionally following a bone."""
+
+    name: str
+    matrix: np.ndarray  # (4, 4) in armature space
+    bone: str | None = None
+    display: str = "PLAIN_AXES"  # Object.empty_display_type
+    size: float = 1.0
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    collection: str = ""  # name of the CollectionData it goes into ("" = the model's collection)
+    props: Props = field(default_factory=dict)
+
+
+@dataclass
+class CollectionData:
+    """A child collection of the model's collection (e.g. a Source body part, or one of its options)."""
+
+    name: str
+    objects: list[int] = field(default_factory=list)  # indices into SceneData.objects
+    children: list[CollectionData] = field(default_factory=list)
+    hidden: bool = False  # hidden in viewport and render (other choices of a body group)
+    props: Props = field(default_factory=dict)
 
 
 @dataclass
@@ -125,6 +151,11 @@ class SceneData:
     clips: list[ClipData] = field(default_factory=list)
     fps: float | None = None  # the scene frame rate the animation wants
     frame_range: tuple[float, float] | None = None  # a scene range that holds every key
+    collections: list[CollectionData] = field(default_factory=list)  # objects not listed go in the top collection
+    empties: list[EmptyData] = field(default_factory=list)
+    # Skin families: family → (skin-table column → index into ``materials``); meshes name their column per slot
+    # in MeshData.material_refs so the active family can be switched after import.
+    skin_families: list[list[int]] = field(default_factory=list)
 
     @property
     def vertex_count(self) -> int:

@@ -1,0 +1,201 @@
+"""Switching a Source model like the game does: the active option of each body part and the skin family.
+
+The state lives on the model's collection (custom properties written at import), so it survives saving and works
+from Python (``set_body_part``, ``set_skin``, ``set_body_number``), from the operators, and from the panel in the
+Object and Collection properties.
+"""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import IntProperty, StringProperty
+
+from .scene_builder import find_layer_collection
+
+
+def model_collection(context: bpy.types.Context) -> bpy.types.Collection | None:
+    """The imported Source model the active object (or collection) belongs to."""
+    candidates = []
+    if context.collection is not None:
+        candidates.append(context.collection)
+    obj = context.object
+    if obj is not None:
+        candidates.extend(obj.users_collection)
+    parents = {c: p for p in bpy.data.collections for c in p.children}
+    for coll in candidates:
+        while coll is not None:
+            if "source_version" in coll:
+                return coll
+            coll = parents.get(coll)
+    return None
+
+
+def body_parts(model: bpy.types.Collection) -> list[bpy.types.Collection]:
+    return sorted((c for c in model.children if "source_bodypart" in c), key=lambda c: c["source_bodypart"])
+
+
+def active_option(part: bpy.types.Collection) -> int:
+    return int(part.get("source_active", 0))
+
+
+def set_body_part(context: bpy.types.Context, model: bpy.types.Collection, part_index: int, option: int) -> None:
+    parts = body_parts(model)
+    part = parts[part_index]
+    options = list(part.children)
+    if not 0 <= option < len(options):
+        raise ValueError(f"body part '{part.name}' has {len(options)} options; {option} does not exist")
+    for i, child in enumerate(options):
+        show = i == option
+        child.hide_render = not show
+        layer = find_layer_collection(context.view_layer.layer_collection, child)
+        if layer is not None:
+            layer.hide_viewport = not show
+    part["source_active"] = option
+
+
+def body_number(model: bpy.types.Collection) -> int:
+    """The game's body number: Σ option × base (decoded as ``(body / base) % options``)."""
+    return sum(active_option(p) * int(p.get("source_bodypart_base", 1)) for p in body_parts(model))
+
+
+def set_body_number(context: bpy.types.Context, model: bpy.types.Collection, body: int) -> None:
+    for i, part in enumerate(body_parts(model)):
+        count = max(len(part.children), 1)
+        set_body_part(context, model, i, (body // int(part.get("source_bodypart_base", 1))) % count)
+
+
+def set_skin(model: bpy.types.Collection, family: int) -> None:
+    """Swap every mesh's material slots to ``family``'s materials (slots remember their skin-table column)."""
+    table = model.get("source_skins")
+    if not table or not 0 <= family < len(table):
+        raise ValueError(f"'{model.name}' has {len(table) if table else 0} skin families; {family} does not exist")
+    row = list(table[family])
+    for obj in model.all_objects:
+        refs = obj.get("source_skin_refs")
+        if refs is None or obj.type != "MESH":
+            continue
+        for slot, ref in zip(obj.material_slots, refs, strict=False):
+            name = row[ref] if 0 <= ref < len(row) else ""
+            slot.material = bpy.data.materials.get(name) if name else None
+    model["source_skin"] = family
+
+
+class IO_MS3D_MDL_OT_source_body_part(bpy.types.Operator):
+    """Show one option of a Source body part and hide the others"""
+
+    bl_idname = "io_ms3d_mdl.source_body_part"
+    bl_label = "Set Body Group Option"
+    bl_options = {"REGISTER", "UNDO"}
+
+    model: StringProperty(name="Model", description="The model's collection (default: the active one's)")  # type: ignore[valid-type]
+    body_part: IntProperty(name="Body Part", min=0)  # type: ignore[valid-type]
+    option: IntProperty(name="Option", min=0)  # type: ignore[valid-type]
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
+        if model is None or "source_version" not in model:
+            self.report({"ERROR"}, "No imported Source model found")
+            return {"CANCELLED"}
+        try:
+            set_body_part(context, model, self.body_part, self.option)
+        except (IndexError, ValueError) as exc:
+            self.report({"ERROR"}, str(exc) or "no such body part")
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+class IO_MS3D_MDL_OT_source_body_number(bpy.types.Operator):
+    """Set every body part from the game's body number"""
+
+    bl_idname = "io_ms3d_mdl.source_body_number"
+    bl_label = "Set Body Number"
+    bl_options = {"REGISTER", "UNDO"}
+
+    model: StringProperty(name="Model")  # type: ignore[valid-type]
+    body: IntProperty(name="Body", min=0)  # type: ignore[valid-type]
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
+        if model is None or "source_version" not in model:
+            self.report({"ERROR"}, "No imported Source model found")
+            return {"CANCELLED"}
+        set_body_number(context, model, self.body)
+        return {"FINISHED"}
+
+
+class IO_MS3D_MDL_OT_source_skin(bpy.types.Operator):
+    """Show a Source model with another skin family"""
+
+    bl_idname = "io_ms3d_mdl.source_skin"
+    bl_label = "Set Skin"
+    bl_options = {"REGISTER", "UNDO"}
+
+    model: StringProperty(name="Model")  # type: ignore[valid-type]
+    family: IntProperty(name="Skin", min=0)  # type: ignore[valid-type]
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
+        if model is None or "source_skins" not in model:
+            self.report({"ERROR"}, "No imported Source model with skins found")
+            return {"CANCELLED"}
+        try:
+            set_skin(model, self.family)
+        except ValueError as exc:
+            self.report({"ERROR"}, str(exc))
+            return {"CANCELLED"}
+        return {"FINISHED"}
+
+
+def draw_switches(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
+    model = model_collection(context)
+    if model is None:
+        return
+    layout.label(text=f"{model.name}: body {body_number(model)}", icon="OUTLINER_COLLECTION")
+    for i, part in enumerate(body_parts(model)):
+        if len(part.children) < 2:
+            continue
+        row = layout.row(align=True)
+        row.label(text=part.name)
+        for j, option in enumerate(part.children):
+            op = row.operator(
+                IO_MS3D_MDL_OT_source_body_part.bl_idname, text=option.name, depress=active_option(part) == j
+            )
+            op.model, op.body_part, op.option = model.name, i, j
+    skins = model.get("source_skins")
+    if skins and len(skins) > 1:
+        row = layout.row(align=True)
+        row.label(text="Skin")
+        for family in range(len(skins)):
+            op = row.operator(
+                IO_MS3D_MDL_OT_source_skin.bl_idname,
+                text=str(family),
+                depress=int(model.get("source_skin", 0)) == family,
+            )
+            op.model, op.family = model.name, family
+
+
+class IO_MS3D_MDL_PT_source_object(bpy.types.Panel):
+    bl_label = "Source Model"
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "object"
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return model_collection(context) is not None
+
+    def draw(self, context: bpy.types.Context) -> None:
+        draw_switches(self.layout, context)
+
+
+class IO_MS3D_MDL_PT_source_collection(IO_MS3D_MDL_PT_source_object):
+    bl_context = "collection"
+
+
+CLASSES = (
+    IO_MS3D_MDL_OT_source_body_part,
+    IO_MS3D_MDL_OT_source_body_number,
+    IO_MS3D_MDL_OT_source_skin,
+    IO_MS3D_MDL_PT_source_object,
+    IO_MS3D_MDL_PT_source_collection,
+)

@@ -1,0 +1,281 @@
+"""Assemble a Source model (MDL + VVD + VTX records) into a :class:`SceneData`. No ``bpy``.
+
+The recipe of notes §1.13: triangles of the chosen VTX LOD map to the VVD pool through
+``model.vertexindex/48 + mesh.vertexoffset + origMeshVertID``; vertices are deduplicated by that index (so
+strip groups that repeat a vertex do not tear the mesh), compacted to what the LOD uses, and the winding is
+reversed (VTX triangles are clockwise). Every body part becomes a collection with one child per option, only the
+first shown, so the choices read like the game's body groups.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
+from .bones import bone_frames, unique_names
+from .rotations import compose, quaternion_to_matrix
+from .types import (
+    BoneData,
+    CollectionData,
+    EmptyData,
+    MaterialData,
+    MeshData,
+    ObjectData,
+    SceneData,
+    SkeletonData,
+    SkinData,
+)
+
+INCH = 0.0254  # Source units are inches for physics; one unit in metres
+STATIC_PROP = 0x10
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    scale: float = INCH
+    lod: int = 0  # which VTX LOD to build; -1: every LOD (the others hidden)
+    bone_orientation: str = "CHILD"  # "CHILD": bones point at children; "SOURCE": Source's bone axes as stored
+    import_attachments: bool = True
+    import_hitboxes: bool = False
+    armature_for_static_props: bool = False  # single-bone models get an armature too
+
+
+def source_to_scene(
+    mdl: MdlFile, vvd: VvdFile | None, vtx: VtxFile | None, options: SourceOptions = SourceOptions()
+) -> SceneData:
+    stem = os.path.splitext(os.path.basename(mdl.path or mdl.name or "model"))[0]
+    scene = SceneData(name=stem, props=_model_props(mdl))
+    scene.warnings.extend(mdl.warnings)
+    if (vvd is None or vtx is None) and any(m.num_vertices for bp in mdl.body_parts for m in bp.models):
+        missing = " and ".join(n for n, f in ((".vvd", vvd), (".vtx", vtx)) if f is None)
+        scene.warnings.add(f"the {missing} file is missing: only the skeleton and attachments were imported")
+        vvd = vtx = None
+    for what, other in (("vertex file (.vvd)", vvd), ("mesh file (.vtx)", vtx)):
+        if other is not None and other.checksum != mdl.checksum:
+            scene.warnings.add(f"the {what} checksum {other.checksum} does not match the model's {mdl.checksum}")
+
+    world = _bone_world(mdl)
+    wants_armature = len(mdl.bones) > 1 or options.armature_for_static_props  # one bone: a static prop
+    if len(mdl.bones) and wants_armature:
+        scene.skeleton = _skeleton(mdl, world, options, stem)
+
+    _materials(mdl, scene)
+    if vvd is not None and vtx is not None:
+        _body_parts(mdl, vvd, vtx, options, scene)
+    else:
+        scene.collections = [
+            _empty_body_part(bp.name, [m.name for m in bp.models], bp.base, b) for b, bp in enumerate(mdl.body_parts)
+        ]
+    if options.import_attachments:
+        _attachments(mdl, world, options, scene)
+    if options.import_hitboxes:
+        _hitboxes(mdl, world, options, scene)
+    return scene
+
+
+def _model_props(mdl: MdlFile) -> dict:
+    return {
+        "source_version": mdl.version,
+        "source_name": mdl.name,
+        "source_checksum": mdl.checksum,
+        "source_cdmaterials": list(mdl.cd_materials),
+        "source_includes": list(mdl.include_models),
+        "source_static_prop": mdl.is_static_prop,
+        **({"source_source": os.path.basename(mdl.path)} if mdl.path else {}),
+    }
+
+
+def _bone_world(mdl: MdlFile) -> np.ndarray:
+    """Bind pose: ``world = world[parent]·T(pos)·R(quat)`` (equal to inverse(poseToBone), notes §1.4)."""
+    bones = mdl.bones
+    quat = bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]  # stored x, y, z, w
+    local = compose(quaternion_to_matrix(quat), bones["pos"].astype(np.float64)) if len(bones) else np.zeros((0, 4, 4))
+    world = local.copy()
+    for i, parent in enumerate(bones["parent"].tolist()):
+        if parent >= 0:
+            world[i] = world[parent] @ local[i]
+    return world
+
+
+def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str) -> SkeletonData:
+    heads = world[:, :3, 3] * options.scale
+    extent = float(np.ptp(heads, axis=0).max()) if len(heads) > 1 else 0.0
+    default = max(extent * 0.03, 1.0 * options.scale)
+    frames, lengths, _ = bone_frames(
+        world[:, :3, :3], heads, mdl.bones["parent"].astype(np.int64), np.eye(3), options.bone_orientation, default
+    )
+    names = unique_names(mdl.bone_names, "bone")
+    bones = [
+        BoneData(
+            names[i],
+            int(p),
+            compose(frames[i], heads[i]),
+            float(lengths[i]),
+            props={"source_flags": int(mdl.bones["flags"][i]), "source_proctype": int(mdl.bones["proctype"][i])},
+        )
+        for i, p in enumerate(mdl.bones["parent"].tolist())
+    ]
+    return SkeletonData(name, bones)
+
+
+def _materials(mdl: MdlFile, scene: SceneData) -> None:
+    """One material per texture (VMT lookup belongs to the materials work); skin families map columns to them."""
+    for texture in mdl.textures:
+        name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
+        scene.materials.append(MaterialData(name=name, base_color=(0.8, 0.8, 0.8), props={"source_texture": texture}))
+    count = len(mdl.textures)
+    for family in mdl.skins.tolist():
+        scene.skin_families.append([t if 0 <= t < count else -1 for t in family])
+
+
+def _empty_body_part(name: str, options: list[str], base: int, index: int) -> CollectionData:
+    children = [CollectionData(_option_name(name, o, i), hidden=i > 0) for i, o in enumerate(options)]
+    return CollectionData(
+        name or f"bodypart{index}", children=children, props={"source_bodypart": index, "source_bodypart_base": base}
+    )
+
+
+def _option_name(part: str, model: str, index: int) -> str:
+    model = os.path.splitext(model)[0]
+    return model if model else f"{part} (blank {index})"
+
+
+def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions, scene: SceneData) -> None:
+    if len(vtx.body_parts) != len(mdl.body_parts) or any(
+        len(v) != len(m.models) for v, m in zip(vtx.body_parts, mdl.body_parts, strict=False)
+    ):
+        scene.warnings.add("the .vtx file's body parts do not match the model's; its meshes were not imported")
+        scene.collections = [
+            _empty_body_part(bp.name, [m.name for m in bp.models], bp.base, b) for b, bp in enumerate(mdl.body_parts)
+        ]
+        return
+    for b, bp in enumerate(mdl.body_parts):
+        part = _empty_body_part(bp.name, [m.name for m in bp.models], bp.base, b)
+        for m, model in enumerate(bp.models):
+            option = part.children[m]
+            option.props = {"source_model": model.name, "source_option": m}
+            if model.num_vertices == 0:
+                continue
+            lods = vtx.body_parts[b][m]
+            wanted = range(len(lods)) if options.lod < 0 else [min(options.lod, len(lods) - 1)]
+            for k in wanted:
+                obj = _model_object(model, lods[k], vvd, options, scene, f"{option.name}{'' if k == 0 else f'_lod{k}'}")
+                if obj is None:
+                    continue
+                obj.props.update({"source_bodypart": b, "source_option": m, "source_lod": k})
+                scene.objects.append(obj)
+                if options.lod < 0 and k > 0:
+                    lod_coll = next((c for c in option.children if c.props.get("source_lod") == k), None)
+                    if lod_coll is None:
+                        lod_coll = CollectionData(f"{option.name} LOD{k}", hidden=True, props={"source_lod": k})
+                        option.children.append(lod_coll)
+                    lod_coll.objects.append(len(scene.objects) - 1)
+                else:
+                    option.objects.append(len(scene.objects) - 1)
+        scene.collections.append(part)
+
+
+def _model_object(
+    model: MdlModel, lod: VtxLod, vvd: VvdFile, options: SourceOptions, scene: SceneData, name: str
+) -> ObjectData | None:
+    pool = vvd.vertices
+    tris, refs = [], []
+    for mesh, vmesh in zip(model.meshes, lod.meshes, strict=False):
+        base = model.vertex_index + mesh.vertex_offset
+        for group in vmesh.strip_groups:
+            if len(group.triangles) == 0:
+                continue
+            local = group.vertices[group.triangles].astype(np.int64)
+            tris.append(base + local[:, ::-1])  # clockwise in the file
+            refs.append(np.full(len(local), mesh.material, dtype=np.int64))
+    if not tris:
+        return None
+    tris_global = np.concatenate(tris)
+    if int(tris_global.max()) >= len(pool) or int(tris_global.min()) < 0:
+        scene.warnings.add(f"'{name}': triangles point past the {len(pool)} vertices of the .vvd; skipped")
+        return None
+    used, inverse = np.unique(tris_global, return_inverse=True)  # dedupe by VVD index, compact to this LOD
+    triangles = inverse.reshape(-1, 3).astype(np.int32)
+    verts = pool[used]
+    mesh_refs = np.concatenate(refs)
+    slot_refs = list(dict.fromkeys(mesh_refs.tolist()))
+    family0 = scene.skin_families[0] if scene.skin_families else []
+    slots = [family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs]
+    slot_of_ref = {r: i for i, r in enumerate(slot_refs)}
+    uv = verts["uv"].astype(np.float32)[triangles.ravel()]
+    uv[:, 1] = 1.0 - uv[:, 1]
+    mesh = MeshData(
+        name=name,
+        positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
+        triangles=triangles,
+        uvs=uv,
+        normals=np.ascontiguousarray(verts["normal"][triangles.ravel()], dtype=np.float32),
+        material_indices=np.array([slot_of_ref[r] for r in mesh_refs.tolist()], dtype=np.int32)
+        if len(slot_refs) > 1
+        else np.zeros(len(triangles), np.int32),
+        materials=slots,
+        source_vertices=used.astype(np.int32),
+        material_refs=slot_refs,
+    )
+    obj = ObjectData(name, mesh)
+    if scene.skeleton is not None:
+        count = verts["numbones"].astype(np.int64)[:, None]
+        slot = np.arange(3)[None, :]
+        ids = np.where(slot < count, verts["bones"].astype(np.int32), -1)
+        weights = np.where(slot < count, verts["weights"], 0.0).astype(np.float32)
+        ids = np.c_[ids, np.full(len(ids), -1, np.int32)]
+        weights = np.c_[weights, np.zeros(len(weights), np.float32)]
+        bad = ids >= len(scene.skeleton.bones)
+        ids[bad], weights[bad] = -1, 0.0
+        obj.skin = SkinData(np.ascontiguousarray(ids, dtype=np.int32), np.ascontiguousarray(weights))
+    return obj
+
+
+def _attachments(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:
+    names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+    size = max(2.0 * options.scale, 1e-4)
+    for att in mdl.attachments:
+        local = np.eye(4)
+        local[:3, :] = att.matrix
+        matrix = (world[att.bone] @ local) if att.bone >= 0 and len(world) else local
+        matrix[:3, 3] *= options.scale
+        bone = names[att.bone] if 0 <= att.bone < len(names) else None
+        scene.empties.append(
+            EmptyData(
+                att.name or "attachment",
+                matrix,
+                bone,
+                "ARROWS",
+                size,
+                collection="attachments",
+                props={"source_attachment_flags": att.flags},
+            )
+        )
+
+
+def _hitboxes(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:
+    names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+    for set_name, boxes in mdl.hitbox_sets.items():
+        for i, box in enumerate(boxes):
+            if not 0 <= box.bone < len(world):
+                continue
+            center = np.eye(4)
+            center[:3, 3] = (box.bbmin + box.bbmax) / 2.0
+            matrix = world[box.bone] @ center
+            matrix[:3, 3] *= options.scale
+            half = tuple(float(h) for h in np.maximum((box.bbmax - box.bbmin) / 2.0 * options.scale, 1e-6))
+            scene.empties.append(
+                EmptyData(
+                    box.name or f"{set_name}_hitbox{i}",
+                    matrix,
+                    names[box.bone] if box.bone < len(names) else None,
+                    "CUBE",
+                    1.0,
+                    half,
+                    collection="hitboxes",
+                    props={"source_hitbox_group": box.group},
+                )
+            )
