@@ -1,0 +1,298 @@
+"""A minimal Source model writer for tests: ``.mdl`` + ``.vvd`` + ``.vtx`` with the corners real files have
+(blank body-group options, several skin families, LOD fixups, 25- or 33-byte VTX headers, vertices repeated
+across strip groups, mismatched checksums). It writes what it is given and validates nothing."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from io_ms3d_mdl.formats.source import structs as S
+
+
+@dataclass
+class SVertex:
+    pos: tuple[float, float, float]
+    normal: tuple[float, float, float] = (0.0, 0.0, 1.0)
+    uv: tuple[float, float] = (0.0, 0.0)
+    bones: tuple[int, ...] = (0,)
+    weights: tuple[float, ...] = (1.0,)
+
+
+@dataclass
+class SMesh:
+    material: int  # skin-table column
+    vertices: list[SVertex]
+    triangles: list[tuple[int, int, int]]  # counter-clockwise (Blender's winding); written clockwise as Source does
+    strip_groups: int = 1  # split the triangles over this many groups, repeating shared vertices in each
+
+
+@dataclass
+class SModel:
+    name: str
+    meshes: list[SMesh] = field(default_factory=list)  # no meshes: a blank option
+
+
+@dataclass
+class SBodyPart:
+    name: str
+    models: list[SModel]
+
+
+@dataclass
+class SBone:
+    name: str
+    parent: int = -1
+    pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    quat: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 1.0)  # x, y, z, w
+
+
+@dataclass
+class SAttachment:
+    name: str
+    bone: int
+    matrix: tuple = ((1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0))
+
+
+@dataclass
+class SourceSpec:
+    body_parts: list[SBodyPart]
+    bones: list[SBone] = field(default_factory=lambda: [SBone("root")])
+    textures: list[str] = field(default_factory=lambda: ["tex0"])
+    cd_materials: list[str] = field(default_factory=lambda: ["models\\test\\"])
+    skins: list[list[int]] = field(default_factory=lambda: [[0]])
+    attachments: list[SAttachment] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)
+    version: int = 48
+    name: str = "test/model.mdl"
+    checksum: int = 0x1234
+    vvd_checksum: int | None = None
+    vtx_checksum: int | None = None
+    strip_header: int = 25  # 25 or 33
+    vtx_lods: int = 1  # every LOD repeats LOD 0's triangles
+    shuffle_with_fixups: bool = False  # store each mesh's vertices in two swapped runs and a fixup table
+    static: bool = False
+    hdr2: bool = True
+
+
+class Blob:
+    def __init__(self, size: int = 0) -> None:
+        self.buf = bytearray(size)
+
+    def add(self, data: bytes, align: int = 4) -> int:
+        self.buf += b"\0" * (-len(self.buf) % align)
+        offset = len(self.buf)
+        self.buf += data
+        return offset
+
+    def put(self, offset: int, data: bytes) -> None:
+        self.buf[offset : offset + len(data)] = data
+
+    def string(self, text: str) -> int:
+        return self.add(text.encode("latin-1") + b"\0", 1)
+
+
+def _records(dtype: np.dtype, count: int) -> np.ndarray:
+    return np.zeros(count, dtype=dtype)
+
+
+def pool_of(spec: SourceSpec) -> list[SVertex]:
+    return [v for bp in spec.body_parts for m in bp.models for mesh in m.meshes for v in mesh.vertices]
+
+
+def write_mdl(spec: SourceSpec) -> bytes:
+    blob = Blob(S.STUDIOHDR.itemsize)
+    header = _records(S.STUDIOHDR, 1)
+    h = header[0]
+    h["id"], h["version"], h["checksum"] = S.MDL_MAGIC, spec.version, spec.checksum
+    h["name"] = spec.name.encode()[:63].ljust(64, b"\0")
+    h["flags"] = S_STATIC if spec.static else 0
+    if spec.hdr2:
+        h["studiohdr2index"] = blob.add(bytes(S.STUDIOHDR2.itemsize))
+    bones = _records(S.BONE, len(spec.bones))
+    h["numbones"], h["boneindex"] = len(spec.bones), blob.add(bytes(bones.nbytes))
+    for i, b in enumerate(spec.bones):
+        bones[i]["parent"], bones[i]["pos"], bones[i]["quat"] = b.parent, b.pos, b.quat
+        bones[i]["posetobone"] = np.eye(4)[:3]
+    body_parts = _records(S.BODYPART, len(spec.body_parts))
+    h["numbodyparts"], h["bodypartindex"] = len(spec.body_parts), blob.add(bytes(body_parts.nbytes))
+    first_vertex = 0
+    for b, bp in enumerate(spec.body_parts):
+        bp_off = int(h["bodypartindex"]) + b * S.BODYPART.itemsize
+        models = _records(S.MODEL, len(bp.models))
+        models_off = blob.add(bytes(models.nbytes))
+        body_parts[b]["nummodels"], body_parts[b]["modelindex"] = len(bp.models), models_off - bp_off
+        body_parts[b]["base"] = int(np.prod([max(len(p.models), 1) for p in spec.body_parts[:b]]))
+        body_parts[b]["sznameindex"] = blob.string(bp.name) - bp_off
+        for m, model in enumerate(bp.models):
+            m_off = models_off + m * S.MODEL.itemsize
+            meshes = _records(S.MESH, len(model.meshes))
+            meshes_off = blob.add(bytes(meshes.nbytes)) if model.meshes else 0
+            rec = models[m]
+            rec["name"] = model.name.encode()[:63].ljust(64, b"\0")
+            rec["nummeshes"], rec["meshindex"] = len(model.meshes), (meshes_off - m_off) if model.meshes else 0
+            count = sum(len(mesh.vertices) for mesh in model.meshes)
+            rec["numvertices"], rec["vertexindex"] = count, first_vertex * S.VERTEX_SIZE
+            offset = 0
+            for i, mesh in enumerate(model.meshes):
+                meshes[i]["material"], meshes[i]["numvertices"] = mesh.material, len(mesh.vertices)
+                meshes[i]["vertexoffset"] = offset
+                meshes[i]["modelindex"] = m_off - (meshes_off + i * S.MESH.itemsize)
+                meshes[i]["numlodvertexes"][:] = len(mesh.vertices)
+                offset += len(mesh.vertices)
+            first_vertex += count
+            if model.meshes:
+                blob.put(meshes_off, meshes.tobytes())
+        blob.put(models_off, models.tobytes())
+    blob.put(int(h["bodypartindex"]), body_parts.tobytes())
+    for i, b in enumerate(spec.bones):
+        bones[i]["sznameindex"] = blob.string(b.name) - (int(h["boneindex"]) + i * S.BONE.itemsize)
+    blob.put(int(h["boneindex"]), bones.tobytes())
+    textures = _records(S.TEXTURE, len(spec.textures))
+    h["numtextures"], h["textureindex"] = len(spec.textures), blob.add(bytes(textures.nbytes))
+    for i, t in enumerate(spec.textures):
+        textures[i]["sznameindex"] = blob.string(t) - (int(h["textureindex"]) + i * S.TEXTURE.itemsize)
+    blob.put(int(h["textureindex"]), textures.tobytes())
+    cd = [blob.string(c) for c in spec.cd_materials]
+    h["numcdtextures"], h["cdtextureindex"] = len(cd), blob.add(struct.pack(f"<{len(cd)}i", *cd))
+    skins = np.array(spec.skins, dtype="<i2")
+    h["numskinfamilies"], h["numskinref"] = skins.shape
+    h["skinindex"] = blob.add(skins.tobytes())
+    atts = _records(S.ATTACHMENT, len(spec.attachments))
+    h["numlocalattachments"], h["localattachmentindex"] = len(atts), blob.add(bytes(atts.nbytes))
+    for i, a in enumerate(spec.attachments):
+        atts[i]["localbone"], atts[i]["local"] = a.bone, a.matrix
+        atts[i]["sznameindex"] = blob.string(a.name) - (int(h["localattachmentindex"]) + i * S.ATTACHMENT.itemsize)
+    blob.put(int(h["localattachmentindex"]), atts.tobytes())
+    groups = _records(S.MODELGROUP, len(spec.includes))
+    h["numincludemodels"], h["includemodelindex"] = len(groups), blob.add(bytes(groups.nbytes))
+    for i, name in enumerate(spec.includes):
+        groups[i]["sznameindex"] = blob.string(name) - (int(h["includemodelindex"]) + i * S.MODELGROUP.itemsize)
+    blob.put(int(h["includemodelindex"]), groups.tobytes())
+    h["length"] = len(blob.buf) + (-len(blob.buf) % 4)
+    blob.add(b"", 4)
+    blob.put(0, header.tobytes())
+    return bytes(blob.buf)
+
+
+S_STATIC = 0x10
+
+
+def write_vvd(spec: SourceSpec) -> bytes:
+    pool = pool_of(spec)
+    verts = _records(S.VVD_VERTEX, len(pool))
+    for i, v in enumerate(pool):
+        n = len(v.bones)
+        verts[i]["weights"][:n], verts[i]["bones"][:n], verts[i]["numbones"] = v.weights, v.bones, n
+        verts[i]["pos"], verts[i]["normal"], verts[i]["uv"] = v.pos, v.normal, v.uv
+    tangents = np.tile(np.array([1, 0, 0, 1], "<f4"), (len(pool), 1))
+    fixups = np.zeros(0, dtype=S.VVD_FIXUP)
+    if spec.shuffle_with_fixups and len(pool) >= 2:
+        half = len(pool) // 2  # disk order: second half first; the fixups put the first half back in front
+        order = np.r_[np.arange(half, len(pool)), np.arange(half)]
+        verts, tangents = verts[order], tangents[order]
+        fixups = np.array([(0, len(pool) - half, half), (0, 0, len(pool) - half)], dtype=S.VVD_FIXUP)
+    header = _records(S.VVD_HEADER, 1)
+    h = header[0]
+    h["id"], h["version"], h["numlods"] = S.VVD_MAGIC, 4, 1
+    h["checksum"] = spec.checksum if spec.vvd_checksum is None else spec.vvd_checksum
+    h["numlodvertexes"][0] = len(pool)
+    h["numfixups"], h["fixuptablestart"] = len(fixups), S.VVD_HEADER.itemsize
+    h["vertexdatastart"] = S.VVD_HEADER.itemsize + fixups.nbytes
+    h["tangentdatastart"] = int(h["vertexdatastart"]) + verts.nbytes
+    return header.tobytes() + fixups.tobytes() + verts.tobytes() + tangents.tobytes()
+
+
+def write_vtx(spec: SourceSpec) -> bytes:
+    size = spec.strip_header
+    sg_dtype, strip_dtype = S.VTX_STRIPGROUP[size], S.VTX_STRIP[size]
+    blob = Blob(S.VTX_HEADER.itemsize)
+    header = _records(S.VTX_HEADER, 1)
+    h = header[0]
+    h["version"], h["numlods"], h["numbodyparts"] = S.VTX_VERSION, spec.vtx_lods, len(spec.body_parts)
+    h["checksum"] = spec.checksum if spec.vtx_checksum is None else spec.vtx_checksum
+    bps = _records(S.VTX_BODYPART, len(spec.body_parts))
+    h["bodypartoffset"] = blob.add(bytes(bps.nbytes), 1)
+    for b, bp in enumerate(spec.body_parts):
+        bp_off = int(h["bodypartoffset"]) + b * 8
+        models = _records(S.VTX_MODEL, len(bp.models))
+        m_base = blob.add(bytes(models.nbytes), 1)
+        bps[b]["nummodels"], bps[b]["modeloffset"] = len(bp.models), m_base - bp_off
+        for m, model in enumerate(bp.models):
+            lods = _records(S.VTX_LOD, spec.vtx_lods)
+            l_base = blob.add(bytes(lods.nbytes), 1)
+            models[m]["numlods"], models[m]["lodoffset"] = spec.vtx_lods, l_base - (m_base + m * 8)
+            for k in range(spec.vtx_lods):
+                meshes = _records(S.VTX_MESH, len(model.meshes))
+                me_base = blob.add(bytes(meshes.nbytes), 1) if model.meshes else l_base
+                lods[k]["nummeshes"], lods[k]["meshoffset"] = len(model.meshes), me_base - (l_base + k * 12)
+                lods[k]["switchpoint"] = float(k * 10)
+                for i, mesh in enumerate(model.meshes):
+                    chunks = np.array_split(np.array(mesh.triangles, dtype=np.int64).reshape(-1, 3), mesh.strip_groups)
+                    groups = _records(sg_dtype, len(chunks))
+                    sg_base = blob.add(bytes(groups.nbytes), 1)
+                    meshes[i]["numstripgroups"] = len(chunks)
+                    meshes[i]["stripgroupheaderoffset"] = sg_base - (me_base + i * 9)
+                    strips = _records(strip_dtype, len(chunks))
+                    strip_base = blob.add(bytes(strips.nbytes), 1)  # studiomdl's order: groups, strips, data
+                    for g, tris in enumerate(chunks):
+                        g_off = sg_base + g * size
+                        used, local = np.unique(tris[:, ::-1], return_inverse=True)  # clockwise on disk
+                        vtx_verts = _records(S.VTX_VERTEX, len(used))
+                        vtx_verts["numbones"], vtx_verts["origmeshvertid"] = 1, used
+                        v_off = blob.add(vtx_verts.tobytes(), 1)
+                        i_off = blob.add(local.astype("<u2").tobytes(), 1)
+                        strips[g]["numindices"], strips[g]["numverts"] = local.size, len(used)
+                        strips[g]["numbones"], strips[g]["flags"] = 1, S.STRIP_IS_TRILIST
+                        groups[g]["numverts"], groups[g]["vertoffset"] = len(used), v_off - g_off
+                        groups[g]["numindices"], groups[g]["indexoffset"] = local.size, i_off - g_off
+                        groups[g]["numstrips"], groups[g]["stripoffset"] = (
+                            1,
+                            strip_base + g * strip_dtype.itemsize - g_off,
+                        )
+                    blob.put(sg_base, groups.tobytes())
+                    blob.put(strip_base, strips.tobytes())
+                if model.meshes:
+                    blob.put(me_base, meshes.tobytes())
+            blob.put(l_base, lods.tobytes())
+        blob.put(m_base, models.tobytes())
+    blob.put(int(h["bodypartoffset"]), bps.tobytes())
+    blob.put(0, header.tobytes())
+    return bytes(blob.buf)
+
+
+def write_source(spec: SourceSpec, folder: Path, stem: str = "model", vtx_suffix: str = ".dx90.vtx") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{stem}.mdl").write_bytes(write_mdl(spec))
+    (folder / f"{stem}.vvd").write_bytes(write_vvd(spec))
+    (folder / f"{stem}{vtx_suffix}").write_bytes(write_vtx(spec))
+    return folder / f"{stem}.mdl"
+
+
+# --- ready-made shapes -----------------------------------------------------------------------------------------
+
+
+def quad_mesh(material: int = 0, z: float = 0.0, bone: int = 0, strip_groups: int = 1) -> SMesh:
+    verts = [SVertex((x, y, z), (0, 0, 1), (x, y), (bone,), (1.0,)) for x, y in ((0, 0), (1, 0), (1, 1), (0, 1))]
+    return SMesh(material, verts, [(0, 1, 2), (0, 2, 3)], strip_groups)
+
+
+def character_spec(**overrides: object) -> SourceSpec:
+    """Two bones, a body, a head with two options (one blank), two skin families over two textures."""
+    spec = SourceSpec(
+        body_parts=[
+            SBodyPart("body", [SModel("body_ref.smd", [quad_mesh(0, 0.0, 0), quad_mesh(1, 1.0, 1)])]),
+            SBodyPart("hat", [SModel(""), SModel("hat_ref", [quad_mesh(1, 2.0, 1)])]),
+        ],
+        bones=[SBone("pelvis", -1, (0, 0, 1)), SBone("spine", 0, (0, 0, 1), (0.0, 0.0, 0.7071068, 0.7071068))],
+        textures=["body", "body_red", "hat"],
+        skins=[[0, 2], [1, 2]],
+        attachments=[SAttachment("eyes", 1, ((1, 0, 0, 0.5), (0, 1, 0, 0), (0, 0, 1, 0.25)))],
+        includes=["models/test\\Test_Animations.mdl"],
+    )
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    return spec

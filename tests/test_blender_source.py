@@ -1,0 +1,149 @@
+"""Source import in real Blender: collections per body part and option, switching, armature, attachments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import datablock_counts, samples_dir
+from source_writer import character_spec, write_mdl, write_source
+
+pytestmark = pytest.mark.blender
+
+
+def visible(bpy, coll) -> bool:
+    from io_ms3d_mdl.blender.scene_builder import find_layer_collection
+
+    return (
+        not coll.hide_render and not find_layer_collection(bpy.context.view_layer.layer_collection, coll).hide_viewport
+    )
+
+
+def test_character(blender, tmp_path):
+    bpy = blender
+    path = write_source(character_spec(), tmp_path, "guy")
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE") == {"FINISHED"}
+    model = bpy.data.collections["guy"]
+    assert model["source_version"] == 48 and model["source_includes"][0] == "models/test\\Test_Animations.mdl"
+    hat = bpy.data.collections["hat"]
+    assert [c.name for c in model.children] == ["body", "hat", "attachments"]
+    blank, hat_ref = hat.children
+    assert visible(bpy, blank) and not visible(bpy, hat_ref)
+    assert [o.name for o in hat_ref.objects] == ["hat_ref"]
+    arm = bpy.data.objects["guy"]
+    assert arm.type == "ARMATURE" and [b.name for b in arm.data.bones] == ["pelvis", "spine"]
+    spine = arm.data.bones["spine"]
+    np.testing.assert_allclose(spine.head_local, (0, 0, 2), atol=1e-6)
+    mesh = bpy.data.objects["body_ref"]
+    assert mesh.parent == arm and {g.name for g in mesh.vertex_groups} == {"pelvis", "spine"}
+    assert [s.material.name for s in mesh.material_slots] == ["body", "hat"]
+    eyes = bpy.data.objects["eyes"]
+    assert eyes.parent_type == "BONE" and eyes.parent_bone == "spine"
+    bpy.context.view_layer.update()
+    np.testing.assert_allclose(eyes.matrix_world.translation, (0.0, 0.5, 2.25), atol=1e-5)
+
+
+def test_switching_body_groups_and_skins(blender, tmp_path):
+    bpy = blender
+    from io_ms3d_mdl.blender import source_switch
+
+    bpy.ops.import_scene.source_mdl(filepath=str(write_source(character_spec(), tmp_path, "guy")))
+    model = bpy.data.collections["guy"]
+    blank, hat_ref = bpy.data.collections["hat"].children
+    assert source_switch.body_number(model) == 0
+    assert bpy.ops.io_ms3d_mdl.source_body_part(model="guy", body_part=1, option=1) == {"FINISHED"}
+    assert visible(bpy, hat_ref) and not visible(bpy, blank) and source_switch.body_number(model) == 1
+    bpy.ops.io_ms3d_mdl.source_body_number(model="guy", body=0)
+    assert visible(bpy, blank) and not visible(bpy, hat_ref)
+    mesh = bpy.data.objects["body_ref"]
+    assert bpy.ops.io_ms3d_mdl.source_skin(model="guy", family=1) == {"FINISHED"}
+    assert [s.material.name for s in mesh.material_slots] == ["body_red", "hat"] and model["source_skin"] == 1
+    bpy.ops.io_ms3d_mdl.source_skin(model="guy", family=0)
+    assert [s.material.name for s in mesh.material_slots] == ["body", "hat"]
+    with pytest.raises(RuntimeError, match="2 skin families; 5 does not exist"):
+        bpy.ops.io_ms3d_mdl.source_skin(model="guy", family=5)
+
+
+def test_bodygroup_number_decodes_like_the_game(blender):
+    """monster_cube: bases 1,1,2,4,8; option = (body / base) % options."""
+    bpy = blender
+    from io_ms3d_mdl.blender import source_switch
+
+    path = samples_dir() / "source/Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
+    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    model = bpy.data.collections["monster_cube"]
+    source_switch.set_body_number(bpy.context, model, 10)  # 10 = 2 + 8: head_02 and head_04 on
+    active = [source_switch.active_option(p) for p in source_switch.body_parts(model)]
+    assert active == [0, 0, 1, 0, 1] and source_switch.body_number(model) == 10
+
+
+def test_lods_and_units(blender, tmp_path):
+    bpy = blender
+    path = write_source(character_spec(vtx_lods=2), tmp_path, "guy")
+    bpy.ops.import_scene.source_mdl(filepath=str(path), all_lods=True)
+    lod = bpy.data.collections["body_ref LOD1"]
+    assert [o.name for o in lod.objects] == ["body_ref_lod1"] and not visible(bpy, lod)
+    verts = bpy.data.objects["body_ref"].data.vertices
+    assert verts[1].co.x == pytest.approx(0.0254)  # default: one unit is one inch
+
+
+def test_missing_sidecars_and_bad_files(blender, tmp_path):
+    bpy = blender
+    (tmp_path / "lonely.mdl").write_bytes(write_mdl(character_spec()))
+    assert bpy.ops.import_scene.source_mdl(filepath=str(tmp_path / "lonely.mdl")) == {"FINISHED"}
+    assert bpy.data.objects["lonely"].type == "ARMATURE"
+    bad = tmp_path / "goldsrc.mdl"
+    bad.write_bytes(b"IDST" + (10).to_bytes(4, "little") + bytes(400))
+    before = datablock_counts()
+    with pytest.raises(RuntimeError, match=r"goldsrc\.mdl: this is a GoldSrc"):
+        bpy.ops.import_scene.source_mdl(filepath=str(bad))
+    assert datablock_counts() == before
+
+
+SAMPLE_OBJECTS = {  # model: (mesh objects, vertices, bones in an armature, empties)
+    "Dynamic-src__Highpoly-Src-Props/models/props_junk/pushcart01a.mdl": (1, 2407, 0, 0),
+    "FJH03__CSCZS_GameData/models/shells/shell_9mm.mdl": (1, 320, 0, 0),
+    "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl": (5, 11553, 19, 6),
+    "GoodFishMan__mercenaries/models/player/scout.mdl": (1, 7457, 78, 29),
+    "Igrium__portal_nrtx/models/props/metal_box.mdl": (1, 5364, 0, 0),
+    "Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl": (1, 149, 0, 0),
+    "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl": (4, 5540, 59, 10),
+    "Lambdagon__lambdas-weapon-pack/models/player/civilian_animations.mdl": (0, 0, 60, 0),
+    "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl": (0, 0, 56, 4),
+    "icewind1991__vmdl/data/barrel01.mdl": (1, 674, 0, 0),
+    "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": (1, 48, 3, 4),
+}
+
+
+@pytest.mark.parametrize("relative", sorted(SAMPLE_OBJECTS))
+def test_shared_source_models_import(blender, relative):
+    bpy = blender
+    path = samples_dir() / "source" / relative
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    objects = list(bpy.data.collections[path.stem].all_objects)
+    meshes = [o for o in objects if o.type == "MESH"]
+    bones = sum(len(o.data.bones) for o in objects if o.type == "ARMATURE")
+    empties = [o for o in objects if o.type == "EMPTY"]
+    assert (len(meshes), sum(len(o.data.vertices) for o in meshes), bones, len(empties)) == SAMPLE_OBJECTS[relative]
+    for obj in meshes:
+        if obj.modifiers:  # skinned: at rest the evaluated mesh is the stored one
+            evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+            a = np.empty(len(evaluated.vertices) * 3)
+            b = np.empty(len(obj.data.vertices) * 3)
+            evaluated.vertices.foreach_get("co", a)
+            obj.data.vertices.foreach_get("co", b)
+            np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_source_axes_rest_pose_equals_inverse_pose_to_bone(blender):
+    bpy = blender
+    from io_ms3d_mdl.formats.source import read_mdl
+
+    path = samples_dir() / "source/GoodFishMan__mercenaries/models/player/scout.mdl"
+    bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE", bone_orientation="SOURCE")
+    mdl = read_mdl(path)
+    arm = bpy.data.objects["scout"]
+    for i, name in enumerate(mdl.bone_names):
+        expected = np.eye(4)
+        expected[:3] = mdl.bones["posetobone"][i]
+        got = np.array(arm.data.bones[name].matrix_local)
+        np.testing.assert_allclose(got, np.linalg.inv(expected), atol=2e-3)
