@@ -1,13 +1,14 @@
 """Benchmarks, always side by side with a peer in the same process and run; reports ratios (medians).
 
-    python scripts/bench.py [--runs 7] [--output FILE.md]
+    python scripts/bench.py [--runs 9] [--output FILE.md]
 
-(a) Parse: our MS3D reader (and reader + scene conversion) against Assimp's MS3D loader (``assimp-py``) on
-    every shared sample and on a large synthetic model.
-(b) Import: our full File > Import against Blender's C++ OBJ importer (``wm.obj_import``) loading an OBJ + MTL of
-    the same model (positions, per-corner UVs and normals, one object per group, same materials and textures).
-
-(c) Keyframes: the dwarf's action written our way (``keyframe_points.add`` + ``foreach_set``) against the same
+(a) MilkShape parse: our reader (and reader + scene conversion) against Assimp's MS3D loader (``assimp-py``)
+    on every shared sample and a large synthetic grid.
+(b) Source parse: our MDL + VVD + VTX readers against ``valvemdl`` reading the same three files.
+(c) Import: our File > Import against Blender's C++ OBJ importer (``wm.obj_import``) loading an OBJ + MTL of the
+    same objects (positions, per-corner UVs and normals, materials and texture files), for MilkShape samples,
+    synthetic grids and the Source ``civilian.mdl``.
+(d) Keyframes: dwarf.ms3d's action written our way (``keyframe_points.add`` + ``foreach_set``) against the same
     keys written with one ``keyframe_insert`` per key, on the same armature.
 
 Runs A and B alternate so drift hits both; ratios are ours / peer (below 1.0 means we are faster).
@@ -28,9 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples" / "ms3d"
+SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+
+from io_ms3d_mdl.scene.types import SceneData  # noqa: E402 - after the path set-up
 
 
 def median_pair(
@@ -84,43 +87,54 @@ def large_model(path: Path, n: int = 181) -> Path:
     return path
 
 
-def write_obj(ms3d_path: Path, obj_path: Path) -> None:
-    """The same model as our import builds, in OBJ + MTL: objects per group, per-corner UVs and normals, and the
-    same materials with the same texture files (so both importers create materials and images)."""
-    import numpy as np
-
+def load_scene(path: Path) -> SceneData:
+    from io_ms3d_mdl.blender.operators import load_source
     from io_ms3d_mdl.formats.ms3d import read_ms3d
     from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
+    from io_ms3d_mdl.scene.from_source import SourceOptions
 
-    model = read_ms3d(ms3d_path)
-    scene = ms3d_to_scene(model)
+    if path.suffix.lower() == ".mdl":
+        return load_source(str(path), SourceOptions())
+    return ms3d_to_scene(read_ms3d(path))
+
+
+def write_obj(scene: SceneData, obj_path: Path) -> None:
+    """The same objects our import builds, in OBJ + MTL: positions, per-corner UVs and normals, the same materials
+    and texture files. Coordinates are already in Blender's axes; import it with forward Y / up Z."""
+    import numpy as np
+
     mtl = []
     for mat in scene.materials:
         mtl += [f"newmtl {mat.name}", "Kd {:.4f} {:.4f} {:.4f}".format(*mat.base_color), f"d {mat.alpha:.4f}"]
         if mat.base_texture is not None and mat.base_texture.resolved_path:
-            mtl.append(f"map_Kd {mat.base_texture.resolved_path}")
+            mtl.append(f"map_Kd {os.path.relpath(mat.base_texture.resolved_path, obj_path.parent)}")
     obj_path.with_suffix(".mtl").write_text("\n".join(mtl) + "\n")
-    names = {m.name: m for m in scene.materials}
     lines = [f"mtllib {obj_path.with_suffix('.mtl').name}"]
-    pos = model.vertices["position"]
-    lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in pos]
-    tri = model.triangles
-    st = np.stack([tri["s"], 1.0 - tri["t"]], axis=2).reshape(-1, 2)
-    lines += [f"vt {u:.6f} {v:.6f}" for u, v in st]
-    lines += [f"vn {x:.6f} {y:.6f} {z:.6f}" for x, y, z in tri["normals"].reshape(-1, 3)]
-    for gi, group in enumerate(model.groups):
-        lines.append(f"o {group.name or f'group{gi}'}")
-        index = group.material_index
-        mat_name = model.materials[index].name if 0 <= index < len(model.materials) else ""
-        if mat_name in names:
-            lines.append(f"usemtl {mat_name}")
-        for t in group.triangle_indices.tolist():
-            idx = tri["indices"][t]
-            lines.append("f " + " ".join(f"{int(idx[k]) + 1}/{3 * t + k + 1}/{3 * t + k + 1}" for k in range(3)))
+    v_base = vt_base = 1
+    for obj in scene.objects:
+        mesh = obj.mesh
+        lines.append(f"o {obj.name}")
+        lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in mesh.positions]
+        uvs = mesh.uvs if mesh.uvs is not None else np.zeros((len(mesh.triangles) * 3, 2))
+        normals = mesh.normals if mesh.normals is not None else np.tile((0.0, 0.0, 1.0), (len(uvs), 1))
+        lines += [f"vt {u:.6f} {v:.6f}" for u, v in uvs]
+        lines += [f"vn {x:.6f} {y:.6f} {z:.6f}" for x, y, z in normals]
+        slots = mesh.material_indices if mesh.material_indices is not None else np.zeros(len(mesh.triangles), int)
+        current = None
+        for t, (tri, slot) in enumerate(zip(mesh.triangles.tolist(), slots.tolist(), strict=True)):
+            material = mesh.materials[slot] if slot < len(mesh.materials) else None
+            if material is not None and material != current:
+                lines.append(f"usemtl {scene.materials[material].name}")
+                current = material
+            lines.append(
+                "f " + " ".join(f"{tri[k] + v_base}/{3 * t + k + vt_base}/{3 * t + k + vt_base}" for k in range(3))
+            )
+        v_base += len(mesh.positions)
+        vt_base += len(uvs)
     obj_path.write_text("\n".join(lines) + "\n")
 
 
-def bench_parse(files: list[Path], runs: int) -> list[tuple[str, int, float, float, float]]:
+def bench_ms3d_parse(files: list[Path], runs: int) -> list[tuple[str, int, float, float, float]]:
     import assimp_py
 
     from io_ms3d_mdl.formats.ms3d import read_ms3d
@@ -139,7 +153,49 @@ def bench_parse(files: list[Path], runs: int) -> list[tuple[str, int, float, flo
     return rows
 
 
-def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str, int, float, float]]:
+def bench_source_parse(files: list[Path], runs: int) -> list[tuple[str, int, float, float]]:
+    """Our three readers against valvemdl reading the same MDL, VVD and VTX (its sidecar lookup is
+    case-sensitive, so a model whose companions differ in case is reported, not timed)."""
+    from valvemdl import Mdl
+
+    from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
+
+    def ours(path: Path) -> None:
+        read_mdl(path)
+        sidecars = find_sidecars(str(path))
+        if sidecars.vvd and sidecars.vtx:
+            read_vvd(sidecars.vvd)
+            read_vtx(sidecars.vtx)
+
+    def peer(path: Path) -> None:
+        model = Mdl(str(path))
+        if find_sidecars(str(path)).vvd:
+            model.vvd, model.vtx  # noqa: B018 - the properties parse the sidecars
+
+    rows = []
+    for path in files:
+        try:
+            peer(path)
+        except Exception as exc:
+            print(f"  {path.name}: valvemdl cannot load it ({type(exc).__name__}: {exc}); skipped", file=sys.stderr)
+            continue
+        a, b = median_pair(lambda p=path: ours(p), lambda p=path: peer(p), runs)
+        size = sum(
+            f.stat().st_size for f in path.parent.iterdir() if f.name.lower().startswith(path.stem.lower() + ".")
+        )
+        rows.append((path.name, size, a / b, b))
+    return rows
+
+
+def _fcurves(action: object) -> list:
+    """An action's F-curves on 4.2 and on slotted actions (4.4+)."""
+    if hasattr(action, "layers"):
+        bags = [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
+        return [fc for bag in bags for fc in bag.fcurves]
+    return list(action.fcurves)
+
+
+def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str, int, str, float, float]]:
     import bpy
 
     spec = importlib.util.spec_from_file_location(
@@ -149,26 +205,33 @@ def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str,
     sys.modules[spec.name] = addon
     spec.loader.exec_module(addon)
     addon.register()
+    try:
 
-    def empty() -> None:
-        bpy.ops.wm.read_factory_settings(use_empty=True)
+        def empty() -> None:
+            bpy.ops.wm.read_factory_settings(use_empty=True)
 
-    rows = []
-    for path in files:
-        obj = workdir / (path.stem + ".obj")
-        write_obj(path, obj)
-        ours, peer = median_pair(
-            lambda p=path: bpy.ops.import_scene.ms3d(filepath=str(p)),
-            lambda o=obj: bpy.ops.wm.obj_import(filepath=str(o)),
-            runs,
-            setup=empty,
-        )
-        empty()
-        bpy.ops.import_scene.ms3d(filepath=str(path))
-        tris = sum(len(o.data.polygons) for o in bpy.data.objects if o.type == "MESH")
-        rows.append((path.name, tris, ours / peer, peer))
-    addon.unregister()
-    return rows
+        ops = {".ms3d": bpy.ops.import_scene.ms3d, ".mdl": bpy.ops.import_scene.source_mdl}
+        rows = []
+        for path in files:
+            obj = workdir / (path.stem + ".obj")
+            write_obj(load_scene(path), obj)
+            op = ops[path.suffix.lower()]
+            ours, peer = median_pair(
+                lambda p=path, op=op: op(filepath=str(p)),
+                lambda o=obj: bpy.ops.wm.obj_import(filepath=str(o), forward_axis="Y", up_axis="Z"),
+                runs,
+                setup=empty,
+            )
+            empty()
+            op(filepath=str(path))
+            tris = sum(len(o.data.polygons) for o in bpy.data.objects if o.type == "MESH")
+            bones = sum(len(o.data.bones) for o in bpy.data.objects if o.type == "ARMATURE")
+            keys = sum(len(fc.keyframe_points) for a in bpy.data.actions for fc in _fcurves(a))
+            extra = (f"{bones} bones, weights" + (f", {keys:,} keys" if keys else "")) if bones else "—"
+            rows.append((path.name, tris, extra, ours / peer, peer))
+        return rows
+    finally:
+        addon.unregister()
 
 
 def bench_keys(path: Path, runs: int) -> tuple[int, float, float]:
@@ -177,10 +240,8 @@ def bench_keys(path: Path, runs: int) -> tuple[int, float, float]:
 
     from io_ms3d_mdl.blender.animation import build_action
     from io_ms3d_mdl.blender.armature import build_armature
-    from io_ms3d_mdl.formats.ms3d import read_ms3d
-    from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
 
-    scene = ms3d_to_scene(read_ms3d(path))
+    scene = load_scene(path)
     skeleton, (action,) = scene.skeleton, scene.actions
     state: dict = {}
 
@@ -214,7 +275,7 @@ def bench_keys(path: Path, runs: int) -> tuple[int, float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--output", help="also write the markdown tables to this file")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
@@ -228,37 +289,56 @@ def main() -> int:
     import bpy
 
     out: list[str] = []
+    median = statistics.median
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        files = sorted(SAMPLES.rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
+        ms3d = sorted((SAMPLES / "ms3d").rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
         # Assimp 5.4.3 refuses MS3D files with more than 32,767 triangles, so parsing is compared on a 32k grid.
         mid = large_model(work / "grid_32k_tris.ms3d", 128)
         big = large_model(work / "grid_65k_tris.ms3d", 181)
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
-        out.append("### Parse: ours / Assimp (assimp-py 1.1.0, no post-processing)\n")
-        out.append("| file | bytes | read ÷ Assimp | read + scene ÷ Assimp | Assimp ms |")
-        out.append("|---|---:|---:|---:|---:|")
-        parse_rows = bench_parse([*files, mid], args.runs)
-        for name, size, r1, r2, peer in parse_rows:
-            out.append(f"| {name} | {size:,} | {r1:.2f} | {r2:.2f} | {peer * 1000:.2f} |")
-        out.append(
-            f"| **median** | | **{statistics.median(r[2] for r in parse_rows):.2f}** | "
-            f"**{statistics.median(r[3] for r in parse_rows):.2f}** | |"
-        )
-        out.append("\n### Import into Blender: ours / `wm.obj_import` on the same geometry\n")
-        out.append("| file | faces | ours ÷ OBJ importer | OBJ ms |")
-        out.append("|---|---:|---:|---:|")
-        import_rows = bench_import([*(f for f in files if f.stat().st_size > 5000), mid, big], args.runs, work)
-        for name, tris, ratio, peer in import_rows:
-            out.append(f"| {name} | {tris:,} | {ratio:.2f} | {peer * 1000:.1f} |")
-        out.append(f"| **median** | | **{statistics.median(r[2] for r in import_rows):.2f}** | |")
-        dwarf = SAMPLES / "akadjoker__H3DView" / "media" / "dwarf.ms3d"
+
+        out += [
+            "### MilkShape parse: ours / Assimp (assimp-py 1.1.0, no post-processing)\n",
+            "| file | bytes | read ÷ Assimp | read + scene ÷ Assimp | Assimp ms |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        rows = bench_ms3d_parse([*ms3d, mid], args.runs)
+        out += [f"| {n} | {s:,} | {a:.2f} | {b:.2f} | {p * 1000:.2f} |" for n, s, a, b, p in rows]
+        out.append(f"| **median** | | **{median(r[2] for r in rows):.2f}** | **{median(r[3] for r in rows):.2f}** | |")
+
+        source = sorted((SAMPLES / "source").rglob("*.mdl")) if SAMPLES.is_dir() else []
+        out += [
+            "\n### Source parse: ours / valvemdl 0.0.2 (MDL + VVD + VTX)\n",
+            "| model | bytes (all files) | ours ÷ valvemdl | valvemdl ms |",
+            "|---|---:|---:|---:|",
+        ]
+        rows = bench_source_parse(source, args.runs)
+        out += [f"| {n} | {s:,} | {a:.3f} | {p * 1000:.1f} |" for n, s, a, p in rows]
+        if rows:
+            out.append(f"| **median** | | **{median(r[2] for r in rows):.3f}** | |")
+
+        out += [
+            "\n### Import into Blender: ours / `wm.obj_import` on the same geometry\n",
+            "| file | faces | ours also builds | ours ÷ OBJ importer | OBJ ms |",
+            "|---|---:|---|---:|---:|",
+        ]
+        civilian = SAMPLES / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+        files = [*(f for f in ms3d if f.stat().st_size > 5000), mid, big, *([civilian] if civilian.is_file() else [])]
+        rows = bench_import(files, args.runs, work)
+        out += [f"| {n} | {t:,} | {x} | {r:.2f} | {p * 1000:.1f} |" for n, t, x, r, p in rows]
+        out.append(f"| **median, models without a rig** | | | **{median(r[3] for r in rows if r[2] == '—'):.2f}** | |")
+        out.append(f"| **median, all** | | | **{median(r[3] for r in rows):.2f}** | |")
+
+        dwarf = SAMPLES / "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
         if dwarf.is_file():
             keys, ours, baseline = bench_keys(dwarf, max(3, args.runs // 3))
-            out.append("\n### Keyframes: dwarf.ms3d's action (44 bones), ours vs one `keyframe_insert` per key\n")
-            out.append("| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |")
-            out.append("|---:|---:|---:|---:|")
-            out.append(f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |")
+            out += [
+                "\n### Keyframes: dwarf.ms3d's action (44 bones), ours vs one `keyframe_insert` per key\n",
+                "| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |",
+                "|---:|---:|---:|---:|",
+                f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |",
+            ]
     text = "\n".join(out) + "\n"
     print("\n" + text)
     if args.output:

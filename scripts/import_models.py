@@ -1,4 +1,4 @@
-"""Import models headless with Blender as a Python module and print what was created.
+"""Import models headless (MilkShape .ms3d, Source .mdl) with Blender as a Python module and print what was created.
 
     python scripts/import_models.py [FILES...] [-o OUT.blend]
 
@@ -29,7 +29,7 @@ def load_addon():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Import .ms3d models headless and print a summary.")
+    parser = argparse.ArgumentParser(description="Import .ms3d and .mdl models headless and print a summary.")
     parser.add_argument("files", nargs="*", help="model files (default: the bundled example)")
     parser.add_argument("-o", "--output", help="save the result as this .blend file")
     args = parser.parse_args(argv)
@@ -46,7 +46,7 @@ def _import_all(files: list[str], output: str | None) -> int:
     import bpy
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
-    operators = {".ms3d": bpy.ops.import_scene.ms3d}
+    operators = {".ms3d": bpy.ops.import_scene.ms3d, ".mdl": bpy.ops.import_scene.source_mdl}
 
     rows, failed = [], 0
     for path in files:
@@ -65,7 +65,7 @@ def _import_all(files: list[str], output: str | None) -> int:
                     failed + 1,
                 )
         new = [c for c in bpy.data.collections if c not in before]
-        objects = [o for c in new for o in c.all_objects]
+        objects = list({o for c in new for o in c.all_objects})
         meshes = {o.data for o in objects if o.type == "MESH"}
         materials = {m for me in meshes for m in me.materials if m}
         images = {n.image for m in materials if m.node_tree for n in m.node_tree.nodes if getattr(n, "image", None)}

@@ -304,11 +304,13 @@ def test_built_meshes_are_already_valid(blender, tmp_path):
                 np.testing.assert_allclose(corner_normals(mesh), normals_before, atol=1e-6)
 
 
-def test_options_panel_draws_every_option(blender):
+@pytest.mark.parametrize("operator", ["IMPORT_SCENE_OT_ms3d", "IMPORT_SCENE_OT_source_mdl"])
+def test_options_panel_draws_every_option(blender, operator):
     """The file browser's sidebar: every drawn name is a real operator property, every option is drawn."""
     bpy = blender
-    from io_ms3d_mdl.blender.operators import IMPORT_SCENE_OT_ms3d
+    from io_ms3d_mdl.blender import operators
 
+    cls = getattr(operators, operator)
     drawn: list[str] = []
 
     class Layout:
@@ -323,7 +325,9 @@ def test_options_panel_draws_every_option(blender):
         def prop(self, owner, name):
             drawn.append(name)
 
-    operator = type("Op", (), {"layout": Layout(), "bl_idname": IMPORT_SCENE_OT_ms3d.bl_idname})()
-    IMPORT_SCENE_OT_ms3d.draw(operator, bpy.context)
-    props = {p.identifier for p in bpy.ops.import_scene.ms3d.get_rna_type().properties if not p.is_hidden}
+    fake = type("Op", (), {"layout": Layout(), "bl_idname": cls.bl_idname})()
+    cls.draw(fake, bpy.context)
+    category, name = cls.bl_idname.split(".")
+    rna = getattr(getattr(bpy.ops, category), name).get_rna_type()
+    props = {p.identifier for p in rna.properties if not p.is_hidden}
     assert set(drawn) == props - {"rna_type", "filepath"}

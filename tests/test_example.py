@@ -52,3 +52,18 @@ def test_headless_import_script_fails_on_bad_files(tmp_path):
     assert run.returncode == 1
     assert "FAILED: bad.ms3d: not a MilkShape 3D file" in run.stdout
     assert "1 of 2 files imported" in run.stdout
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+def test_headless_import_script_takes_source_models(tmp_path):
+    from source_writer import character_spec, write_source
+
+    path = write_source(character_spec(), tmp_path / "models", "guy")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_models.py"), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "guy.mdl" in run.stdout and "1 of 1 files imported" in run.stdout

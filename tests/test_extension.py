@@ -22,6 +22,7 @@ import addon_utils
 assert "bl_ext.user_default.io_ms3d_mdl" in {m.__name__ for m in addon_utils.modules()}, "not installed"
 assert addon_utils.check("bl_ext.user_default.io_ms3d_mdl")[1], "not enabled"
 assert bpy.ops.import_scene.ms3d(filepath=model) == {"FINISHED"}
+assert bpy.ops.import_scene.source_mdl.poll() and bpy.ops.io_ms3d_mdl.source_skin.poll()
 print("OBJECTS", sorted(o.name for o in bpy.data.collections["house"].objects))
 print("MODULE", sys.modules["bl_ext.user_default.io_ms3d_mdl.io_ms3d_mdl.blender"].__file__)
 """
