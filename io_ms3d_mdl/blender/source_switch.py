@@ -80,70 +80,71 @@ def set_skin(model: bpy.types.Collection, family: int) -> None:
     model["source_skin"] = family
 
 
-class IO_MS3D_MDL_OT_source_body_part(bpy.types.Operator):
-    """Show one option of a Source body part and hide the others"""
+class _SourceModelOperator:
+    """Operators on one imported Source model: named by ``model`` (its collection), or the active one's."""
 
-    bl_idname = "io_ms3d_mdl.source_body_part"
-    bl_label = "Set Body Group Option"
     bl_options = {"REGISTER", "UNDO"}
+    requires = "source_version"  # the custom property the model's collection must carry
 
-    model: StringProperty(name="Model", description="The model's collection (default: the active one's)")  # type: ignore[valid-type]
-    body_part: IntProperty(name="Body Part", min=0)  # type: ignore[valid-type]
-    option: IntProperty(name="Option", min=0)  # type: ignore[valid-type]
+    model: StringProperty(name="Model", description="The model's collection (default: the active object's)")  # type: ignore[valid-type]
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
-        if model is None or "source_version" not in model:
-            self.report({"ERROR"}, "No imported Source model found")
+        if model is None or self.requires not in model:
+            self.report(
+                {"ERROR"},
+                "No imported Source model found"
+                if self.requires == "source_version"
+                else "No imported Source model with skins found",
+            )
             return {"CANCELLED"}
         try:
-            set_body_part(context, model, self.body_part, self.option)
+            self.apply(context, model)
         except (IndexError, ValueError) as exc:
             self.report({"ERROR"}, str(exc) or "no such body part")
             return {"CANCELLED"}
         return {"FINISHED"}
 
+    def apply(self, context: bpy.types.Context, model: bpy.types.Collection) -> None:
+        raise NotImplementedError
 
-class IO_MS3D_MDL_OT_source_body_number(bpy.types.Operator):
+
+class IO_MS3D_MDL_OT_source_body_part(_SourceModelOperator, bpy.types.Operator):
+    """Show one option of a Source body part and hide the others"""
+
+    bl_idname = "io_ms3d_mdl.source_body_part"
+    bl_label = "Set Body Group Option"
+
+    body_part: IntProperty(name="Body Part", min=0)  # type: ignore[valid-type]
+    option: IntProperty(name="Option", min=0)  # type: ignore[valid-type]
+
+    def apply(self, context: bpy.types.Context, model: bpy.types.Collection) -> None:
+        set_body_part(context, model, self.body_part, self.option)
+
+
+class IO_MS3D_MDL_OT_source_body_number(_SourceModelOperator, bpy.types.Operator):
     """Set every body part from the game's body number"""
 
     bl_idname = "io_ms3d_mdl.source_body_number"
     bl_label = "Set Body Number"
-    bl_options = {"REGISTER", "UNDO"}
 
-    model: StringProperty(name="Model")  # type: ignore[valid-type]
     body: IntProperty(name="Body", min=0)  # type: ignore[valid-type]
 
-    def execute(self, context: bpy.types.Context) -> set[str]:
-        model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
-        if model is None or "source_version" not in model:
-            self.report({"ERROR"}, "No imported Source model found")
-            return {"CANCELLED"}
+    def apply(self, context: bpy.types.Context, model: bpy.types.Collection) -> None:
         set_body_number(context, model, self.body)
-        return {"FINISHED"}
 
 
-class IO_MS3D_MDL_OT_source_skin(bpy.types.Operator):
+class IO_MS3D_MDL_OT_source_skin(_SourceModelOperator, bpy.types.Operator):
     """Show a Source model with another skin family"""
 
     bl_idname = "io_ms3d_mdl.source_skin"
     bl_label = "Set Skin"
-    bl_options = {"REGISTER", "UNDO"}
+    requires = "source_skins"
 
-    model: StringProperty(name="Model")  # type: ignore[valid-type]
     family: IntProperty(name="Skin", min=0)  # type: ignore[valid-type]
 
-    def execute(self, context: bpy.types.Context) -> set[str]:
-        model = bpy.data.collections.get(self.model) if self.model else model_collection(context)
-        if model is None or "source_skins" not in model:
-            self.report({"ERROR"}, "No imported Source model with skins found")
-            return {"CANCELLED"}
-        try:
-            set_skin(model, self.family)
-        except ValueError as exc:
-            self.report({"ERROR"}, str(exc))
-            return {"CANCELLED"}
-        return {"FINISHED"}
+    def apply(self, context: bpy.types.Context, model: bpy.types.Collection) -> None:
+        set_skin(model, self.family)
 
 
 def draw_switches(layout: bpy.types.UILayout, context: bpy.types.Context) -> None:
