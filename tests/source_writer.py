@@ -58,6 +58,27 @@ class SAttachment:
 
 
 @dataclass
+class SNode:
+    """One bone's data in an animation. ``rot``: ("q48"|"q64", (w, x, y, z)) or ("rle", (3, frames) ints times
+    rotscale); ``pos``: ("v48", (x, y, z)) or ("rle", (3, frames) ints times posscale); None: not stored."""
+
+    bone: int
+    rot: tuple | None = None
+    pos: tuple | None = None
+    delta: bool = False
+
+
+@dataclass
+class SAnimation:
+    name: str
+    frames: int
+    nodes: list[SNode]
+    fps: float = 30.0
+    delta: bool = False
+    section_frames: int = 0  # > 0: sectioned (each section restarts the RLE streams; the last frame alone)
+
+
+@dataclass
 class SourceSpec:
     body_parts: list[SBodyPart]
     bones: list[SBone] = field(default_factory=lambda: [SBone("root")])
@@ -76,6 +97,9 @@ class SourceSpec:
     shuffle_with_fixups: bool = False  # store each mesh's vertices in two swapped runs and a fixup table
     static: bool = False
     hdr2: bool = True
+    animations: list[SAnimation] = field(default_factory=list)
+    rotscale: float = 1.0 / 1024  # every bone's rotscale/posscale (per axis)
+    posscale: float = 1.0 / 64
 
 
 class Blob:
@@ -116,6 +140,8 @@ def write_mdl(spec: SourceSpec) -> bytes:
     h["numbones"], h["boneindex"] = len(spec.bones), blob.add(bytes(bones.nbytes))
     for i, b in enumerate(spec.bones):
         bones[i]["parent"], bones[i]["pos"], bones[i]["quat"] = b.parent, b.pos, b.quat
+        bones[i]["rot"] = _quat_to_euler(b.quat)
+        bones[i]["rotscale"], bones[i]["posscale"] = spec.rotscale, spec.posscale
         bones[i]["posetobone"] = np.eye(4)[:3]
     body_parts = _records(S.BODYPART, len(spec.body_parts))
     h["numbodyparts"], h["bodypartindex"] = len(spec.body_parts), blob.add(bytes(body_parts.nbytes))
@@ -172,6 +198,7 @@ def write_mdl(spec: SourceSpec) -> bytes:
     for i, name in enumerate(spec.includes):
         groups[i]["sznameindex"] = blob.string(name) - (int(h["includemodelindex"]) + i * S.MODELGROUP.itemsize)
     blob.put(int(h["includemodelindex"]), groups.tobytes())
+    _write_animations(spec, blob, h)
     h["length"] = len(blob.buf) + (-len(blob.buf) % 4)
     blob.add(b"", 4)
     blob.put(0, header.tobytes())
@@ -296,3 +323,107 @@ def character_spec(**overrides: object) -> SourceSpec:
     for key, value in overrides.items():
         setattr(spec, key, value)
     return spec
+
+
+def _quat_to_euler(q: tuple[float, float, float, float]) -> tuple[float, float, float]:
+    """Source ``QuaternionAngles`` (inverse of AngleQuaternion, X then Y then Z)."""
+    x, y, z, w = q
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1, 1))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    return (float(roll), float(pitch), float(yaw))
+
+
+def encode_q48(q: tuple[float, float, float, float]) -> bytes:
+    w, x, y, z = q
+    xs, ys = round(x * 32768 + 32768), round(y * 32768 + 32768)
+    zs = round(z * 16384 + 16384) & 0x7FFF
+    return struct.pack("<3H", min(xs, 65535), min(ys, 65535), zs | (0x8000 if w < 0 else 0))
+
+
+def encode_q64(q: tuple[float, float, float, float]) -> bytes:
+    w, x, y, z = q
+    parts = [round(c * 1048576.5 + 1048576) & 0x1FFFFF for c in (x, y, z)]
+    bits = parts[0] | parts[1] << 21 | parts[2] << 42 | ((1 << 63) if w < 0 else 0)
+    return bits.to_bytes(8, "little")
+
+
+def encode_v48(v: tuple[float, float, float]) -> bytes:
+    return np.array(v, dtype="<f2").tobytes()
+
+
+def encode_rle(values: list[int]) -> bytes:
+    """Runs of at most 255 frames; trailing repeats of a run's last value are left to the run's ``total``."""
+    out = bytearray()
+    for start in range(0, len(values), 255):
+        chunk = values[start : start + 255]
+        valid = len(chunk)
+        while valid > 1 and chunk[valid - 1] == chunk[valid - 2]:
+            valid -= 1
+        out += struct.pack("<BB", valid, len(chunk)) + struct.pack(f"<{valid}h", *chunk[:valid])
+    return bytes(out)
+
+
+def _node_list(nodes: list[SNode], frames: slice) -> bytes:
+    """A node list for the frames in ``frames`` (RLE streams restart at the section's first frame)."""
+    blobs = []
+    for node in nodes:
+        flags, payload, streams = 0x10 if node.delta else 0, b"", []
+        for kind, raw_flag, raw2_flag, anim_flag in ((node.rot, 0x02, 0x20, 0x08), (node.pos, 0x01, 0, 0x04)):
+            if kind is None:
+                continue
+            if kind[0] == "q48":
+                flags, payload = flags | raw_flag, payload + encode_q48(kind[1])
+            elif kind[0] == "q64":
+                flags, payload = flags | raw2_flag, payload + encode_q64(kind[1])
+            elif kind[0] == "v48":
+                flags, payload = flags | raw_flag, payload + encode_v48(kind[1])
+            else:
+                flags |= anim_flag
+                streams.append((len(payload), [encode_rle(list(axis[frames])) for axis in kind[1]]))
+                payload += b"\0" * 6
+        payload = bytearray(payload)
+        for where, axes in streams:  # value pointers: 3 offsets relative to the pointer itself
+            offsets = []
+            for data in axes:
+                offsets.append(len(payload) - where)
+                payload += data
+            struct.pack_into("<3h", payload, where, *offsets)
+        blobs.append((node.bone, flags, bytes(payload)))
+    if not blobs:
+        return struct.pack("<BBh", 255, 0, 0)  # an empty list is just the terminator node
+    out = bytearray()
+    for i, (bone, flags, payload) in enumerate(blobs):
+        size = 4 + len(payload) + (-len(payload) % 2)
+        out += (
+            struct.pack("<BBh", bone, flags, size if i < len(blobs) - 1 else 0) + payload + b"\0" * (-len(payload) % 2)
+        )
+    return bytes(out)
+
+
+def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray) -> None:
+    descs = _records(S.ANIMDESC, len(spec.animations))
+    h["numlocalanim"], h["localanimindex"] = len(descs), blob.add(bytes(descs.nbytes))
+    for i, anim in enumerate(spec.animations):
+        off = int(h["localanimindex"]) + i * S.ANIMDESC.itemsize
+        d = descs[i]
+        d["fps"], d["numframes"], d["flags"] = anim.fps, anim.frames, 0x04 if anim.delta else 0
+        d["sznameindex"] = blob.string(anim.name) - off
+        if anim.section_frames:
+            sf = anim.section_frames
+            d["sectionframes"] = sf
+            count = anim.frames // sf + 2
+            sections = _records(S.ANIM_SECTION, count)
+            d["sectionindex"] = blob.add(bytes(sections.nbytes)) - off
+            for section in range(count):
+                if section == anim.frames // sf + 1:
+                    frames = slice(anim.frames - 1, anim.frames)  # the last frame, alone
+                else:
+                    frames = slice(section * sf, min((section + 1) * sf, anim.frames))
+                if frames.start >= frames.stop:
+                    continue
+                sections[section]["animindex"] = blob.add(_node_list(anim.nodes, frames)) - off
+            blob.put(off + int(d["sectionindex"]), sections.tobytes())
+        else:
+            d["animindex"] = blob.add(_node_list(anim.nodes, slice(0, anim.frames))) - off
+    blob.put(int(h["localanimindex"]), descs.tobytes())

@@ -71,6 +71,32 @@ def build_action(armature: bpy.types.Object, data: ActionData, skeleton: Skeleto
     return action
 
 
+def stash_actions(armature: bpy.types.Object, actions: list[bpy.types.Action], data: list[ActionData]) -> None:
+    """Keep every action: fake users, event markers, custom properties; several actions go on one NLA track each,
+    only the first playing, so an artist picks one by unmuting (or soloing) its track."""
+    for action, info in zip(actions, data, strict=True):
+        action.use_fake_user = True
+        for key, value in info.props.items():
+            action[key] = value
+        for name, frame in info.markers:
+            marker = action.pose_markers.new(name)
+            marker.frame = round(frame)
+    if not actions:
+        return
+    anim = armature.animation_data_create()
+    if len(actions) == 1:
+        anim.action = actions[0]
+        return
+    anim.action = None
+    for i, (action, info) in enumerate(zip(actions, data, strict=True)):
+        track = anim.nla_tracks.new()
+        track.name = action.name
+        strip = track.strips.new(action.name, int(np.floor(info.frame_range[0])), action)
+        if info.additive:
+            strip.blend_type = "COMBINE"
+        track.mute = i > 0
+
+
 def add_clip_strips(armature: bpy.types.Object, action: bpy.types.Action, clips: list[ClipData]) -> None:
     """Each named clip as an NLA strip over its frame range, on muted tracks so the action still plays as a
     whole; overlapping clips go to a further track."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import bpy
 
 from ..errors import FormatError
-from ..scene.texture_search import clear_cache
+from ..paths import clear_cache
 from ..scene.types import SceneData
 from .rollback import remove_created_on_error
 from .scene_builder import build_scene

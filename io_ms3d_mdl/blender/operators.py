@@ -9,7 +9,8 @@ from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatPrope
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
 from ..formats.ms3d import read_ms3d
-from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
+from ..formats.source import find_ani, find_sidecars, read_mdl, read_vtx, read_vvd
+from ..formats.source.mdl import read_file_bytes
 from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
 from ..scene.from_source import INCH, SourceOptions, source_to_scene
 from ..scene.types import SceneData
@@ -140,7 +141,11 @@ def load_source(path: str, options: SourceOptions) -> SceneData:
     sidecars = find_sidecars(path)
     vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
     vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
-    return source_to_scene(mdl, vvd, vtx, options)
+    ani = None
+    ani_path = find_ani(path, mdl.anim_block_name) if mdl.num_anim_blocks > 1 else None
+    if ani_path is not None:
+        ani = (read_file_bytes(ani_path), ani_path)
+    return source_to_scene(mdl, vvd, vtx, options, ani)
 
 
 class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
@@ -181,6 +186,9 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     armature_for_static_props: BoolProperty(name="Armature for Static Props", default=False)  # type: ignore[valid-type]
     import_attachments: BoolProperty(name="Attachments", default=True)  # type: ignore[valid-type]
     import_hitboxes: BoolProperty(name="Hitboxes", default=False)  # type: ignore[valid-type]
+    import_animations: BoolProperty(  # type: ignore[valid-type]
+        name="Animations", description="One action per animation, on NLA tracks (the first one playing)", default=True
+    )
 
     def import_options(self) -> SourceOptions:
         return SourceOptions(
@@ -190,6 +198,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             import_attachments=self.import_attachments,
             import_hitboxes=self.import_hitboxes,
             armature_for_static_props=self.armature_for_static_props,
+            import_animations=self.import_animations,
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
@@ -201,7 +210,9 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         self.layout.use_property_decorate = False
         draw_panel(self.layout, self, "Transform", ("units", "scale"))
         draw_panel(self.layout, self, "Geometry", ("lod", "all_lods"))
-        draw_panel(self.layout, self, "Armature", ("bone_orientation", "armature_for_static_props"))
+        draw_panel(
+            self.layout, self, "Armature", ("bone_orientation", "armature_for_static_props", "import_animations")
+        )
         draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
 
 

@@ -7,7 +7,7 @@ import bpy
 from mathutils import Matrix
 
 from ..scene.types import CollectionData, EmptyData, SceneData
-from .animation import add_clip_markers, add_clip_strips, build_action, set_scene_timing
+from .animation import add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, build_material
 from .mesh import build_mesh
@@ -51,6 +51,7 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
     extras = _build_empties(scene.empties, collection, armature)
     if armature is not None:
         actions = [build_action(armature, a, scene.skeleton) for a in scene.actions]
+        stash_actions(armature, actions, scene.actions)
         if actions and scene.clips:
             add_clip_strips(armature, actions[0], scene.clips)
         # Scene-wide settings last, so a failure above leaves the scene untouched.

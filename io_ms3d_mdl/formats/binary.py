@@ -92,6 +92,13 @@ class Cursor:
             )
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).copy()
 
+    def bytes_at(self, offset: int, nbytes: int, what: str) -> bytes:
+        if offset < 0 or offset + nbytes > self.size:
+            raise self.error(
+                f"{what}: {nbytes} bytes at offset {offset} run past the end of the {self.size}-byte file", offset
+            )
+        return bytes(self.data[offset : offset + nbytes])
+
     def string_at(self, offset: int, what: str, limit: int = 4096, optional: bool = False) -> str:
         """A zero-terminated string at an absolute offset (at most ``limit`` bytes; an offset of 0 means none).
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from .bones import bone_frames, unique_names
 from .rotations import compose, quaternion_to_matrix
+from .source_animation import add_source_animations
 from .types import (
     BoneData,
     CollectionData,
@@ -41,11 +42,17 @@ class SourceOptions:
     import_attachments: bool = True
     import_hitboxes: bool = False
     armature_for_static_props: bool = False  # single-bone models get an armature too
+    import_animations: bool = True
 
 
 def source_to_scene(
-    mdl: MdlFile, vvd: VvdFile | None, vtx: VtxFile | None, options: SourceOptions = SourceOptions()
+    mdl: MdlFile,
+    vvd: VvdFile | None,
+    vtx: VtxFile | None,
+    options: SourceOptions = SourceOptions(),
+    ani: tuple[bytes, str] | None = None,
 ) -> SceneData:
+    """``ani``: the ``.ani`` file's bytes and path, when the model keeps animation blocks there."""
     stem = os.path.splitext(os.path.basename(mdl.path or mdl.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(mdl))
     scene.warnings.extend(mdl.warnings)
@@ -60,7 +67,9 @@ def source_to_scene(
     world = _bone_world(mdl)
     wants_armature = len(mdl.bones) > 1 or options.armature_for_static_props  # one bone: a static prop
     if len(mdl.bones) and wants_armature:
-        scene.skeleton = _skeleton(mdl, world, options, stem)
+        scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
+        if options.import_animations:
+            add_source_animations(mdl, ani, bone_axes, options.scale, scene)
 
     _materials(mdl, scene)
     if vvd is not None and vtx is not None:
@@ -100,11 +109,12 @@ def _bone_world(mdl: MdlFile) -> np.ndarray:
     return world
 
 
-def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str) -> SkeletonData:
+def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str) -> tuple[SkeletonData, np.ndarray]:
+    """The skeleton, and ``X`` (B, 3, 3): each bone's frame in its Source bone space (for pose channels)."""
     heads = world[:, :3, 3] * options.scale
     extent = float(np.ptp(heads, axis=0).max()) if len(heads) > 1 else 0.0
     default = max(extent * 0.03, 1.0 * options.scale)
-    frames, lengths, _ = bone_frames(
+    frames, lengths, x = bone_frames(
         world[:, :3, :3], heads, mdl.bones["parent"].astype(np.int64), np.eye(3), options.bone_orientation, default
     )
     names = unique_names(mdl.bone_names, "bone")
@@ -118,7 +128,7 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
         )
         for i, p in enumerate(mdl.bones["parent"].tolist())
     ]
-    return SkeletonData(name, bones)
+    return SkeletonData(name, bones), x
 
 
 def _materials(mdl: MdlFile, scene: SceneData) -> None:

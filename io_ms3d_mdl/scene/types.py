@@ -135,6 +135,9 @@ class ActionData:
     name: str
     channels: list[BoneChannels]
     frame_range: tuple[float, float]
+    additive: bool = False  # a delta animation: plays on top of another (NLA "Combine")
+    markers: list[tuple[str, float]] = field(default_factory=list)  # (name, frame): events, shown as pose markers
+    props: Props = field(default_factory=dict)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from .mdl import read_mdl, read_mdl_bytes
 from .model import MdlFile, VtxFile, VvdFile
-from .sidecars import find_sidecars
+from .sidecars import find_ani, find_sidecars
 from .vtx import read_vtx, read_vtx_bytes
 from .vvd import read_vvd, read_vvd_bytes
 
@@ -10,6 +10,7 @@ __all__ = [
     "MdlFile",
     "VtxFile",
     "VvdFile",
+    "find_ani",
     "find_sidecars",
     "read_mdl",
     "read_mdl_bytes",

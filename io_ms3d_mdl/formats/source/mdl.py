@@ -13,7 +13,17 @@ import numpy as np
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
-from .model import MdlAnimation, MdlAttachment, MdlBodyPart, MdlFile, MdlHitbox, MdlMesh, MdlModel
+from .model import (
+    MdlAnimation,
+    MdlAttachment,
+    MdlBodyPart,
+    MdlEvent,
+    MdlFile,
+    MdlHitbox,
+    MdlMesh,
+    MdlModel,
+    MdlSequence,
+)
 
 # Refusals for files that share the extension (notes §6.18, §6.20).
 FOREIGN = {
@@ -78,6 +88,10 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         ],
         anim_block_name=cur.string_at(int(header["szanimblocknameindex"]), "animation block file name"),
         num_anim_blocks=int(header["numanimblocks"]),
+        anim_blocks=_records(cur, header, "numanimblocks", "animblockindex", np.dtype(("<i4", 2)), "animation blocks")
+        if int(header["numanimblocks"]) > 0
+        else np.zeros((0, 2), dtype=np.int32),
+        data=bytes(data),
     )
     if int(header["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(header['length'])} bytes but it is {cur.size}")
@@ -244,20 +258,26 @@ def _includes(cur: Cursor, header: np.ndarray) -> list[str]:
 
 def _animations(cur: Cursor, header: np.ndarray) -> list[MdlAnimation]:
     base = int(header["localanimindex"])
-    return [
-        MdlAnimation(
-            cur.string_at(_rel(cur, base + i * S.ANIMDESC.itemsize, a["sznameindex"]), "animation name"),
-            float(a["fps"]),
-            int(a["flags"]),
-            int(a["numframes"]),
-            int(a["animblock"]),
-            int(a["sectionframes"]),
+    out = []
+    for i, a in enumerate(_records(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations")):
+        off = base + i * S.ANIMDESC.itemsize
+        out.append(
+            MdlAnimation(
+                cur.string_at(_rel(cur, off, a["sznameindex"]), "animation name"),
+                float(a["fps"]),
+                int(a["flags"]),
+                int(a["numframes"]),
+                int(a["animblock"]),
+                int(a["sectionframes"]),
+                off,
+                int(a["animindex"]),
+                int(a["sectionindex"]),
+            )
         )
-        for i, a in enumerate(_records(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations"))
-    ]
+    return out
 
 
-def _sequences(cur: Cursor, header: np.ndarray) -> list[tuple[str, str]]:
+def _sequences(cur: Cursor, header: np.ndarray) -> list[MdlSequence]:
     count, base = int(header["numlocalseq"]), int(header["localseqindex"])
     if count <= 0:
         return []
@@ -266,10 +286,31 @@ def _sequences(cur: Cursor, header: np.ndarray) -> list[tuple[str, str]]:
     for i in range(count):
         off = base + i * S.SEQDESC_SIZE
         (seq,) = cur.array_at(S.SEQDESC_HEAD, off, 1, f"sequence {i}")
+        (grid,) = cur.array_at(S.SEQDESC_BLEND, off + 56, 1, f"blend grid of sequence {i}")
+        cells = int(grid["groupsize"][0]) * int(grid["groupsize"][1])
+        animations = []
+        if 0 < cells <= 4096 and int(grid["animindexindex"]):
+            animations = cur.array_at(np.dtype("<i2"), off + int(grid["animindexindex"]), cells, "blend grid").tolist()
+        events = []
+        if 0 < int(seq["numevents"]) <= 4096:
+            event_base = off + int(seq["eventindex"])
+            for k, ev in enumerate(cur.array_at(S.EVENT, event_base, int(seq["numevents"]), "events")):
+                name = ev["options"].tobytes().split(b"\0", 1)[0].decode("latin-1")
+                if int(ev["type"]) & 0x400 and int(ev["szeventindex"]):
+                    name = (
+                        cur.string_at(
+                            event_base + k * S.EVENT.itemsize + int(ev["szeventindex"]), "event name", optional=True
+                        )
+                        or name
+                    )
+                events.append(MdlEvent(float(ev["cycle"]), int(ev["event"]), name))
         out.append(
-            (
+            MdlSequence(
                 cur.string_at(_rel(cur, off, seq["szlabelindex"]), "sequence name"),
-                cur.string_at(_rel(cur, off, seq["szactivitynameindex"]), "activity name"),
+                cur.string_at(_rel(cur, off, seq["szactivitynameindex"]), "activity name", optional=True),
+                int(seq["flags"]),
+                animations,
+                events,
             )
         )
     return out

@@ -55,7 +55,7 @@ class MdlHitbox:
 
 @dataclass
 class MdlAnimation:
-    """Enough of an animation descriptor to list it; decoding the data belongs to the animation reader."""
+    """An animation descriptor; ``formats.source.animation`` decodes the data it points at."""
 
     name: str
     fps: float
@@ -63,6 +63,29 @@ class MdlAnimation:
     num_frames: int
     anim_block: int
     section_frames: int
+    offset: int = 0  # absolute position of the descriptor (its indices are relative to it)
+    anim_index: int = 0
+    section_index: int = 0
+
+    @property
+    def is_delta(self) -> bool:
+        return bool(self.flags & 0x04)
+
+
+@dataclass
+class MdlEvent:
+    cycle: float  # 0..1 through the sequence
+    event: int
+    name: str  # the event's name (new-style events) or its options string
+
+
+@dataclass
+class MdlSequence:
+    name: str
+    activity: str
+    flags: int
+    animations: list[int]  # animation indices of its blend grid (row-major)
+    events: list[MdlEvent]
 
 
 @dataclass
@@ -82,10 +105,12 @@ class MdlFile:
     hitbox_sets: dict[str, list[MdlHitbox]]
     include_models: list[str]
     animations: list[MdlAnimation]
-    sequences: list[tuple[str, str]]  # (label, activity name)
+    sequences: list[MdlSequence]
     flex_names: list[str]
     anim_block_name: str
     num_anim_blocks: int
+    anim_blocks: np.ndarray  # (blocks, 2) int32: (datastart, dataend) in the .ani file
+    data: bytes = b""  # the whole file: animation data is decoded lazily from it
     warnings: Warnings = field(default_factory=Warnings)
 
     @property

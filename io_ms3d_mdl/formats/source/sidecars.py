@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from ...paths import game_root, listing, resolve
+
 VTX_SUFFIXES = (".dx90.vtx", ".vtx", ".dx80.vtx", ".sw.vtx")  # preference order (notes §1.1)
 
 
@@ -20,10 +22,7 @@ class Sidecars:
 def find_sidecars(mdl_path: str) -> Sidecars:
     folder = os.path.dirname(os.path.abspath(mdl_path))
     stem = os.path.splitext(os.path.basename(mdl_path))[0].lower()
-    try:
-        names = {name.lower(): name for name in os.listdir(folder)}
-    except OSError:
-        names = {}
+    names = listing(folder)
 
     def find(*suffixes: str) -> str | None:
         for suffix in suffixes:
@@ -33,3 +32,13 @@ def find_sidecars(mdl_path: str) -> Sidecars:
         return None
 
     return Sidecars(find(".vvd"), find(*VTX_SUFFIXES), find(".phy"), find(".ani"))
+
+
+def find_ani(mdl_path: str, block_name: str) -> str | None:
+    """The model's animation block file: as named in the model (relative to the game root), else beside it."""
+    root = game_root(mdl_path)
+    if block_name and root is not None:
+        found = resolve(root, block_name)
+        if found:
+            return found
+    return find_sidecars(mdl_path).ani

@@ -231,6 +231,12 @@ SEQDESC_HEAD = np.dtype(
     ]
 )
 SEQDESC_SIZE = 212
+SEQDESC_BLEND = np.dtype(  # at offset 56 of mstudioseqdesc_t
+    [("numblends", "<i4"), ("animindexindex", "<i4"), ("movementindex", "<i4"), ("groupsize", "<i4", 2)]
+)
+EVENT = np.dtype([("cycle", "<f4"), ("event", "<i4"), ("type", "<i4"), ("options", "V64"), ("szeventindex", "<i4")])
+ANIM_NODE = np.dtype([("bone", "u1"), ("flags", "u1"), ("nextoffset", "<i2")])
+ANIM_SECTION = np.dtype([("animblock", "<i4"), ("animindex", "<i4")])
 FLEXDESC = np.dtype([("szfacsindex", "<i4")])
 EYEBALL_HEAD = np.dtype([("sznameindex", "<i4"), ("bone", "<i4"), ("org", *V3), ("zoffset", "<f4"), ("radius", "<f4")])
 EYEBALL_SIZE = 172
@@ -326,6 +332,9 @@ for _dtype, _size in (
     (VTX_STRIP[25], 27),
     (VTX_STRIP[33], 35),
     (VTX_VERTEX, 9),
+    (EVENT, 80),
+    (ANIM_NODE, 4),
+    (ANIM_SECTION, 8),
 ):
     assert _dtype.itemsize == _size, (_dtype, _size)
 assert STUDIOHDR.fields["surfacepropindex"][1] == 308 and STUDIOHDR.fields["studiohdr2index"][1] == 400
