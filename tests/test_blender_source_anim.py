@@ -16,9 +16,10 @@ from io_ms3d_mdl.scene.rotations import compose, quaternion_to_matrix
 pytestmark = pytest.mark.blender
 
 
-def reference_pose(mdl, vvd, anim_index: int, frame: int, scale: float) -> np.ndarray:
-    """Skin the VVD pool with the decoded pose: v' = Σ w · W(t) · W(rest)⁻¹ · v."""
-    anim = decode_animation(mdl, anim_index)
+def reference_pose(mdl, vvd, anim, frame: int, scale: float) -> np.ndarray:
+    """Skin the VVD pool with a decoded pose (an animation index of ``mdl`` or a DecodedAnimation):
+    v' = Σ w · W(t) · W(rest)⁻¹ · v."""
+    anim = decode_animation(mdl, anim) if isinstance(anim, int) else anim
     local = compose(quaternion_to_matrix(anim.rotations[frame]), anim.positions[frame])
     world = local.copy()
     for j, parent in enumerate(mdl.bones["parent"].tolist()):
@@ -41,16 +42,17 @@ def play(bpy, armature, action_name: str, frame: int) -> None:
     bpy.context.scene.frame_set(frame)
 
 
-def check_posed(bpy, path, picks):
+def check_posed(bpy, path, picks, animations=None):
     mdl = read_mdl(path)
     vvd = read_vvd(find_sidecars(str(path)).vvd)
     scene = source_to_scene(mdl, vvd, read_vtx(find_sidecars(str(path)).vtx), SourceOptions())
     armature = bpy.data.objects[path.stem]
     size = float(np.ptp(vvd.vertices["pos"], axis=0).max()) * INCH
     for anim_index, frame in picks:
-        name = mdl.animations[anim_index].name
+        anim = animations[anim_index] if animations else anim_index
+        name = anim.name if animations else mdl.animations[anim_index].name
         play(bpy, armature, name, frame)
-        expected = reference_pose(mdl, vvd, anim_index, frame, INCH)
+        expected = reference_pose(mdl, vvd, anim, frame, INCH)
         depsgraph = bpy.context.evaluated_depsgraph_get()
         for obj in scene.objects:
             mesh = bpy.data.objects[obj.name].evaluated_get(depsgraph).data
@@ -124,3 +126,70 @@ def test_animations_can_be_skipped(blender):
     path = samples_dir() / "source/siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl"
     bpy.ops.import_scene.source_mdl(filepath=str(path), import_animations=False)
     assert len(bpy.data.actions) == 0
+
+
+def include_tree(tmp_path, main_includes=("models/test\\Test_Animations.MDL",), include_includes=()):
+    """A game-like tree: models/guy.mdl including models/test/test_animations.mdl (bones in another case,
+    one extra bone, an animation turning the spine)."""
+    from source_writer import SBone, SourceSpec, write_mdl
+
+    main = write_source(character_spec(includes=list(main_includes)), tmp_path / "models", "guy")
+    bones = [
+        SBone("PELVIS", -1, (0, 0, 1)),
+        SBone("tail", 0, (0, -1, 0)),
+        SBone("Spine", 0, (0, 0, 1), (0.0, 0.0, 0.7071068, 0.7071068)),
+    ]
+    turn = ("rle", [[0] * 3, [0] * 3, [0, 512, 1024]])
+    spec = SourceSpec(
+        body_parts=[],
+        bones=bones,
+        includes=list(include_includes),
+        animations=[SAnimation("borrowed", 3, [SNode(2, turn, None), SNode(1, turn, None)])],
+    )
+    (tmp_path / "models" / "test").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "models" / "test" / "test_animations.mdl").write_bytes(write_mdl(spec))
+    return main
+
+
+def test_included_animations_map_onto_our_bones(blender, tmp_path):
+    bpy = blender
+    from io_ms3d_mdl.formats.source.includes import load_includes
+    from io_ms3d_mdl.scene.source_animation import _remap
+
+    main = include_tree(tmp_path)
+    assert bpy.ops.import_scene.source_mdl(filepath=str(main)) == {"FINISHED"}
+    action = bpy.data.actions["borrowed"]
+    assert action["source_include"] == "models/test\\Test_Animations.MDL"
+    mdl = read_mdl(main)
+    (included,) = load_includes(str(main), mdl, [])
+    remapped = _remap(decode_animation(included.mdl, 0), np.array([0, -1, 1]), mdl)
+    assert remapped.animated.tolist() == [False, True]  # 'tail' is unknown to us and dropped
+    check_posed(bpy, main, [(0, 0), (0, 1), (0, 2)], animations=[remapped])
+
+
+def test_missing_and_cyclic_includes_are_warnings(blender, tmp_path):
+    bpy = blender
+    from io_ms3d_mdl.errors import Warnings
+    from io_ms3d_mdl.formats.source.includes import load_includes
+
+    main = include_tree(
+        tmp_path,
+        main_includes=("models/test/test_animations.mdl", "models/nowhere.mdl"),
+        include_includes=("models/GUY.mdl",),
+    )
+    warnings = Warnings()
+    found = load_includes(str(main), read_mdl(main), warnings)
+    assert [i.name for i in found] == ["models/test/test_animations.mdl"]
+    assert any("'models/nowhere.mdl' was not found" in w for w in warnings)
+    assert any("'models/GUY.mdl' is included again" in w for w in warnings)
+    assert bpy.ops.import_scene.source_mdl(filepath=str(main)) == {"FINISHED"}
+    assert "borrowed" in bpy.data.actions
+
+
+def test_civilian_borrows_its_animations(blender):
+    bpy = blender
+    path = samples_dir() / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    borrowed = [a for a in bpy.data.actions if "source_include" in a]
+    assert len(bpy.data.actions) == 130 and len(borrowed) == 128
+    assert {a["source_include"] for a in borrowed} == {"models/player/civilian_animations.mdl"}

@@ -8,9 +8,10 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
+from ..errors import Warnings
 from ..formats.ms3d import read_ms3d
-from ..formats.source import find_ani, find_sidecars, read_mdl, read_vtx, read_vvd
-from ..formats.source.mdl import read_file_bytes
+from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
+from ..formats.source.includes import load_ani, load_includes
 from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
 from ..scene.from_source import INCH, SourceOptions, source_to_scene
 from ..scene.types import SceneData
@@ -141,11 +142,12 @@ def load_source(path: str, options: SourceOptions) -> SceneData:
     sidecars = find_sidecars(path)
     vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
     vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
-    ani = None
-    ani_path = find_ani(path, mdl.anim_block_name) if mdl.num_anim_blocks > 1 else None
-    if ani_path is not None:
-        ani = (read_file_bytes(ani_path), ani_path)
-    return source_to_scene(mdl, vvd, vtx, options, ani)
+    ani = load_ani(path, mdl)
+    warnings = Warnings()
+    includes = load_includes(path, mdl, warnings) if options.import_animations else []
+    scene = source_to_scene(mdl, vvd, vtx, options, ani, includes)
+    scene.warnings.extend(w for w in warnings if w not in scene.warnings)
+    return scene
 
 
 class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from .bones import bone_frames, unique_names
 from .rotations import compose, quaternion_to_matrix
@@ -51,8 +52,10 @@ def source_to_scene(
     vtx: VtxFile | None,
     options: SourceOptions = SourceOptions(),
     ani: tuple[bytes, str] | None = None,
+    includes: list[Included] = (),
 ) -> SceneData:
-    """``ani``: the ``.ani`` file's bytes and path, when the model keeps animation blocks there."""
+    """``ani``: the ``.ani`` file's bytes and path, when the model keeps animation blocks there; ``includes``: the
+    models named by ``$includemodel``, already loaded (see ``formats.source.includes``)."""
     stem = os.path.splitext(os.path.basename(mdl.path or mdl.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(mdl))
     scene.warnings.extend(mdl.warnings)
@@ -69,7 +72,7 @@ def source_to_scene(
     if len(mdl.bones) and wants_armature:
         scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
         if options.import_animations:
-            add_source_animations(mdl, ani, bone_axes, options.scale, scene)
+            add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes)
 
     _materials(mdl, scene)
     if vvd is not None and vtx is not None:

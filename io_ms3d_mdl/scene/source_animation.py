@@ -12,35 +12,54 @@ import numpy as np
 
 from ..errors import FormatError
 from ..formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
+from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile
 from .rotations import make_continuous, matrix_to_quaternion, quaternion_to_matrix
 from .types import ActionData, BoneChannels, SceneData
 
 
 def add_source_animations(
-    mdl: MdlFile, ani: tuple[bytes, str] | None, bone_axes: np.ndarray, scale: float, scene: SceneData
+    mdl: MdlFile,
+    ani: tuple[bytes, str] | None,
+    bone_axes: np.ndarray,
+    scale: float,
+    scene: SceneData,
+    includes: list[Included] = (),
 ) -> None:
-    decoded: dict[int, DecodedAnimation] = {}
-    for i, anim in enumerate(mdl.animations):
-        try:
-            decoded[i] = decode_animation(mdl, i, *(ani or (None, None)))
-        except SkippedAnimation as exc:
-            scene.warnings.add(f"animation '{anim.name}' was skipped: {exc}")
-        except FormatError as exc:
-            scene.warnings.add(f"animation '{anim.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
-    if not decoded:
-        return
-    fps = decoded[min(decoded)].fps
+    """The model's own animations, then those of the models it includes (decoded with the included model's bones,
+    mapped onto ours by case-insensitive name; a name already taken keeps the first)."""
+    sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
+    ours = {name.lower(): i for i, name in enumerate(mdl.bone_names)}
     rest_rot = quaternion_to_matrix(mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
     rest_pos = mdl.bones["pos"].astype(np.float64)
-    events = _events_by_animation(mdl)
-    for i, anim in decoded.items():
-        action = _action(anim, rest_rot, rest_pos, bone_axes, scale, fps / anim.fps)
-        action.markers = [
-            (name, cycle * (len(anim.rotations) - 1) * fps / anim.fps) for name, cycle in events.get(i, [])
-        ]
-        action.props = {"source_fps": anim.fps, "source_frames": len(anim.rotations), "source_delta": anim.delta}
-        scene.actions.append(action)
+    taken: set[str] = set()
+    fps = None
+    for source, source_ani, label in sources:
+        mapping = np.array([ours.get(name.lower(), -1) for name in source.bone_names], dtype=np.int64)
+        events = _events_by_animation(source)
+        for i, desc in enumerate(source.animations):
+            if desc.name in taken:
+                continue
+            try:
+                anim = decode_animation(source, i, *(source_ani or (None, None)))
+            except SkippedAnimation as exc:
+                scene.warnings.add(f"animation '{desc.name}' was skipped: {exc}")
+                continue
+            except FormatError as exc:
+                scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
+                continue
+            taken.add(desc.name)
+            if source is not mdl:
+                anim = _remap(anim, mapping, mdl)
+            fps = fps or anim.fps
+            action = _action(anim, rest_rot, rest_pos, bone_axes, scale, fps / anim.fps)
+            action.markers = [(n, c * (len(anim.rotations) - 1) * fps / anim.fps) for n, c in events.get(i, [])]
+            action.props = {"source_fps": anim.fps, "source_frames": len(anim.rotations), "source_delta": anim.delta}
+            if label:
+                action.props["source_include"] = label
+            scene.actions.append(action)
+    if not scene.actions:
+        return
     scene.fps = fps
     first = scene.actions[0].frame_range
     scene.frame_range = (first[0], max(first[1], first[0] + 1))
@@ -52,6 +71,22 @@ def add_source_animations(
         }
         for s in mdl.sequences
     ]
+
+
+def _remap(anim: DecodedAnimation, mapping: np.ndarray, mdl: MdlFile) -> DecodedAnimation:
+    """Carry an included model's animation over to our bones; bones it does not know keep our bind pose
+    (or stay still, in a delta)."""
+    frames, count = len(anim.rotations), len(mdl.bones)
+    rotations = np.empty((frames, count, 4))
+    positions = np.empty((frames, count, 3))
+    rotations[:] = (1.0, 0.0, 0.0, 0.0) if anim.delta else mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
+    positions[:] = 0.0 if anim.delta else mdl.bones["pos"].astype(np.float64)
+    animated = np.zeros(count, dtype=bool)
+    known = mapping >= 0
+    rotations[:, mapping[known]] = anim.rotations[:, known]
+    positions[:, mapping[known]] = anim.positions[:, known]
+    animated[mapping[known]] = anim.animated[known]
+    return DecodedAnimation(anim.name, anim.fps, anim.delta, rotations, positions, animated)
 
 
 def _events_by_animation(mdl: MdlFile) -> dict[int, list[tuple[str, float]]]:

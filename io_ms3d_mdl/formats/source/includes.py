@@ -1,0 +1,63 @@
+"""``$includemodel``: the models whose animations a model borrows, found the way the engine finds them
+(relative to the game root, case-insensitively, ``\\`` or ``/``), recursively, with cycles and depth bounded."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ...errors import FormatError, Warnings
+from ...paths import game_root, resolve
+from .mdl import read_file_bytes, read_mdl
+from .model import MdlFile
+from .sidecars import find_ani
+
+MAX_DEPTH = 8
+
+
+@dataclass
+class Included:
+    name: str  # as the including model wrote it
+    mdl: MdlFile
+    ani: tuple[bytes, str] | None
+
+
+def load_ani(path: str, mdl: MdlFile) -> tuple[bytes, str] | None:
+    if mdl.num_anim_blocks <= 1:
+        return None
+    found = find_ani(path, mdl.anim_block_name)
+    return (read_file_bytes(found), found) if found else None
+
+
+def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]:
+    """Every model ``mdl`` includes, depth first, each once; problems become warnings, never failures."""
+    root = game_root(path)
+    out: list[Included] = []
+    seen = {os.path.normcase(os.path.abspath(path))}
+
+    def visit(model: MdlFile, depth: int) -> None:
+        for name in model.include_models:
+            found = resolve(root, name) if root else None
+            if found is None:
+                where = "under the game folder" if root else "(the model is not inside a models/ folder)"
+                warnings.add(f"included model '{name}' was not found {where}; its animations are missing")
+                continue
+            key = os.path.normcase(os.path.abspath(found))
+            if key in seen:
+                warnings.add(f"included model '{name}' is included again (a cycle or a repeat); skipped")
+                continue
+            if depth >= MAX_DEPTH:
+                warnings.add(f"included model '{name}' is nested more than {MAX_DEPTH} deep; skipped")
+                continue
+            seen.add(key)
+            try:
+                included = read_mdl(found)
+                ani = load_ani(found, included)
+            except FormatError as exc:
+                warnings.add(f"included model '{name}' could not be read: {exc.message}")
+                continue
+            out.append(Included(name, included, ani))
+            visit(included, depth + 1)
+
+    visit(mdl, 0)
+    return out
