@@ -103,7 +103,7 @@ SAMPLE_OBJECTS = {  # model: (mesh objects, vertices, bones in an armature, empt
     "Dynamic-src__Highpoly-Src-Props/models/props_junk/pushcart01a.mdl": (1, 2407, 0, 0),
     "FJH03__CSCZS_GameData/models/shells/shell_9mm.mdl": (1, 320, 0, 0),
     "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl": (5, 11553, 19, 6),
-    "GoodFishMan__mercenaries/models/player/scout.mdl": (1, 7457, 78, 29),
+    "GoodFishMan__mercenaries/models/player/scout.mdl": (1, 7457, 78, 29 + 2),  # attachments + eyeballs
     "Igrium__portal_nrtx/models/props/metal_box.mdl": (1, 5364, 0, 0),
     "Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl": (1, 149, 0, 0),
     "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl": (4, 5540, 59, 10),

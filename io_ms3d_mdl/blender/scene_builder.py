@@ -4,9 +4,10 @@ parts, their options, attachments and hitboxes)."""
 from __future__ import annotations
 
 import bpy
+import numpy as np
 from mathutils import Matrix
 
-from ..scene.types import CollectionData, EmptyData, SceneData
+from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
 from .animation import add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, build_material
@@ -36,6 +37,7 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
             obj[key] = value
         if data.mesh.material_refs is not None:
             obj["source_skin_refs"] = list(data.mesh.material_refs)
+        _shape_keys(obj, data)
         target.get(index, collection).objects.link(obj)
         objects.append(obj)
     if scene.skin_families:
@@ -67,6 +69,34 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
+
+
+def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:
+    """Shape keys in bulk, controller properties with their ranges, and drivers for the simple flex rules."""
+    if not data.mesh.shape_keys:
+        return
+    obj.shape_key_add(name="Basis", from_mix=False)
+    blocks = {}
+    for name, positions in data.mesh.shape_keys:
+        block = obj.shape_key_add(name=name, from_mix=False)
+        block.points.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())
+        block.value = 0.0  # 5.0 starts new keys at 1
+        blocks.setdefault(name, block)
+    for name, (low, high) in data.controls.items():
+        obj[name] = 0.0
+        obj.id_properties_ui(name).update(min=low, max=high, soft_min=low, soft_max=high)
+    for key, expression, variables in data.drivers:
+        if key not in blocks:
+            continue
+        driver = blocks[key].driver_add("value").driver
+        driver.type = "SCRIPTED"
+        for var_name, prop in variables.items():
+            var = driver.variables.new()
+            var.name, var.type = var_name, "SINGLE_PROP"
+            var.targets[0].id_type = "OBJECT"
+            var.targets[0].id = obj
+            var.targets[0].data_path = f'["{bpy.utils.escape_identifier(prop)}"]'
+        driver.expression = expression
 
 
 def _build_collections(data: CollectionData, parent: bpy.types.Collection, target: dict, hidden: list) -> None:

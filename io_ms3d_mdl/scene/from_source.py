@@ -19,6 +19,7 @@ from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from .bones import bone_frames, unique_names
 from .rotations import compose, quaternion_to_matrix
 from .source_animation import add_source_animations
+from .source_flex import add_shape_keys
 from .types import (
     BoneData,
     CollectionData,
@@ -83,6 +84,7 @@ def source_to_scene(
         ]
     if options.import_attachments:
         _attachments(mdl, world, options, scene)
+        _eyeballs(mdl, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
     return scene
@@ -175,7 +177,9 @@ def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions
             lods = vtx.body_parts[b][m]
             wanted = range(len(lods)) if options.lod < 0 else [min(options.lod, len(lods) - 1)]
             for k in wanted:
-                obj = _model_object(model, lods[k], vvd, options, scene, f"{option.name}{'' if k == 0 else f'_lod{k}'}")
+                obj = _model_object(
+                    mdl, model, lods[k], vvd, options, scene, f"{option.name}{'' if k == 0 else f'_lod{k}'}"
+                )
                 if obj is None:
                     continue
                 obj.props.update({"source_bodypart": b, "source_option": m, "source_lod": k})
@@ -192,7 +196,13 @@ def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions
 
 
 def _model_object(
-    model: MdlModel, lod: VtxLod, vvd: VvdFile, options: SourceOptions, scene: SceneData, name: str
+    mdl: MdlFile,
+    model: MdlModel,
+    lod: VtxLod,
+    vvd: VvdFile,
+    options: SourceOptions,
+    scene: SceneData,
+    name: str,
 ) -> ObjectData | None:
     pool = vvd.vertices
     tris, refs = [], []
@@ -234,6 +244,7 @@ def _model_object(
         material_refs=slot_refs,
     )
     obj = ObjectData(name, mesh)
+    add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
         count = verts["numbones"].astype(np.int64)[:, None]
         slot = np.arange(3)[None, :]
@@ -267,6 +278,29 @@ def _attachments(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene:
                 props={"source_attachment_flags": att.flags},
             )
         )
+
+
+def _eyeballs(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:
+    """Eyeballs as sphere empties on their bones (their centre is given in the bone's space)."""
+    names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+    for bp in mdl.body_parts:
+        for model in bp.models:
+            for i, eye in enumerate(model.eyeballs):
+                if not 0 <= eye.bone < len(world):
+                    continue
+                matrix = world[eye.bone] @ compose(np.eye(3), eye.origin)
+                matrix[:3, 3] *= options.scale
+                scene.empties.append(
+                    EmptyData(
+                        eye.name or f"eyeball{i}",
+                        matrix,
+                        names[eye.bone] if eye.bone < len(names) else None,
+                        "SPHERE",
+                        max(eye.radius * options.scale, 1e-4),
+                        collection="eyeballs",
+                        props={"source_eyeball_radius": eye.radius},
+                    )
+                )
 
 
 def _hitboxes(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:

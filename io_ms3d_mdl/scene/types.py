@@ -50,6 +50,7 @@ class MeshData:
     sharp_edges: np.ndarray | None = None  # (E, 2) int32 vertex pairs
     source_vertices: np.ndarray | None = None  # (V,) int32: index of each vertex in the file's vertex list
     material_refs: list[int] | None = None  # per slot: the skin-table column it shows (formats with skins)
+    shape_keys: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (name, (V, 3) float32 positions)
 
 
 @dataclass
@@ -66,6 +67,9 @@ class ObjectData:
     mesh: MeshData
     props: Props = field(default_factory=dict)
     skin: SkinData | None = None
+    # Custom float properties with their range, and drivers: (shape key, Python expression, {variable: property}).
+    controls: dict[str, tuple[float, float]] = field(default_factory=dict)
+    drivers: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
 
 
 @dataclass

@@ -19,6 +19,7 @@ import numpy as np
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
+from .animation_values import half_to_float
 from .model import MdlAnimation, MdlFile
 
 RAWPOS, RAWROT, ANIMPOS, ANIMROT, DELTA, RAWROT2 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
@@ -39,14 +40,6 @@ class DecodedAnimation:
 
 class SkippedAnimation(Exception):
     """An animation that is valid but not decodable here (reported per animation, never silently wrong)."""
-
-
-def half_to_float(bits: np.ndarray) -> np.ndarray:
-    """Source's float16: IEEE half, except infinity reads as ±65504 and NaN as 0 (compressed_vector.h)."""
-    values = np.asarray(bits, dtype="<u2").view(np.float16).astype(np.float64)
-    values[np.isinf(values)] = np.sign(values[np.isinf(values)]) * 65504.0
-    values[np.isnan(values)] = 0.0
-    return values
 
 
 def quaternion48(raw: bytes) -> np.ndarray:

@@ -13,12 +13,16 @@ import numpy as np
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
+from .animation_values import half_to_float
 from .model import (
     MdlAnimation,
     MdlAttachment,
     MdlBodyPart,
     MdlEvent,
+    MdlEyeball,
     MdlFile,
+    MdlFlex,
+    MdlFlexRule,
     MdlHitbox,
     MdlMesh,
     MdlModel,
@@ -92,6 +96,8 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         if int(header["numanimblocks"]) > 0
         else np.zeros((0, 2), dtype=np.int32),
         data=bytes(data),
+        flex_controllers=_flex_controllers(cur, header),
+        flex_rules=_flex_rules(cur, header),
     )
     if int(header["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(header['length'])} bytes but it is {cur.size}")
@@ -159,6 +165,7 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
             _records(cur, bp, "nummodels", "modelindex", S.MODEL, f"models of body part '{name}'", bp_off)
         ):
             m_off = m_base + m * S.MODEL.itemsize
+            me_base = m_off + int(rec["meshindex"])
             meshes = [
                 MdlMesh(
                     int(r["material"]),
@@ -168,8 +175,11 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
                     int(r["materialparam"]),
                     int(r["numflexes"]),
                     r["numlodvertexes"].copy(),
+                    _flexes(cur, me_base + i * S.MESH.itemsize, r),
                 )
-                for r in _records(cur, rec, "nummeshes", "meshindex", S.MESH, f"meshes of model {m} in '{name}'", m_off)
+                for i, r in enumerate(
+                    _records(cur, rec, "nummeshes", "meshindex", S.MESH, f"meshes of model {m} in '{name}'", m_off)
+                )
             ]
             if int(rec["vertexindex"]) % S.VERTEX_SIZE:
                 raise cur.error(
@@ -182,10 +192,81 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
                     int(rec["vertexindex"]) // S.VERTEX_SIZE,
                     meshes,
                     int(rec["numeyeballs"]),
+                    _eyeballs(cur, m_off, rec),
                 )
             )
         parts.append(MdlBodyPart(name, max(int(bp["base"]), 1), models))
     return parts
+
+
+def _flexes(cur: Cursor, mesh_off: int, mesh: np.ndarray) -> list[MdlFlex]:
+    """A mesh's flexes: fp16 deltas per vertex (notes §1.8), 16- or 18-byte records by ``vertanimtype``."""
+    out = []
+    records = _records(cur, mesh, "numflexes", "flexindex", S.FLEX, "flexes", mesh_off)
+    base = mesh_off + int(mesh["flexindex"])
+    for k, flex in enumerate(records):
+        off = base + k * S.FLEX.itemsize
+        dtype = S.VERTANIM_WRINKLE if int(flex["vertanimtype"]) == 1 else S.VERTANIM
+        verts = _records(cur, flex, "numverts", "vertindex", dtype, "flex vertices", off)
+        if len(verts) and int(verts["index"].max()) >= int(mesh["numvertices"]):
+            raise cur.error(
+                f"a flex moves vertex {int(verts['index'].max())} of a {int(mesh['numvertices'])}-vertex mesh", off
+            )
+        out.append(
+            MdlFlex(
+                int(flex["flexdesc"]),
+                int(flex["flexpair"]),
+                verts["index"].astype(np.int64),
+                half_to_float(verts["delta"]).astype(np.float32).reshape(-1, 3),
+                (verts["side"].astype(np.float32) / 255.0),
+            )
+        )
+    return out
+
+
+def _eyeballs(cur: Cursor, model_off: int, model: np.ndarray) -> list[MdlEyeball]:
+    base = model_off + int(model["eyeballindex"])
+    return [
+        MdlEyeball(
+            cur.string_at(_rel(cur, base + i * S.EYEBALL.itemsize, e["sznameindex"]), "eyeball name", optional=True),
+            int(e["bone"]),
+            e["org"].astype(np.float64),
+            float(e["radius"]),
+        )
+        for i, e in enumerate(_records(cur, model, "numeyeballs", "eyeballindex", S.EYEBALL, "eyeballs", model_off))
+    ]
+
+
+def _flex_controllers(cur: Cursor, header: np.ndarray) -> list[tuple[str, str, float, float]]:
+    base = int(header["flexcontrollerindex"])
+    out = []
+    for i, c in enumerate(
+        _records(cur, header, "numflexcontrollers", "flexcontrollerindex", S.FLEXCONTROLLER, "flex controllers")
+    ):
+        off = base + i * S.FLEXCONTROLLER.itemsize
+        out.append(
+            (
+                cur.string_at(_rel(cur, off, c["sznameindex"]), "controller name"),
+                cur.string_at(_rel(cur, off, c["sztypeindex"]), "controller type", optional=True),
+                float(c["min"]),
+                float(c["max"]),
+            )
+        )
+    return out
+
+
+def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
+    base = int(header["flexruleindex"])
+    out = []
+    for i, r in enumerate(_records(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules")):
+        off = base + i * S.FLEXRULE.itemsize
+        ops = _records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
+        program = [
+            (int(o), float(v.view("<f4")) if int(o) == 1 else int(v))
+            for o, v in zip(ops["op"], ops["value"], strict=False)
+        ]
+        out.append(MdlFlexRule(int(r["flex"]), program))
+    return out
 
 
 def _textures(cur: Cursor, header: np.ndarray) -> list[str]:

@@ -10,6 +10,31 @@ from ...errors import Warnings
 
 
 @dataclass
+class MdlFlex:
+    """One flex (shape) on one mesh: vertex deltas for a flex descriptor, split by side when ``pair`` is set."""
+
+    desc: int  # index into MdlFile.flex_names
+    pair: int  # the right-hand descriptor of a stereo flex, or 0
+    indices: np.ndarray  # (N,) mesh-relative vertex indices
+    deltas: np.ndarray  # (N, 3) float32 position deltas (decoded from fp16)
+    sides: np.ndarray  # (N,) float32 side/255: the engine weighs a stereo vertex (1 - side)·desc + side·pair
+
+
+@dataclass
+class MdlEyeball:
+    name: str
+    bone: int
+    origin: np.ndarray  # (3,) in the bone's space
+    radius: float
+
+
+@dataclass
+class MdlFlexRule:
+    flex: int
+    ops: list[tuple[int, float]]  # reverse-polish program: (op, operand: an index or a constant)
+
+
+@dataclass
 class MdlMesh:
     material: int  # a column of the skin table, not a texture index
     num_vertices: int
@@ -18,6 +43,7 @@ class MdlMesh:
     material_param: int
     num_flexes: int
     lod_vertex_counts: np.ndarray  # (8,)
+    flexes: list[MdlFlex] = field(default_factory=list)
 
 
 @dataclass
@@ -27,6 +53,7 @@ class MdlModel:
     vertex_index: int  # first vertex in the VVD pool (the file stores bytes; already divided by 48)
     meshes: list[MdlMesh]
     num_eyeballs: int
+    eyeballs: list[MdlEyeball] = field(default_factory=list)
 
 
 @dataclass
@@ -111,6 +138,8 @@ class MdlFile:
     num_anim_blocks: int
     anim_blocks: np.ndarray  # (blocks, 2) int32: (datastart, dataend) in the .ani file
     data: bytes = b""  # the whole file: animation data is decoded lazily from it
+    flex_controllers: list[tuple[str, str, float, float]] = field(default_factory=list)  # (name, type, min, max)
+    flex_rules: list[MdlFlexRule] = field(default_factory=list)
     warnings: Warnings = field(default_factory=Warnings)
 
     @property

@@ -238,6 +238,50 @@ EVENT = np.dtype([("cycle", "<f4"), ("event", "<i4"), ("type", "<i4"), ("options
 ANIM_NODE = np.dtype([("bone", "u1"), ("flags", "u1"), ("nextoffset", "<i2")])
 ANIM_SECTION = np.dtype([("animblock", "<i4"), ("animindex", "<i4")])
 FLEXDESC = np.dtype([("szfacsindex", "<i4")])
+FLEX = np.dtype(
+    [
+        ("flexdesc", "<i4"),
+        ("target", "<f4", 4),
+        ("numverts", "<i4"),
+        ("vertindex", "<i4"),
+        ("flexpair", "<i4"),
+        ("vertanimtype", "u1"),
+        ("unusedchar", "u1", 3),
+        ("unused", "<i4", 6),
+    ]
+)
+VERTANIM = np.dtype([("index", "<u2"), ("speed", "u1"), ("side", "u1"), ("delta", "<u2", 3), ("ndelta", "<u2", 3)])
+VERTANIM_WRINKLE = np.dtype([*VERTANIM.descr, ("wrinkledelta", "<i2")])
+FLEXCONTROLLER = np.dtype(
+    [("sztypeindex", "<i4"), ("sznameindex", "<i4"), ("localtoglobal", "<i4"), ("min", "<f4"), ("max", "<f4")]
+)
+FLEXRULE = np.dtype([("flex", "<i4"), ("numops", "<i4"), ("opindex", "<i4")])
+FLEXOP = np.dtype([("op", "<i4"), ("value", "<i4")])
+EYEBALL = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("bone", "<i4"),
+        ("org", *V3),
+        ("zoffset", "<f4"),
+        ("radius", "<f4"),
+        ("up", *V3),
+        ("forward", *V3),
+        ("texture", "<i4"),
+        ("unused1", "<i4"),
+        ("iris_scale", "<f4"),
+        ("unused2", "<i4"),
+        ("upperflexdesc", "<i4", 3),
+        ("lowerflexdesc", "<i4", 3),
+        ("uppertarget", "<f4", 3),
+        ("lowertarget", "<f4", 3),
+        ("upperlidflexdesc", "<i4"),
+        ("lowerlidflexdesc", "<i4"),
+        ("unused", "<i4", 4),
+        ("nonfacs", "u1"),
+        ("unused3", "u1", 3),
+        ("unused4", "<i4", 7),
+    ]
+)
 EYEBALL_HEAD = np.dtype([("sznameindex", "<i4"), ("bone", "<i4"), ("org", *V3), ("zoffset", "<f4"), ("radius", "<f4")])
 EYEBALL_SIZE = 172
 
@@ -335,6 +379,13 @@ for _dtype, _size in (
     (EVENT, 80),
     (ANIM_NODE, 4),
     (ANIM_SECTION, 8),
+    (FLEX, 60),
+    (VERTANIM, 16),
+    (VERTANIM_WRINKLE, 18),
+    (FLEXCONTROLLER, 20),
+    (FLEXRULE, 12),
+    (FLEXOP, 8),
+    (EYEBALL, 172),
 ):
     assert _dtype.itemsize == _size, (_dtype, _size)
 assert STUDIOHDR.fields["surfacepropindex"][1] == 308 and STUDIOHDR.fields["studiohdr2index"][1] == 400
