@@ -126,6 +126,9 @@ def test_shared_source_models_import(blender, relative):
     empties = [o for o in objects if o.type == "EMPTY"]
     assert (len(meshes), sum(len(o.data.vertices) for o in meshes), bones, len(empties)) == SAMPLE_OBJECTS[relative]
     for obj in meshes:
+        if obj.data.shape_keys:  # driven flex keys may be partly on at their controllers' defaults: skinning only
+            for block in obj.data.shape_keys.key_blocks:
+                block.mute = True
         if obj.modifiers:  # skinned: at rest the evaluated mesh is the stored one
             evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
             a = np.empty(len(evaluated.vertices) * 3)
