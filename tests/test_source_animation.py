@@ -156,3 +156,20 @@ def test_bind_pose_helper_matches_rest():
     anim = decode_animation(mdl, 0)
     np.testing.assert_allclose(anim.positions[0, 1], (1, 2, 3))
     np.testing.assert_allclose(anim.rotations[0, 1], quat_about_z(0.25), atol=1e-7)
+
+
+def test_frame_major_animations_are_reported_as_skipped():
+    from io_ms3d_mdl.formats.source.animation import SkippedAnimation
+    from io_ms3d_mdl.scene.from_source import SourceOptions, source_to_scene
+
+    spec = character_spec(animations=[SAnimation("csgo", 2, []), SAnimation("fine", 2, [])])
+    data = bytearray(write_mdl(spec))
+    mdl = read_mdl_bytes(bytes(data), "anim.mdl")
+    flags_at = mdl.animations[0].offset + 12  # mstudioanimdesc_t.flags
+    data[flags_at : flags_at + 4] = (0x40).to_bytes(4, "little")  # STUDIO_FRAMEANIM
+    mdl = read_mdl_bytes(bytes(data), "anim.mdl")
+    with pytest.raises(SkippedAnimation, match="STUDIO_FRAMEANIM"):
+        decode_animation(mdl, 0)
+    scene = source_to_scene(mdl, None, None, SourceOptions())
+    assert [a.name for a in scene.actions] == ["fine"]
+    assert any("animation 'csgo' was skipped" in w for w in scene.warnings)
