@@ -2,10 +2,12 @@
 
 Blender 4.4 introduced slotted (layered) actions and 5.0 removed ``Action.fcurves``; 4.4/4.5 carry both APIs
 and silently ignore curves made through the legacy one on an action that is already assigned (notes
-blender.md §0). :func:`ensure_fcurve` therefore always goes through slots when they exist.
+blender.md §0). :func:`curve_factory` therefore always goes through slots when they exist.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import bpy
 import numpy as np
@@ -15,32 +17,33 @@ from ..scene.types import ActionData, ClipData, SkeletonData
 LINEAR = 1  # Keyframe.interpolation enum value
 
 
-def ensure_fcurve(action: bpy.types.Action, owner: bpy.types.ID, data_path: str, index: int, group: str):
-    """An F-curve on ``action`` animating ``owner``, created through the action's slot on 4.4+."""
+def curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[str, int, str], bpy.types.FCurve]:
+    """A function making new F-curves on ``action`` for ``owner``, set up once per action (each curve is made once,
+    so there is no per-curve lookup). On 4.4+ curves go into the slot's channelbag, created first; the action is
+    assigned to ``owner`` through that slot (4.4/4.5 ignore legacy curves made on an assigned action)."""
     anim = owner.animation_data or owner.animation_data_create()
-    if hasattr(action, "layers"):
-        if anim.action is not action:
-            anim.action = action
-        slot = anim.action_slot
-        if slot is None:
-            slot = action.slots.new(id_type=owner.id_type, name=owner.name)
-            anim.action_slot = slot
-        layer = action.layers[0] if action.layers else action.layers.new("Layer")
-        strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
-        bag = strip.channelbag(slot, ensure=True)
-        fcurve = bag.fcurves.find(data_path, index=index)
-        if fcurve is None:
-            if bpy.app.version >= (5, 0, 0):
-                fcurve = bag.fcurves.new(data_path, index=index, group_name=group)
-            else:
-                fcurve = bag.fcurves.new(data_path, index=index)
-                fcurve.group = next((g for g in bag.groups if g.name == group), None) or bag.groups.new(group)
-        return fcurve
-    fcurve = action.fcurves.find(data_path, index=index) or action.fcurves.new(
-        data_path, index=index, action_group=group
-    )
+    if not hasattr(action, "layers"):  # 4.2: legacy F-curves
+        return lambda path, index, group: action.fcurves.new(path, index=index, action_group=group)
     anim.action = action
-    return fcurve
+    slot = anim.action_slot
+    if slot is None:
+        slot = action.slots.new(id_type=owner.id_type, name=owner.name)
+        anim.action_slot = slot
+    layer = action.layers[0] if action.layers else action.layers.new("Layer")
+    strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+    bag = strip.channelbag(slot, ensure=True)
+    if bpy.app.version >= (5, 0, 0):
+        return lambda path, index, group: bag.fcurves.new(path, index=index, group_name=group)
+    groups: dict[str, bpy.types.ActionGroup] = {}
+
+    def new(path: str, index: int, group: str) -> bpy.types.FCurve:
+        fcurve = bag.fcurves.new(path, index=index)
+        if group not in groups:
+            groups[group] = bag.groups.new(group)
+        fcurve.group = groups[group]
+        return fcurve
+
+    return new
 
 
 def write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
@@ -58,15 +61,16 @@ def write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray)
 
 def build_action(armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData) -> bpy.types.Action:
     action = bpy.data.actions.new(data.name)
+    new_curve = curve_factory(action, armature)
     for channels in data.channels:
         name = skeleton.bones[channels.bone].name
         base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
         for i in range(4 if len(channels.rotation_frames) else 0):
-            fc = ensure_fcurve(action, armature, f"{base}.rotation_quaternion", i, name)
-            write_keys(fc, channels.rotation_frames, channels.rotations[:, i])
+            write_keys(
+                new_curve(f"{base}.rotation_quaternion", i, name), channels.rotation_frames, channels.rotations[:, i]
+            )
         for i in range(3 if len(channels.location_frames) else 0):
-            fc = ensure_fcurve(action, armature, f"{base}.location", i, name)
-            write_keys(fc, channels.location_frames, channels.locations[:, i])
+            write_keys(new_curve(f"{base}.location", i, name), channels.location_frames, channels.locations[:, i])
     armature.animation_data_create().action = action
     return action
 
