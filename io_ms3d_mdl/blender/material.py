@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import bpy
+import numpy as np
 
 from ..errors import Warnings
 from ..scene.types import ImageRef, MaterialData
@@ -31,6 +32,8 @@ class ImageLoader:
 
     def _load(self, ref: ImageRef) -> bpy.types.Image:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
+        if ref.pixels is not None:
+            return _image_from_pixels(name, ref.pixels)
         if ref.resolved_path:
             try:
                 image = bpy.data.images.load(ref.resolved_path, check_existing=True)
@@ -49,6 +52,16 @@ class ImageLoader:
         image.filepath = ref.raw_path.replace("\\", "/")
         image[MISSING_IMAGE_PROP] = True
         return image
+
+
+def _image_from_pixels(name: str, pixels: np.ndarray) -> bpy.types.Image:
+    """An already decoded texture (e.g. a VTF) as an image packed into the .blend file."""
+    height, width = pixels.shape[:2]
+    image = bpy.data.images.new(name, width, height, alpha=True)
+    flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32) / 255.0  # Blender's rows start at the bottom
+    image.pixels.foreach_set(flipped.ravel())
+    image.pack()
+    return image
 
 
 def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Material:
@@ -74,10 +87,22 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
         tex.label = "Base Color"
         tex.image = images.get(data.base_texture)
         tex.location = (x, bsdf.location.y)
-        tree.links.new(tex.outputs["Color"], inputs["Base Color"])
+        color = tex.outputs["Color"]
+        if tuple(data.base_color) != (1.0, 1.0, 1.0) and data.props.get("source_shader"):
+            tint = tree.nodes.new("ShaderNodeMix")  # Source's $color/$color2 tints the base texture
+            tint.data_type, tint.blend_type, tint.label = "RGBA", "MULTIPLY", "Tint"
+            tint.inputs["Factor"].default_value = 1.0
+            tint.inputs[7].default_value = (*data.base_color, 1.0)
+            tint.location = (x + 200, bsdf.location.y + 150)
+            tree.links.new(color, tint.inputs[6])
+            color = tint.outputs[2]
+        tree.links.new(color, inputs["Base Color"])
+        if data.emission_from_texture_alpha:
+            tree.links.new(tex.outputs["Color"], inputs["Emission Color"])
+            tree.links.new(tex.outputs["Alpha"], inputs["Emission Strength"])
         if data.use_texture_alpha:
             _link_alpha(tree, tex.outputs["Alpha"], inputs["Alpha"], data.alpha)
-        if data.emission_strength > 0:
+        if data.emission_strength > 0 and not data.emission_from_texture_alpha:
             # Fixed-function GL (what MilkShape shows) modulates emissive by the texture; a flat emission colour
             # would wash the model out in grey.
             mul = tree.nodes.new("ShaderNodeVectorMath")
@@ -95,9 +120,52 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
             tex.image.colorspace_settings.name = "Non-Color"
         tex.location = (x, bsdf.location.y - 300)
         _link_alpha(tree, tex.outputs["Color"], inputs["Alpha"], data.alpha)
+    if data.normal_texture is not None:
+        _normal_map(tree, images.get(data.normal_texture), inputs["Normal"], (x, bsdf.location.y - 600))
+    if data.alpha_clip is not None and inputs["Alpha"].links:
+        _clip_alpha(tree, inputs["Alpha"], data.alpha_clip)
+    if data.blend and hasattr(mat, "surface_render_method"):
+        mat.surface_render_method = "BLENDED"
+    mat.use_backface_culling = not data.double_sided
     for key, value in data.props.items():
         mat[key] = value
     return mat
+
+
+def _normal_map(
+    tree: bpy.types.NodeTree, image: bpy.types.Image, normal: bpy.types.NodeSocket, location: tuple[float, float]
+) -> None:
+    """A DirectX-style normal map (Source's: green points down) flipped into Blender's OpenGL convention."""
+    tex = tree.nodes.new("ShaderNodeTexImage")
+    tex.label, tex.image, tex.location = "Normal Map (DirectX)", image, location
+    if MISSING_IMAGE_PROP not in image:
+        image.colorspace_settings.name = "Non-Color"
+    split = tree.nodes.new("ShaderNodeSeparateColor")
+    flip = tree.nodes.new("ShaderNodeMath")
+    flip.operation = "SUBTRACT"
+    flip.inputs[0].default_value = 1.0
+    join = tree.nodes.new("ShaderNodeCombineColor")
+    node = tree.nodes.new("ShaderNodeNormalMap")
+    for i, n in enumerate((split, flip, join, node)):
+        n.location = (location[0] + 250 + 180 * i, location[1])
+    tree.links.new(tex.outputs["Color"], split.inputs[0])
+    tree.links.new(split.outputs[0], join.inputs[0])
+    tree.links.new(split.outputs[1], flip.inputs[1])
+    tree.links.new(flip.outputs[0], join.inputs[1])
+    tree.links.new(split.outputs[2], join.inputs[2])
+    tree.links.new(join.outputs[0], node.inputs["Color"])
+    tree.links.new(node.outputs["Normal"], normal)
+
+
+def _clip_alpha(tree: bpy.types.NodeTree, alpha: bpy.types.NodeSocket, threshold: float) -> None:
+    """Alpha test as a hard step on the alpha input: the same cut-out in EEVEE and Cycles."""
+    source = alpha.links[0].from_socket
+    step = tree.nodes.new("ShaderNodeMath")
+    step.operation, step.label = "GREATER_THAN", "Alpha Test"
+    step.inputs[1].default_value = threshold
+    step.location = (alpha.node.location.x - 200, alpha.node.location.y - 300)
+    tree.links.new(source, step.inputs[0])
+    tree.links.new(step.outputs[0], alpha)
 
 
 def _link_alpha(

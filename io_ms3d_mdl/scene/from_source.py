@@ -16,10 +16,12 @@ import numpy as np
 
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
+from ..paths import game_root
 from .bones import bone_frames, unique_names
 from .rotations import compose, quaternion_to_matrix
 from .source_animation import add_source_animations
 from .source_flex import add_shape_keys
+from .source_materials import add_materials
 from .types import (
     BoneData,
     CollectionData,
@@ -45,6 +47,8 @@ class SourceOptions:
     import_hitboxes: bool = False
     armature_for_static_props: bool = False  # single-bone models get an armature too
     import_animations: bool = True
+    find_materials: bool = True  # VMT/VTF from the game tree; False: one plain material per texture name
+    material_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
 
 
 def source_to_scene(
@@ -75,7 +79,7 @@ def source_to_scene(
         if options.import_animations:
             add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes)
 
-    _materials(mdl, scene)
+    _materials(mdl, scene, options)
     if vvd is not None and vtx is not None:
         _body_parts(mdl, vvd, vtx, options, scene)
     else:
@@ -136,11 +140,17 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
     return SkeletonData(name, bones), x
 
 
-def _materials(mdl: MdlFile, scene: SceneData) -> None:
-    """One material per texture (VMT lookup belongs to the materials work); skin families map columns to them."""
-    for texture in mdl.textures:
-        name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
-        scene.materials.append(MaterialData(name=name, base_color=(0.8, 0.8, 0.8), props={"source_texture": texture}))
+def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
+    """One material per texture (from its VMT when found); skin families map skin-table columns to them."""
+    root = game_root(mdl.path) if mdl.path else None
+    if options.find_materials and (root or options.material_roots):
+        add_materials(scene, mdl.textures, mdl.cd_materials, [r for r in (root, *options.material_roots) if r])
+    else:
+        for texture in mdl.textures:
+            name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
+            scene.materials.append(
+                MaterialData(name=name, base_color=(0.8, 0.8, 0.8), props={"source_texture": texture})
+            )
     count = len(mdl.textures)
     for family in mdl.skins.tolist():
         scene.skin_families.append([t if 0 <= t < count else -1 for t in family])

@@ -18,6 +18,7 @@ class ImageRef:
 
     raw_path: str
     resolved_path: str | None  # None: not found on disk
+    pixels: np.ndarray | None = None  # (height, width, 4) uint8 RGBA, top row first: already decoded (e.g. VTF)
 
 
 @dataclass
@@ -33,6 +34,11 @@ class MaterialData:
     base_texture: ImageRef | None = None
     alpha_texture: ImageRef | None = None
     use_texture_alpha: bool = False  # the base texture's alpha channel is the opacity
+    blend: bool = False  # sorted transparency (translucent) rather than dithered
+    alpha_clip: float | None = None  # alpha test threshold
+    normal_texture: ImageRef | None = None  # a DirectX-style normal map (green points down), as Source uses
+    emission_from_texture_alpha: bool = False  # self-illumination masked by the base texture's alpha
+    double_sided: bool = True
     props: Props = field(default_factory=dict)
 
 

@@ -1,0 +1,141 @@
+"""Source materials resolved from the game tree: VMT → Principled values, VTF → RGBA pixels. No ``bpy``.
+
+Lookup as the engine does it: for a texture name, the first ``materials/<cdmaterials dir>/<name>.vmt`` that exists,
+trying the material folders in order, under the model's game root (the folder holding ``models/``) and then under
+extra search roots (game or mod folders the user lists), case-insensitively with ``\\`` normalised. A material
+that cannot be found is still made, marked (``source_missing``) and given a flat placeholder colour.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import FormatError
+from ..formats.source.mdl import read_file_bytes
+from ..formats.source.vmt import Vmt, parse_vmt
+from ..formats.source.vtf import UnsupportedTexture, read_vtf_bytes
+from ..paths import resolve
+from .types import ImageRef, MaterialData, SceneData
+
+PLACEHOLDER = (1.0, 0.0, 1.0)  # the engine's own "missing" magenta, so nobody mistakes it for a real colour
+MAX_ALPHATEST_REFERENCE = 1.0
+
+
+@dataclass
+class Finder:
+    roots: list[str]  # game root first, then the user's extra roots
+
+    def find(self, relative: str) -> str | None:
+        for root in self.roots:
+            found = resolve(root, relative)
+            if found:
+                return found
+        return None
+
+    def vmt(self, name: str, folders: list[str]) -> str | None:
+        name = name.replace("\\", "/").strip("/")
+        for folder in [*folders, ""]:
+            folder = folder.replace("\\", "/").strip("/")
+            found = self.find(f"materials/{folder}/{name}.vmt" if folder else f"materials/{name}.vmt")
+            if found:
+                return found
+        return None
+
+    def texture(self, name: str, warnings: list[str], cache: dict[str, ImageRef]) -> ImageRef | None:
+        """A VTF decoded to RGBA (top row first), cached per path; failures are warnings, never errors."""
+        name = name.replace("\\", "/").strip().removesuffix(".vtf")
+        if not name:
+            return None
+        path = self.find(f"materials/{name}.vtf")
+        key = path or name
+        if key in cache:
+            return cache[key]
+        ref = ImageRef(name + ".vtf", path)
+        if path is None:
+            warnings.append(f"texture 'materials/{name}.vtf' was not found")
+        else:
+            try:
+                image = read_vtf_bytes(read_file_bytes(path), path)
+                ref.pixels = image.faces[0]
+            except UnsupportedTexture as exc:
+                warnings.append(f"texture '{os.path.basename(path)}': {exc}")
+            except FormatError as exc:
+                warnings.append(f"texture '{os.path.basename(path)}' could not be read: {exc.reason}")
+        cache[key] = ref
+        return ref
+
+
+def source_material(
+    texture: str, folders: list[str], finder: Finder, scene: SceneData, cache: dict[str, ImageRef]
+) -> MaterialData:
+    name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
+    path = finder.vmt(texture, folders)
+    if path is None:
+        scene.warnings.add(f"material '{texture}' was not found in the model's material folders")
+        return MaterialData(
+            name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
+        )
+    warnings: list[str] = []
+    try:
+        vmt = parse_vmt(read_file_bytes(path), path, lambda include: _read(finder, include))
+    except FormatError as exc:
+        scene.warnings.add(f"material '{texture}' could not be read: {exc.reason}")
+        return MaterialData(
+            name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
+        )
+    material = material_from_vmt(vmt, name, finder, warnings, cache)
+    material.props.update(
+        {"source_texture": texture, "source_vmt": os.path.basename(path), "source_shader": vmt.shader}
+    )
+    for warning in warnings:
+        scene.warnings.add(f"material '{name}': {warning}")
+    return material
+
+
+def _read(finder: Finder, include: str) -> bytes | None:
+    path = finder.find(include.replace("\\", "/"))
+    return read_file_bytes(path) if path else None
+
+
+def material_from_vmt(
+    vmt: Vmt, name: str, finder: Finder, warnings: list[str], cache: dict[str, ImageRef]
+) -> MaterialData:
+    """Principled values for the shader parameters that carry over to EEVEE and Cycles."""
+    material = MaterialData(name=name, base_color=(1.0, 1.0, 1.0))
+    base = vmt.text("$basetexture")
+    material.base_texture = finder.texture(base, warnings, cache) if base else None
+    bump = vmt.text("$bumpmap") or vmt.text("$normalmap")
+    material.normal_texture = finder.texture(bump, warnings, cache) if bump else None
+    tint = vmt.color("$color2") or vmt.color("$color")
+    if tint is not None:
+        material.base_color = tint
+    if vmt.flag("$translucent"):
+        material.use_texture_alpha, material.blend = True, True
+    if vmt.flag("$alphatest"):
+        material.use_texture_alpha = True
+        material.alpha_clip = min(max(vmt.number("$alphatestreference", 0.5) or 0.5, 0.0), MAX_ALPHATEST_REFERENCE)
+    alpha = vmt.number("$alpha")
+    if alpha is not None:
+        material.alpha = float(min(max(alpha, 0.0), 1.0))
+    if vmt.flag("$selfillum"):
+        material.emission_from_texture_alpha = True  # the base texture's alpha masks self-illumination
+        material.emission_strength = 1.0
+        material.emission_color = vmt.color("$selfillumtint") or (1.0, 1.0, 1.0)
+    if vmt.flag("$phong"):
+        exponent = vmt.number("$phongexponent", 5.0) or 5.0
+        material.roughness = float(np.sqrt(np.sqrt(2.0 / (min(max(exponent, 1.0), 150.0) + 2.0))))
+        material.specular_level = float(min(0.5 * (vmt.number("$phongboost", 1.0) or 1.0), 1.0))
+    else:
+        material.roughness, material.specular_level = 0.8, 0.3  # diffuse-looking surfaces without phong
+    material.double_sided = vmt.flag("$nocull")  # Source culls back faces unless told not to
+    return material
+
+
+def add_materials(scene: SceneData, textures: list[str], folders: list[str], roots: list[str]) -> None:
+    finder = Finder([r for r in roots if r])
+    cache: dict[str, ImageRef] = {}
+    for texture in textures:
+        scene.materials.append(source_material(texture, folders, finder, scene, cache))
