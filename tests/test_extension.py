@@ -23,6 +23,10 @@ assert "bl_ext.user_default.io_ms3d_mdl" in {m.__name__ for m in addon_utils.mod
 assert addon_utils.check("bl_ext.user_default.io_ms3d_mdl")[1], "not enabled"
 assert bpy.ops.import_scene.ms3d(filepath=model) == {"FINISHED"}
 assert bpy.ops.import_scene.source_mdl.poll() and bpy.ops.io_ms3d_mdl.source_skin.poll()
+prefs = bpy.context.preferences.addons["bl_ext.user_default.io_ms3d_mdl"].preferences
+prefs.search_roots.add().path = "//games/hl2"
+from bl_ext.user_default.io_ms3d_mdl.io_ms3d_mdl.blender.preferences import search_roots
+print("ROOTS", [r.rstrip("/").split("/")[-2:] for r in search_roots(bpy.context)])
 print("OBJECTS", sorted(o.name for o in bpy.data.collections["house"].objects))
 print("MODULE", sys.modules["bl_ext.user_default.io_ms3d_mdl.io_ms3d_mdl.blender"].__file__)
 """
@@ -64,4 +68,5 @@ def test_zip_installs_enables_and_imports(extension_zip, tmp_path):
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "OBJECTS ['door', 'house', 'roof', 'walls', 'window']" in run.stdout
+    assert "ROOTS [['games', 'hl2']]" in run.stdout  # the material search folders from the add-on's preferences
     assert str(tmp_path / "user") in run.stdout  # loaded from the installed copy, not from the checkout

@@ -225,3 +225,17 @@ def test_cycles_render_shows_the_texture_not_the_placeholder(addon, tmp_path):
     magenta = (lit[:, 0] > 0.6) & (lit[:, 1] < 0.2) & (lit[:, 2] > 0.6)
     assert magenta.mean() < 0.05  # not the missing-material placeholder
     assert lit.std(axis=0).max() > 0.01  # texture detail, not one flat colour
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+def test_textures_can_be_written_as_png_beside_the_blend(addon, tmp_path):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    path = samples_dir() / "source/Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl"
+    bpy.ops.import_scene.source_mdl(filepath=str(path), texture_output="PNG")
+    written = sorted(p.name.lower() for p in (tmp_path / "textures").glob("*.png"))
+    assert written == ["pipesystem01a_skin1.png", "pipesystem01a_skin2.png", "pipesystem01a_skin3.png"]
+    images = [i for i in bpy.data.images if i.name.lower().startswith("pipesystem")]
+    assert len(images) == 3 and all(i.packed_file is None and i.source == "FILE" for i in images)
+    assert sorted(tuple(i.size) for i in images) == [(256, 512), (512, 512), (512, 512)]
+    assert all(i.filepath.startswith("//textures") for i in images)  # relative to the .blend

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, source_switch
+from . import operators, preferences, source_switch
 from .operators import menu_import
 
-CLASSES = operators.CLASSES + source_switch.CLASSES
+CLASSES = preferences.CLASSES + operators.CLASSES + source_switch.CLASSES
 
 
 def register() -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
@@ -54,13 +56,35 @@ class ImageLoader:
         return image
 
 
+_png_folder: list[str | None] = [None]
+
+
+@contextmanager
+def texture_output(folder: str | None) -> Iterator[None]:
+    """While importing, write decoded textures as PNG files into ``folder`` instead of packing them."""
+    _png_folder.append(folder)
+    try:
+        yield
+    finally:
+        _png_folder.pop()
+
+
 def _image_from_pixels(name: str, pixels: np.ndarray) -> bpy.types.Image:
-    """An already decoded texture (e.g. a VTF) as an image packed into the .blend file."""
+    """An already decoded texture (e.g. a VTF) as an image packed into the .blend file, or saved as a PNG."""
     height, width = pixels.shape[:2]
-    image = bpy.data.images.new(name, width, height, alpha=True)
+    image = bpy.data.images.new(os.path.splitext(name)[0] + ".png", width, height, alpha=True)
     flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32) / 255.0  # Blender's rows start at the bottom
     image.pixels.foreach_set(flipped.ravel())
-    image.pack()
+    folder = _png_folder[-1]
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+        image.filepath_raw = os.path.join(folder, image.name)
+        image.file_format = "PNG"
+        image.save()
+        image.source = "FILE"
+        image.filepath = bpy.path.relpath(image.filepath_raw)  # moves with the .blend
+    else:
+        image.pack()
     return image
 
 

@@ -16,6 +16,8 @@ from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
 from ..scene.from_source import INCH, SourceOptions, source_to_scene
 from ..scene.types import SceneData
 from .importer import ImportResult, import_files
+from .material import texture_output
+from .preferences import search_roots
 
 
 class _MultiFileImport(ImportHelper):
@@ -191,6 +193,25 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     import_animations: BoolProperty(  # type: ignore[valid-type]
         name="Animations", description="One action per animation, on NLA tracks (the first one playing)", default=True
     )
+    find_materials: BoolProperty(  # type: ignore[valid-type]
+        name="Materials from Game Files",
+        description="Build materials from the VMT and VTF files under the model's game folder and the folders listed "
+        "in the add-on's preferences",
+        default=True,
+    )
+    texture_output: EnumProperty(  # type: ignore[valid-type]
+        name="Textures",
+        items=(
+            ("PACK", "Pack into .blend", "Decoded textures are packed into the .blend file"),
+            (
+                "PNG",
+                "PNG Files",
+                "Decoded textures are written as PNG files into a 'textures' folder beside the .blend "
+                "(packed when the .blend is not saved yet)",
+            ),
+        ),
+        default="PACK",
+    )
 
     def import_options(self) -> SourceOptions:
         return SourceOptions(
@@ -201,11 +222,18 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             import_hitboxes=self.import_hitboxes,
             armature_for_static_props=self.armature_for_static_props,
             import_animations=self.import_animations,
+            find_materials=self.find_materials,
+            material_roots=search_roots(bpy.context),
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = self.import_options()
-        return self.report_results(import_files(context, self.selected_paths(), lambda p: load_source(p, options)))
+        png_folder = None
+        if self.texture_output == "PNG" and bpy.data.filepath:
+            png_folder = os.path.join(os.path.dirname(bpy.data.filepath), "textures")
+        with texture_output(png_folder):
+            results = import_files(context, self.selected_paths(), lambda p: load_source(p, options))
+        return self.report_results(results)
 
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
@@ -215,6 +243,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         draw_panel(
             self.layout, self, "Armature", ("bone_orientation", "armature_for_static_props", "import_animations")
         )
+        draw_panel(self.layout, self, "Materials", ("find_materials", "texture_output"))
         draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
 
 

@@ -234,17 +234,21 @@ def _decode_dxt(block: bytes, fmt: str, width: int, height: int) -> np.ndarray:
     bits = color[:, 4:8].copy().view("<u4")[:, 0]
     index = (bits[:, None] >> (2 * np.arange(16, dtype=np.uint32))) & 3  # (nb, 16), row-major in the block
     palette = _colors(c0, c1, four_always=fmt in ("DXT3", "DXT5"), transparent=fmt == "DXT1_ONEBITALPHA")
-    pixels = np.take_along_axis(palette, index[:, :, None].astype(np.int64), axis=1)  # (nb, 16, 4)
+    # one gather of whole RGBA pixels (as uint32) from the flattened palettes
+    first = (np.arange(len(blocks), dtype=np.int64) * 4)[:, None]
+    packed = palette.reshape(-1, 4).copy().view(np.uint32).ravel()
+    pixels = packed[first + index].view(np.uint8).reshape(len(blocks), 16, 4).copy()
     if fmt == "DXT3":
         nibbles = blocks[:, :8]
         alpha = np.stack([nibbles & 15, nibbles >> 4], axis=-1).reshape(-1, 16)
         pixels[:, :, 3] = alpha * 17
     elif fmt == "DXT5":
         a0, a1 = blocks[:, 0].astype(np.int32), blocks[:, 1].astype(np.int32)
-        abits = np.zeros(len(blocks), dtype=np.uint64)
-        for k in range(6):
-            abits |= blocks[:, 2 + k].astype(np.uint64) << np.uint64(8 * k)
-        aindex = (abits[:, None] >> (np.uint64(3) * np.arange(16, dtype=np.uint64))) & np.uint64(7)
+        # 48 bits of 3-bit indices, read as two 24-bit halves of eight pixels each (uint32 arithmetic)
+        half = blocks[:, 2:8].astype(np.uint32).reshape(-1, 2, 3)
+        halves = half[:, :, 0] | half[:, :, 1] << 8 | half[:, :, 2] << 16  # (nb, 2)
+        shifts = np.uint32(3) * np.arange(8, dtype=np.uint32)
+        aindex = ((halves[:, :, None] >> shifts) & np.uint32(7)).reshape(-1, 16)
         table = np.empty((len(blocks), 8), dtype=np.int32)
         table[:, 0], table[:, 1] = a0, a1
         eight = (a0 > a1)[:, None]
@@ -254,6 +258,7 @@ def _decode_dxt(block: bytes, fmt: str, width: int, height: int) -> np.ndarray:
         six_table = ((5 - five) * a0[:, None] + five * a1[:, None]) // 5
         table[:, 2:6] = np.where(eight, table[:, 2:6], six_table)
         table[:, 6:8] = np.where(eight, table[:, 6:8], np.array([0, 255]))
-        pixels[:, :, 3] = np.take_along_axis(table, aindex.astype(np.int64), axis=1).astype(np.uint8)
+        rows = (np.arange(len(blocks), dtype=np.int64) * 8)[:, None]
+        pixels[:, :, 3] = table.astype(np.uint8).ravel()[rows + aindex.astype(np.int64)]
     image = pixels.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
     return np.ascontiguousarray(image[:height, :width])
