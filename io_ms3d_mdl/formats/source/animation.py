@@ -157,6 +157,17 @@ def decode_animation(
     return DecodedAnimation(anim.name, anim.fps if anim.fps > 0 else 30.0, delta, rotations, positions, animated)
 
 
+def _value_tracks(cur: Cursor, pointer: int, length: int, scale: np.ndarray, what: str) -> np.ndarray:
+    """The three RLE streams a value pointer names (offsets relative to the pointer; ≤ 0 means the axis is 0),
+    times the bone's per-axis scale; frames are local to the section."""
+    offsets = cur.array_at(np.dtype("<i2"), pointer, 3, f"{what} value offsets")
+    values = np.zeros((length, 3))
+    for axis in range(3):
+        if int(offsets[axis]) > 0:
+            values[:, axis] = rle_track(cur, pointer + int(offsets[axis]), length) * float(scale[axis])
+    return values
+
+
 def _decode_nodes(
     cur: Cursor,
     offset: int,
@@ -189,12 +200,7 @@ def _decode_nodes(
             q = np.broadcast_to(quaternion64(cur.bytes_at(payload, 8, "Quaternion64")), (length, 4))
             payload += 8
         elif flags & ANIMROT:
-            offsets = cur.array_at(np.dtype("<i2"), payload, 3, "rotation value offsets")
-            angles = np.zeros((length, 3))
-            for axis in range(3):
-                if int(offsets[axis]) > 0:
-                    track = rle_track(cur, payload + int(offsets[axis]), length)  # section-local frames
-                    angles[:, axis] = track * float(b["rotscale"][axis])
+            angles = _value_tracks(cur, payload, length, b["rotscale"], "rotation")
             if not node_delta:
                 angles += b["rot"].astype(np.float64)
             q = euler_to_quaternion(angles)
@@ -210,12 +216,7 @@ def _decode_nodes(
         if flags & RAWPOS:
             positions[frames, bone] = half_to_float(np.frombuffer(cur.bytes_at(payload, 6, "Vector48"), "<u2"))
         elif flags & ANIMPOS:
-            offsets = cur.array_at(np.dtype("<i2"), payload, 3, "position value offsets")
-            pos = np.zeros((length, 3))
-            for axis in range(3):
-                if int(offsets[axis]) > 0:
-                    track = rle_track(cur, payload + int(offsets[axis]), length)  # section-local frames
-                    pos[:, axis] = track * float(b["posscale"][axis])
+            pos = _value_tracks(cur, payload, length, b["posscale"], "position")
             positions[frames, bone] = pos if node_delta else pos + b["pos"].astype(np.float64)
         else:
             positions[frames, bone] = 0.0 if node_delta else b["pos"].astype(np.float64)
