@@ -1,0 +1,61 @@
+"""scripts/batch_import.py with the bpy wheel: folders, outputs, workers, failures, the JSON report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import EXAMPLE, ROOT, bpy
+from source_writer import character_spec, write_source
+
+pytestmark = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+SCRIPT = ROOT / "scripts" / "batch_import.py"
+
+
+def models(tmp_path):
+    folder = tmp_path / "in"
+    (folder / "nested").mkdir(parents=True)
+    shutil.copy(EXAMPLE, folder / "house.ms3d")
+    write_source(character_spec(), folder / "nested" / "models", "guy")
+    (folder / "broken.MS3D").write_bytes(b"MS3D000000\x04\0\0\0\xff\xff")  # truncated, and an upper-case extension
+    return folder
+
+
+def run(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_folder_to_blend_files(tmp_path, jobs):
+    out = tmp_path / "out"
+    result = run(models(tmp_path), "-o", out, "--jobs", jobs)
+    assert result.returncode == 1  # one file failed
+    report = json.loads((out / "report.json").read_text())
+    by_name = {r["file"].rsplit("/", 1)[-1]: r for r in report["files"]}
+    assert set(by_name) == {"house.ms3d", "guy.mdl", "broken.MS3D"}
+    assert by_name["house.ms3d"]["status"] == "ok" and by_name["house.ms3d"]["triangles"] == 18
+    assert by_name["guy.mdl"]["bones"] == 2 and by_name["guy.mdl"]["objects"] > 0
+    assert by_name["broken.MS3D"]["status"] == "failed" and "file ends inside" in by_name["broken.MS3D"]["error"]
+    assert sorted(p.name for p in out.glob("*.blend")) == ["guy.blend", "house.blend"]
+    assert "[3/3]" in result.stderr and "2 of 3 files converted" in result.stdout
+
+
+def test_glb_and_single_blend(tmp_path):
+    folder = models(tmp_path)
+    (folder / "broken.MS3D").unlink()
+    glb = run(folder, "-o", tmp_path / "glb", "--format", "glb")
+    assert glb.returncode == 0, glb.stdout + glb.stderr
+    assert sorted(p.name for p in (tmp_path / "glb").glob("*.glb")) == ["guy.glb", "house.glb"]
+    assert (tmp_path / "glb" / "house.glb").read_bytes()[:4] == b"glTF"
+    single = run(folder, "-o", tmp_path / "one", "--single", tmp_path / "all.blend")
+    assert single.returncode == 0, single.stdout + single.stderr
+    assert (tmp_path / "all.blend").stat().st_size > 0 and not list((tmp_path / "one").glob("*.blend"))
+
+
+def test_nothing_to_do(tmp_path):
+    assert run(tmp_path, "-o", tmp_path / "out").returncode == 1
