@@ -151,3 +151,37 @@ def test_source_axes_rest_pose_equals_inverse_pose_to_bone(blender):
         expected[:3] = mdl.bones["posetobone"][i]
         got = np.array(arm.data.bones[name].matrix_local)
         np.testing.assert_allclose(got, np.linalg.inv(expected), atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "module, function",
+    [
+        ("scene_builder", "build_mesh"),
+        ("scene_builder", "build_material"),
+        ("scene_builder", "build_armature"),
+        ("scene_builder", "apply_skin"),
+        ("scene_builder", "_shape_keys"),
+        ("scene_builder", "_build_empties"),
+        ("scene_builder", "build_action"),
+        ("scene_builder", "stash_actions"),
+        ("material", "_image_from_pixels"),
+    ],
+)
+def test_a_failure_at_any_source_build_stage_leaves_nothing(blender, monkeypatch, module, function):
+    """Atomic imports: whatever stage fails, every datablock the import created is removed again."""
+    bpy = blender
+    import importlib
+
+    target = importlib.import_module(f"io_ms3d_mdl.blender.{module}")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError(f"injected failure in {function}")
+
+    monkeypatch.setattr(target, function, boom)
+    before = datablock_counts()
+    path = samples_dir() / "source/GoodFishMan__mercenaries/models/player/scout.mdl"  # flexes, eyes, anims
+    if function == "_image_from_pixels":
+        path = samples_dir() / "source/Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl"
+    with pytest.raises(RuntimeError, match=f"injected failure in {function}"):
+        bpy.ops.import_scene.source_mdl(filepath=str(path))
+    assert datablock_counts() == before

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
 from .axes import axis_conversion_matrix, transform_points
+from .finite import replace_non_finite
 from .ms3d_armature import build_action, build_skeleton, parse_clips
 from .ms3d_rig import effective_fps, hierarchy, skin_weights
 from .texture_search import find_texture
@@ -105,6 +106,7 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
         scene.warnings.add("the model has no usable triangles; only an empty collection was made")
     if model.joints:
         _add_rig(model, scene, matrix, options, stem)
+    replace_non_finite(scene)
     return scene
 
 

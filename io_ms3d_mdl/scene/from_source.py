@@ -18,6 +18,7 @@ from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ..paths import game_root
 from .bones import bone_frames, unique_names
+from .finite import replace_non_finite
 from .rotations import compose, quaternion_to_matrix
 from .source_animation import add_source_animations
 from .source_flex import add_shape_keys
@@ -91,6 +92,7 @@ def source_to_scene(
         _eyeballs(mdl, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
+    replace_non_finite(scene)
     return scene
 
 
@@ -185,6 +187,9 @@ def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions
             if model.num_vertices == 0:
                 continue
             lods = vtx.body_parts[b][m]
+            if not lods:
+                scene.warnings.add(f"'{option.name}': the .vtx file has no levels of detail for it; not imported")
+                continue
             wanted = range(len(lods)) if options.lod < 0 else [min(options.lod, len(lods) - 1)]
             for k in wanted:
                 obj = _model_object(

@@ -282,10 +282,15 @@ def _cd_materials(cur: Cursor, header: np.ndarray) -> list[str]:
     return [cur.string_at(int(o), "material folder") for o in offsets]  # these offsets are file-relative
 
 
+MAX_SKIN_FAMILIES = 32
+
+
 def _skins(cur: Cursor, header: np.ndarray) -> np.ndarray:
     families, refs = int(header["numskinfamilies"]), int(header["numskinref"])
     if families <= 0 or refs <= 0:
-        return np.zeros((max(families, 0), max(refs, 0)), dtype=np.int16)
+        # Animation-only models say one family of no columns. Zero-byte rows escape the size check, so a corrupt
+        # count is capped at studiomdl's MAXSTUDIOSKINS: empty rows carry nothing, but millions cost memory.
+        return np.zeros((min(max(families, 0), MAX_SKIN_FAMILIES), max(refs, 0)), dtype=np.int16)
     return cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table").reshape(
         families, refs
     )

@@ -1,0 +1,187 @@
+"""Seeded mutation fuzzing shared by the suite and ``scripts/fuzz.py``: one mutation engine, one oracle per format.
+
+A *case* is a dict of named file parts (``{"mdl": ..., "vvd": ..., "vtx": ...}``); one part is mutated and the
+format's oracle reads and converts the whole set. The oracle may only ever raise the project's ``FormatError``
+(textures may also say ``UnsupportedTexture``); anything else is a bug.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from io_ms3d_mdl.scene.types import SceneData
+
+Parts = dict[str, bytes]
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    """Truncation, bit flips, count inflation, 32-bit corruption (offsets, lengths, NaN/inf) or a spliced block."""
+    out = bytearray(data)
+    if not out:
+        return bytes(rng.randbytes(rng.randrange(64)))
+    kind = rng.randrange(5)
+    if kind == 0:
+        return bytes(out[: rng.randrange(len(out))])
+    if kind == 1:
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(out))
+            out[i] ^= 1 << rng.randrange(8)
+    elif kind == 2:  # 16-bit counts (MS3D, VTX strip indices)
+        i = rng.randrange(max(1, len(out) - 2))
+        out[i : i + 2] = rng.choice([b"\xff\xff", b"\x00\x80", b"\xff\x7f", b"\x01\x01"])
+    elif kind == 3:  # 32-bit counts, offsets, floats
+        i = rng.randrange(max(1, len(out) - 4))
+        out[i : i + 4] = rng.choice(
+            [b"\xff\xff\xff\x7f", b"\x00\x00\x00\x80", b"\x00\x00\xc0\x7f", b"\x00\x00\x80\x7f", rng.randbytes(4)]
+        )
+    else:
+        a, b = sorted(rng.randrange(len(out)) for _ in range(2))
+        c = rng.randrange(len(out))
+        out[c : c + (b - a)] = out[a:b]
+    return bytes(out)
+
+
+def mutate_case(parts: Parts, rng: random.Random) -> Parts:
+    which = rng.choice(sorted(parts))
+    return dict(parts, **{which: mutate(parts[which], rng)})
+
+
+# --- oracles ------------------------------------------------------------------------------------------------------
+
+
+def check_ms3d(parts: Parts) -> SceneData:
+    from io_ms3d_mdl.formats.ms3d import read_ms3d_bytes
+    from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions, ms3d_to_scene
+
+    return ms3d_to_scene(read_ms3d_bytes(parts["ms3d"], "mutant.ms3d"), Ms3dOptions(find_textures=False))
+
+
+def check_source(parts: Parts) -> SceneData:
+    from io_ms3d_mdl.formats.source import read_mdl_bytes, read_vtx_bytes, read_vvd_bytes
+    from io_ms3d_mdl.formats.source.includes import Included
+    from io_ms3d_mdl.scene.from_source import source_to_scene
+
+    mdl = read_mdl_bytes(parts["mdl"], "mutant.mdl")
+    vvd = read_vvd_bytes(parts["vvd"], "mutant.vvd") if "vvd" in parts else None
+    vtx = read_vtx_bytes(parts["vtx"], "mutant.vtx") if "vtx" in parts else None
+    ani = (parts["ani"], "mutant.ani") if "ani" in parts else None
+    includes = [Included("inc.mdl", read_mdl_bytes(parts["include"], "inc.mdl"), None)] if "include" in parts else []
+    return source_to_scene(mdl, vvd, vtx, ani=ani, includes=includes)
+
+
+def check_vtf(parts: Parts) -> None:
+    from io_ms3d_mdl.formats.source.vtf import read_vtf_bytes
+
+    read_vtf_bytes(parts["vtf"], "mutant.vtf")
+
+
+def check_vmt(parts: Parts) -> None:
+    from io_ms3d_mdl.formats.source.vmt import parse_vmt
+
+    parse_vmt(parts["vmt"], "mutant.vmt", lambda name: parts.get("base"))
+
+
+def expected_errors() -> tuple[type[Exception], ...]:
+    from io_ms3d_mdl.errors import FormatError
+    from io_ms3d_mdl.formats.source.vtf import UnsupportedTexture
+
+    return (FormatError, UnsupportedTexture)
+
+
+def non_finite(scene: SceneData) -> list[str]:
+    """Where a converted scene still holds NaN or infinity (the builders must never see one)."""
+    arrays = [(f"{o.name}.{k}", getattr(o.mesh, k)) for o in scene.objects for k in ("positions", "uvs", "normals")]
+    arrays += [(f"{o.name}.weights", o.skin.weights) for o in scene.objects if o.skin is not None]
+    arrays += [(e.name, e.matrix) for e in scene.empties]
+    arrays += [(b.name, b.matrix) for b in (scene.skeleton.bones if scene.skeleton else [])]
+    for a in scene.actions:
+        arrays += [(a.name, x) for c in a.channels for x in (c.rotations, c.locations, c.rotation_frames)]
+    return [name for name, x in arrays if x is not None and not np.isfinite(x).all()]
+
+
+def run_case(oracle: Callable[[Parts], SceneData | None], parts: Parts) -> str | None:
+    """None when the case passed (read cleanly or refused with a format error); else what went wrong."""
+    try:
+        with np.errstate(all="ignore"):  # corrupt floats overflow on the way; the scene is checked below
+            scene = oracle(parts)
+    except expected_errors():
+        return None
+    except Exception as exc:  # catching everything is the point
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
+    bad = non_finite(scene) if scene is not None else []
+    return f"non-finite values reached the scene: {bad[:3]}" if bad else None
+
+
+# --- seeds --------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Seed:
+    name: str
+    oracle: Callable[[Parts], None]
+    parts: Parts
+
+
+def _read(root: Path, **names: str) -> Parts:
+    return {key: (root / name).read_bytes() for key, name in names.items()}
+
+
+def synthetic_seeds() -> list[Seed]:
+    from ms3d_writer import write_ms3d
+    from source_writer import SAnimation, SNode, character_spec, write_mdl, write_vtx, write_vvd
+    from test_ms3d_reader import full_spec
+    from test_ms3d_rig import arm_spec
+
+    turn = ("rle", [[0] * 40, [0] * 40, list(range(0, 400, 10))])
+    spec = character_spec(
+        strip_header=33,
+        shuffle_with_fixups=True,
+        animations=[
+            SAnimation("walk", 40, [SNode(1, turn, ("v48", (1.0, 2.0, 3.0)))], section_frames=16),
+            SAnimation("raw", 2, [SNode(0, ("q64", (1.0, 0.0, 0.0, 0.0)), None)], delta=True),
+        ],
+    )
+    spec.body_parts[0].models[0].meshes[0].strip_groups = 2
+    return [
+        Seed("synthetic arm.ms3d", check_ms3d, {"ms3d": write_ms3d(arm_spec())}),
+        Seed("synthetic full.ms3d", check_ms3d, {"ms3d": write_ms3d(full_spec(3))}),
+        Seed(
+            "synthetic character.mdl",
+            check_source,
+            {"mdl": write_mdl(spec), "vvd": write_vvd(spec), "vtx": write_vtx(spec)},
+        ),
+    ]
+
+
+def sample_seeds(samples: Path) -> list[Seed]:
+    """Small real files, chosen so every reader and both VTX strip-group sizes are exercised."""
+    ms3d, src = samples / "ms3d", samples / "source"
+    seeds = [
+        Seed(name, check_ms3d, _read(ms3d, ms3d=name))
+        for name in (
+            "akadjoker__H3DView/media/bones2.ms3d",
+            "assimp__assimp/twospheres_withmats.ms3d",
+            "soulsheng__ms3d-render/Model.ms3d",
+        )
+    ]
+    for stem, vtx in (
+        ("FJH03__CSCZS_GameData/models/shells/shell_9mm", "shell_9mm"),  # 33-byte strip groups
+        ("Dynamic-src__Highpoly-Src-Props/models/props_junk/pushcart01a", "PushCart01a"),  # 25-byte strip groups
+        ("siobhan-saoirse__l4d-nextbots/models/ghostanim", "ghostanim"),  # bones and animations inside the .mdl
+    ):
+        vtx_path = f"{stem.rsplit('/', 1)[0]}/{vtx}.dx90.vtx"  # the sample keeps the modder's spelling
+        seeds.append(Seed(stem + ".mdl", check_source, _read(src, mdl=stem + ".mdl", vvd=stem + ".vvd", vtx=vtx_path)))
+    postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
+    seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))
+    textures = sorted(src.rglob("*.vtf"), key=lambda p: p.stat().st_size)[:3]
+    seeds += [Seed(str(p.relative_to(src)), check_vtf, {"vtf": p.read_bytes()}) for p in textures]
+    seeds += [
+        Seed(str(p.relative_to(src)), check_vmt, {"vmt": p.read_bytes(), "base": b'"VertexLitGeneric" { }'})
+        for p in sorted(src.rglob("*.vmt"))[:4]
+    ]
+    return seeds
