@@ -59,3 +59,12 @@ def test_glb_and_single_blend(tmp_path):
 
 def test_nothing_to_do(tmp_path):
     assert run(tmp_path, "-o", tmp_path / "out").returncode == 1
+
+
+def test_arguments_after_a_double_dash_as_blender_passes_them(tmp_path):
+    """``blender --background --python batch_import.py -- ARGS``: only what follows ``--`` is ours."""
+    folder = models(tmp_path)
+    (folder / "broken.MS3D").unlink()
+    result = run("--", folder / "house.ms3d", "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [p.name for p in (tmp_path / "out").glob("*.blend")] == ["house.blend"]
