@@ -130,3 +130,20 @@ def test_a_skin_family_count_over_zero_references_allocates_nothing():
     header["numskinfamilies"], header["numskinref"] = 281_477_692, 0
     data[: STUDIOHDR.itemsize] = header.tobytes()
     assert read_mdl_bytes(bytes(data), "m.mdl").skins.shape == (32, 0)
+
+
+def test_the_fuzz_script_reports_a_case_over_its_time_bound(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    options = ["--cases", "3", "--case-seconds", "0.000001", "--format", "mdl", "--samples", str(tmp_path / "none")]
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fuzz.py"), *options, "--out", str(tmp_path / "findings")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert (tmp_path / "findings" / "findings.txt").read_text().count("took longer than") == 3
