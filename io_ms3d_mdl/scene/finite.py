@@ -55,4 +55,7 @@ def replace_non_finite(scene: SceneData) -> None:
             count += _zero_non_finite(ch.rotation_frames) + _zero_non_finite(ch.location_frames)
             count += _quaternions(ch.rotations) + _zero_non_finite(ch.locations)
     if count:
-        scene.warnings.add(f"{count} values in the file were not finite numbers (NaN or infinity); replaced by 0")
+        scene.warnings.add(
+            f"{count} values in the file were not finite numbers (NaN or infinity); replaced by 0 "
+            "(rotations and matrices by the identity)"
+        )
