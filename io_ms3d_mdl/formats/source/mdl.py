@@ -7,6 +7,7 @@ file size before it is followed, and every count against the bytes its records w
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -153,19 +154,25 @@ def _records(
     return cur.array_at(dtype, base + index, count, what)
 
 
+def _records_at(
+    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, owner_off: int = 0
+) -> Iterator[tuple[int, np.void]]:
+    """Each record with its own file offset: names and nested lists are stored relative to the record."""
+    records = _records(cur, owner, count_field, index_field, dtype, what, owner_off)
+    first = owner_off + int(owner[index_field])
+    return ((first + i * dtype.itemsize, r) for i, r in enumerate(records))
+
+
 def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
     parts = []
-    bp_base = int(header["bodypartindex"])
-    for b, bp in enumerate(_records(cur, header, "numbodyparts", "bodypartindex", S.BODYPART, "body parts")):
-        bp_off = bp_base + b * S.BODYPART.itemsize
+    for b, (bp_off, bp) in enumerate(
+        _records_at(cur, header, "numbodyparts", "bodypartindex", S.BODYPART, "body parts")
+    ):
         name = cur.string_at(_rel(cur, bp_off, bp["sznameindex"]), f"name of body part {b}")
         models = []
-        m_base = bp_off + int(bp["modelindex"])
-        for m, rec in enumerate(
-            _records(cur, bp, "nummodels", "modelindex", S.MODEL, f"models of body part '{name}'", bp_off)
+        for m, (m_off, rec) in enumerate(
+            _records_at(cur, bp, "nummodels", "modelindex", S.MODEL, f"models of body part '{name}'", bp_off)
         ):
-            m_off = m_base + m * S.MODEL.itemsize
-            me_base = m_off + int(rec["meshindex"])
             meshes = [
                 MdlMesh(
                     int(r["material"]),
@@ -175,10 +182,10 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
                     int(r["materialparam"]),
                     int(r["numflexes"]),
                     r["numlodvertexes"].copy(),
-                    _flexes(cur, me_base + i * S.MESH.itemsize, r),
+                    _flexes(cur, me_off, r),
                 )
-                for i, r in enumerate(
-                    _records(cur, rec, "nummeshes", "meshindex", S.MESH, f"meshes of model {m} in '{name}'", m_off)
+                for me_off, r in _records_at(
+                    cur, rec, "nummeshes", "meshindex", S.MESH, f"meshes of model {m} in '{name}'", m_off
                 )
             ]
             if int(rec["vertexindex"]) % S.VERTEX_SIZE:
@@ -202,10 +209,7 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
 def _flexes(cur: Cursor, mesh_off: int, mesh: np.ndarray) -> list[MdlFlex]:
     """A mesh's flexes: fp16 deltas per vertex (notes §1.8), 16- or 18-byte records by ``vertanimtype``."""
     out = []
-    records = _records(cur, mesh, "numflexes", "flexindex", S.FLEX, "flexes", mesh_off)
-    base = mesh_off + int(mesh["flexindex"])
-    for k, flex in enumerate(records):
-        off = base + k * S.FLEX.itemsize
+    for off, flex in _records_at(cur, mesh, "numflexes", "flexindex", S.FLEX, "flexes", mesh_off):
         dtype = S.VERTANIM_WRINKLE if int(flex["vertanimtype"]) == 1 else S.VERTANIM
         verts = _records(cur, flex, "numverts", "vertindex", dtype, "flex vertices", off)
         if len(verts) and int(verts["index"].max()) >= int(mesh["numvertices"]):
@@ -225,25 +229,22 @@ def _flexes(cur: Cursor, mesh_off: int, mesh: np.ndarray) -> list[MdlFlex]:
 
 
 def _eyeballs(cur: Cursor, model_off: int, model: np.ndarray) -> list[MdlEyeball]:
-    base = model_off + int(model["eyeballindex"])
     return [
         MdlEyeball(
-            cur.string_at(_rel(cur, base + i * S.EYEBALL.itemsize, e["sznameindex"]), "eyeball name", optional=True),
+            cur.string_at(_rel(cur, off, e["sznameindex"]), "eyeball name", optional=True),
             int(e["bone"]),
             e["org"].astype(np.float64),
             float(e["radius"]),
         )
-        for i, e in enumerate(_records(cur, model, "numeyeballs", "eyeballindex", S.EYEBALL, "eyeballs", model_off))
+        for off, e in _records_at(cur, model, "numeyeballs", "eyeballindex", S.EYEBALL, "eyeballs", model_off)
     ]
 
 
 def _flex_controllers(cur: Cursor, header: np.ndarray) -> list[tuple[str, str, float, float]]:
-    base = int(header["flexcontrollerindex"])
     out = []
-    for i, c in enumerate(
-        _records(cur, header, "numflexcontrollers", "flexcontrollerindex", S.FLEXCONTROLLER, "flex controllers")
+    for off, c in _records_at(
+        cur, header, "numflexcontrollers", "flexcontrollerindex", S.FLEXCONTROLLER, "flex controllers"
     ):
-        off = base + i * S.FLEXCONTROLLER.itemsize
         out.append(
             (
                 cur.string_at(_rel(cur, off, c["sznameindex"]), "controller name"),
@@ -256,10 +257,8 @@ def _flex_controllers(cur: Cursor, header: np.ndarray) -> list[tuple[str, str, f
 
 
 def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
-    base = int(header["flexruleindex"])
     out = []
-    for i, r in enumerate(_records(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules")):
-        off = base + i * S.FLEXRULE.itemsize
+    for off, r in _records_at(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules"):
         ops = _records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
         program = [
             (int(o), float(v.view("<f4")) if int(o) == 1 else int(v))
@@ -270,10 +269,9 @@ def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
 
 
 def _textures(cur: Cursor, header: np.ndarray) -> list[str]:
-    base = int(header["textureindex"])
     return [
-        cur.string_at(_rel(cur, base + i * S.TEXTURE.itemsize, t["sznameindex"]), "texture name")
-        for i, t in enumerate(_records(cur, header, "numtextures", "textureindex", S.TEXTURE, "textures"))
+        cur.string_at(_rel(cur, off, t["sznameindex"]), "texture name")
+        for off, t in _records_at(cur, header, "numtextures", "textureindex", S.TEXTURE, "textures")
     ]
 
 
@@ -297,56 +295,45 @@ def _skins(cur: Cursor, header: np.ndarray) -> np.ndarray:
 
 
 def _attachments(cur: Cursor, header: np.ndarray, num_bones: int) -> list[MdlAttachment]:
-    base = int(header["localattachmentindex"])
     out = []
-    for i, a in enumerate(
-        _records(cur, header, "numlocalattachments", "localattachmentindex", S.ATTACHMENT, "attachments")
-    ):
-        name = cur.string_at(_rel(cur, base + i * S.ATTACHMENT.itemsize, a["sznameindex"]), "attachment name")
+    for off, a in _records_at(cur, header, "numlocalattachments", "localattachmentindex", S.ATTACHMENT, "attachments"):
+        name = cur.string_at(_rel(cur, off, a["sznameindex"]), "attachment name")
         bone = int(a["localbone"])
         if not -1 <= bone < num_bones:
-            cur_err = f"attachment '{name}' names bone {bone} but the model has {num_bones} bones"
-            raise cur.error(cur_err, base + i * S.ATTACHMENT.itemsize + 8)
+            raise cur.error(f"attachment '{name}' names bone {bone} but the model has {num_bones} bones", off + 8)
         out.append(MdlAttachment(name, bone, a["local"].astype(np.float64), int(a["flags"])))
     return out
 
 
 def _hitbox_sets(cur: Cursor, header: np.ndarray) -> dict[str, list[MdlHitbox]]:
-    base = int(header["hitboxsetindex"])
     out: dict[str, list[MdlHitbox]] = {}
-    for i, hs in enumerate(_records(cur, header, "numhitboxsets", "hitboxsetindex", S.HITBOXSET, "hitbox sets")):
-        hs_off = base + i * S.HITBOXSET.itemsize
+    for i, (hs_off, hs) in enumerate(
+        _records_at(cur, header, "numhitboxsets", "hitboxsetindex", S.HITBOXSET, "hitbox sets")
+    ):
         name = cur.string_at(_rel(cur, hs_off, hs["sznameindex"]), "hitbox set name") or f"set{i}"
-        boxes = _records(cur, hs, "numhitboxes", "hitboxindex", S.BBOX, f"hitboxes of '{name}'", hs_off)
-        b_base = hs_off + int(hs["hitboxindex"])
         out[name] = [
             MdlHitbox(
                 int(b["bone"]),
                 int(b["group"]),
                 b["bbmin"].copy(),
                 b["bbmax"].copy(),
-                cur.string_at(
-                    _rel(cur, b_base + k * S.BBOX.itemsize, b["szhitboxnameindex"]), "hitbox name", optional=True
-                ),
+                cur.string_at(_rel(cur, b_off, b["szhitboxnameindex"]), "hitbox name", optional=True),
             )
-            for k, b in enumerate(boxes)
+            for b_off, b in _records_at(cur, hs, "numhitboxes", "hitboxindex", S.BBOX, f"hitboxes of '{name}'", hs_off)
         ]
     return out
 
 
 def _includes(cur: Cursor, header: np.ndarray) -> list[str]:
-    base = int(header["includemodelindex"])
     return [
-        cur.string_at(_rel(cur, base + i * S.MODELGROUP.itemsize, g["sznameindex"]), "included model name")
-        for i, g in enumerate(_records(cur, header, "numincludemodels", "includemodelindex", S.MODELGROUP, "includes"))
+        cur.string_at(_rel(cur, off, g["sznameindex"]), "included model name")
+        for off, g in _records_at(cur, header, "numincludemodels", "includemodelindex", S.MODELGROUP, "includes")
     ]
 
 
 def _animations(cur: Cursor, header: np.ndarray) -> list[MdlAnimation]:
-    base = int(header["localanimindex"])
     out = []
-    for i, a in enumerate(_records(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations")):
-        off = base + i * S.ANIMDESC.itemsize
+    for off, a in _records_at(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations"):
         out.append(
             MdlAnimation(
                 cur.string_at(_rel(cur, off, a["sznameindex"]), "animation name"),
