@@ -92,6 +92,13 @@ class Cursor:
             )
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).copy()
 
+    def records_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> Iterator[tuple[int, np.void]]:
+        """Like ``array_at``, each record with its own offset: formats store names and nested lists relative to
+        the record that points at them."""
+        records = self.array_at(dtype, offset, count, what)
+        size = records.dtype.itemsize
+        return ((offset + i * size, r) for i, r in enumerate(records))
+
     def bytes_at(self, offset: int, nbytes: int, what: str) -> bytes:
         if offset < 0 or offset + nbytes > self.size:
             raise self.error(

@@ -143,24 +143,29 @@ def _rel(cur: Cursor, base: int, offset: int | np.integer) -> int:
     return base + offset if offset else 0
 
 
-def _records(
-    cur: Cursor, header: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, base: int = 0
-) -> np.ndarray:
-    count, index = int(header[count_field]), int(header[index_field])
-    if count == 0:
-        return np.zeros(0, dtype=dtype)
+def _table(
+    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, what: str, owner_off: int
+) -> tuple[int, int]:
+    """(offset, count) of a table its owner points at; the offset of an empty table is never looked at."""
+    count = int(owner[count_field])
     if count < 0:
         raise cur.error(f"negative {what} count {count}")
-    return cur.array_at(dtype, base + index, count, what)
+    return owner_off + int(owner[index_field]), count
+
+
+def _records(
+    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, owner_off: int = 0
+) -> np.ndarray:
+    offset, count = _table(cur, owner, count_field, index_field, what, owner_off)
+    return cur.array_at(dtype, offset, count, what) if count else np.zeros(0, dtype=dtype)
 
 
 def _records_at(
     cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, owner_off: int = 0
 ) -> Iterator[tuple[int, np.void]]:
-    """Each record with its own file offset: names and nested lists are stored relative to the record."""
-    records = _records(cur, owner, count_field, index_field, dtype, what, owner_off)
-    first = owner_off + int(owner[index_field])
-    return ((first + i * dtype.itemsize, r) for i, r in enumerate(records))
+    """``_records``, each with its own file offset."""
+    offset, count = _table(cur, owner, count_field, index_field, what, owner_off)
+    return cur.records_at(dtype, offset, count, what) if count else iter(())
 
 
 def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:

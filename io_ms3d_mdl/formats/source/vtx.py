@@ -68,25 +68,21 @@ def _walk(cur: Cursor, header: np.ndarray, size: int) -> list[list[list[VtxLod]]
     sg_dtype, strip_dtype = S.VTX_STRIPGROUP[size], S.VTX_STRIP[size]
     parts = []
     bp_base = int(header["bodypartoffset"])
-    for b, bp in enumerate(cur.array_at(S.VTX_BODYPART, bp_base, _count(cur, header["numbodyparts"]), "body parts")):
-        bp_off = bp_base + b * S.VTX_BODYPART.itemsize
+    for bp_off, bp in cur.records_at(S.VTX_BODYPART, bp_base, _count(cur, header["numbodyparts"]), "body parts"):
         models = []
         m_base = bp_off + int(bp["modeloffset"])
-        for m, model in enumerate(cur.array_at(S.VTX_MODEL, m_base, _count(cur, bp["nummodels"]), "models")):
-            m_off = m_base + m * S.VTX_MODEL.itemsize
+        for m_off, model in cur.records_at(S.VTX_MODEL, m_base, _count(cur, bp["nummodels"]), "models"):
             lods = []
             l_base = m_off + int(model["lodoffset"])
-            for k, lod in enumerate(cur.array_at(S.VTX_LOD, l_base, _count(cur, model["numlods"]), "LODs")):
-                l_off = l_base + k * S.VTX_LOD.itemsize
+            for l_off, lod in cur.records_at(S.VTX_LOD, l_base, _count(cur, model["numlods"]), "LODs"):
                 meshes = []
                 me_base = l_off + int(lod["meshoffset"])
-                for i, mesh in enumerate(cur.array_at(S.VTX_MESH, me_base, _count(cur, lod["nummeshes"]), "meshes")):
-                    me_off = me_base + i * S.VTX_MESH.itemsize
+                for me_off, mesh in cur.records_at(S.VTX_MESH, me_base, _count(cur, lod["nummeshes"]), "meshes"):
                     sg_base = me_off + int(mesh["stripgroupheaderoffset"])
-                    groups = cur.array_at(sg_dtype, sg_base, _count(cur, mesh["numstripgroups"]), "strip groups")
+                    groups = cur.records_at(sg_dtype, sg_base, _count(cur, mesh["numstripgroups"]), "strip groups")
                     meshes.append(
                         VtxMesh(
-                            [_strip_group(cur, sg_base + g * size, sg, strip_dtype) for g, sg in enumerate(groups)],
+                            [_strip_group(cur, g_off, sg, strip_dtype) for g_off, sg in groups],
                             int(mesh["flags"]),
                         )
                     )
