@@ -247,26 +247,26 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
 
 
-class IO_FH_source_mdl(bpy.types.FileHandler):
+class _DropOnViewport:
+    """Both file handlers accept files dropped on the 3D Viewport (and the Outliner), as Blender's own do."""
+
+    @classmethod
+    def poll_drop(cls, context: bpy.types.Context) -> bool:
+        return poll_file_object_drop(context)
+
+
+class IO_FH_source_mdl(bpy.types.FileHandler, _DropOnViewport):
     bl_idname = "IO_FH_source_mdl"
     bl_label = "Source Model"
     bl_import_operator = "import_scene.source_mdl"
     bl_file_extensions = ".mdl"
 
-    @classmethod
-    def poll_drop(cls, context: bpy.types.Context) -> bool:
-        return poll_file_object_drop(context)
 
-
-class IO_FH_ms3d(bpy.types.FileHandler):
+class IO_FH_ms3d(bpy.types.FileHandler, _DropOnViewport):
     bl_idname = "IO_FH_ms3d"
     bl_label = "MilkShape 3D"
     bl_import_operator = "import_scene.ms3d"
     bl_file_extensions = ".ms3d"
-
-    @classmethod
-    def poll_drop(cls, context: bpy.types.Context) -> bool:
-        return poll_file_object_drop(context)
 
 
 def menu_import(self: bpy.types.Menu, context: bpy.types.Context) -> None:
