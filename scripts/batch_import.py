@@ -12,7 +12,6 @@ is 1 when any file failed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import queue
@@ -23,6 +22,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))  # Blender's --python does not put the script's folder on the path
+
+from addon_entry import load_addon  # noqa: E402 - after the path set-up
+
 EXTENSIONS = {".ms3d", ".mdl"}
 
 
@@ -46,16 +49,6 @@ def output_name(path: Path, inputs: list[Path], extension: str) -> str:
 
 
 # --- the Blender side: runs in a worker (or in the only process) ---------------------------------------------
-
-
-def load_addon():
-    spec = importlib.util.spec_from_file_location(
-        "io_ms3d_mdl_addon", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def convert(

@@ -198,13 +198,9 @@ def _fcurves(action: object) -> list:
 
 def bench_import(files: list[Path], runs: int, workdir: Path) -> list[tuple[str, int, str, float, float]]:
     import bpy
+    from addon_entry import load_addon
 
-    spec = importlib.util.spec_from_file_location(
-        "io_ms3d_mdl_addon", ROOT / "__init__.py", submodule_search_locations=[str(ROOT)]
-    )
-    addon = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = addon
-    spec.loader.exec_module(addon)
+    addon = load_addon()
     addon.register()
     try:
 
@@ -334,6 +330,16 @@ def bench_vtf(paths: list[Path], runs: int) -> tuple[int, float, float]:
     return len(blobs), pixels / a / 1e6, pixels / b / 1e6
 
 
+def keys_table(what: str, measured: tuple[int, float, float]) -> list[str]:
+    keys, ours, baseline = measured
+    return [
+        f"\n### Keyframes: {what}, ours vs one `keyframe_insert` per key\n",
+        "| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |",
+        "|---:|---:|---:|---:|",
+        f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |",
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -402,13 +408,7 @@ def main() -> int:
             ]
         dwarf = SAMPLES / "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
         if dwarf.is_file():
-            keys, ours, baseline = bench_keys(dwarf, max(3, args.runs // 3))
-            out += [
-                "\n### Keyframes: dwarf.ms3d's action (44 bones), ours vs one `keyframe_insert` per key\n",
-                "| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |",
-                "|---:|---:|---:|---:|",
-                f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |",
-            ]
+            out += keys_table("dwarf.ms3d's action (44 bones)", bench_keys(dwarf, max(3, args.runs // 3)))
         anims = [
             SAMPLES / "source" / r
             for r in (
@@ -427,12 +427,7 @@ def main() -> int:
             ]
             postures = anims[1]
             keys, ours, baseline = bench_keys(postures, max(3, args.runs // 3))
-            out += [
-                "\n### Keyframes: male_postures.mdl's 97 actions, ours vs one `keyframe_insert` per key\n",
-                "| keyframe points | ours keys/s | `keyframe_insert` keys/s | speed-up |",
-                "|---:|---:|---:|---:|",
-                f"| {keys:,} | {ours:,.0f} | {baseline:,.0f} | {ours / baseline:,.0f}× |",
-            ]
+            out += keys_table("male_postures.mdl's 97 actions", (keys, ours, baseline))
             from io_ms3d_mdl.blender import register, unregister
 
             register()

@@ -10,22 +10,14 @@ any file failed.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "house.ms3d")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
-
-def load_addon():
-    spec = importlib.util.spec_from_file_location(
-        "io_ms3d_mdl_addon", os.path.join(ROOT, "__init__.py"), submodule_search_locations=[ROOT]
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from addon_entry import load_addon  # noqa: E402 - after the path set-up
 
 
 def main(argv: list[str] | None = None) -> int:

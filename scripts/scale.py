@@ -102,17 +102,17 @@ def make_source(k: int, path: Path) -> dict[str, int]:
 
 
 CHILD = r"""
-import json, os, sys, time, importlib.util
+import json, os, sys, time
 root, path = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(root, "scripts"))
 
 def status_mb(field):  # per process image (unlike ru_maxrss, which a child inherits from its parent)
     with open("/proc/self/status") as f:
         return next(int(x.split()[1]) for x in f if x.startswith(field + ":")) / 1024
 
 import bpy
-spec = importlib.util.spec_from_file_location("io_ms3d_mdl_addon", os.path.join(root, "__init__.py"),
-                                              submodule_search_locations=[root])
-addon = importlib.util.module_from_spec(spec); sys.modules[spec.name] = addon; spec.loader.exec_module(addon)
+from addon_entry import load_addon
+addon = load_addon()
 addon.register()
 bpy.ops.wm.read_factory_settings(use_empty=True)
 before = status_mb("VmRSS")
