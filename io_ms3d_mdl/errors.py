@@ -8,6 +8,15 @@ from __future__ import annotations
 
 import os
 
+MESSAGE_LIMIT = 1000
+
+
+def printable(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Text as it may appear in a message: control characters escaped and length bounded, so a name from a file
+    can neither forge lines in a report or console nor flood it."""
+    out = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[: limit * 2])
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
 
 class FormatError(ValueError):
     """A file that cannot be read: names the file, the byte offset and what was expected there."""
@@ -22,12 +31,29 @@ class FormatError(ValueError):
     def message(self) -> str:
         where = f" (at byte offset {self.offset})" if self.offset is not None else ""
         name = os.path.basename(self.path) if self.path else "<data>"
-        return f"{name}: {self.reason}{where}"
+        return printable(f"{name}: {self.reason}{where}")
+
+
+class BudgetExceeded(FormatError):
+    """A file asks for more work than the import's budget allows (see ``budget.py``). Never downgraded to a
+    warning: skipping one part and going on would only spend the budget again on the next."""
 
 
 class Warnings(list[str]):
-    """Non-fatal findings collected while reading or converting; shown to the user after the import."""
+    """Non-fatal findings collected while reading or converting; shown to the user after the import.
+
+    Each message once, checked in constant time: a hostile file can produce thousands."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self._seen = set(self)
 
     def add(self, message: str) -> None:
-        if message not in self:
+        message = printable(message)
+        if message not in self._seen:
+            self._seen.add(message)
             self.append(message)
+
+    def extend(self, messages) -> None:
+        for message in messages:
+            self.add(message)

@@ -89,10 +89,10 @@ def large_model(path: Path, n: int = 181) -> Path:
 
 
 def load_scene(path: Path) -> SceneData:
-    from io_ms3d_mdl.blender.operators import load_source
     from io_ms3d_mdl.formats.ms3d import read_ms3d
     from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
     from io_ms3d_mdl.scene.from_source import SourceOptions
+    from io_ms3d_mdl.scene.load import load_source
 
     if path.suffix.lower() == ".mdl":
         return load_source(str(path), SourceOptions())

@@ -206,7 +206,9 @@ def test_missing_and_unreadable_textures_become_placeholders(blender, tmp_path):
     path = write(tmp_path, spec)
     assert bpy.ops.import_scene.ms3d(filepath=path) == {"FINISHED"}
     missing = bpy.data.images["missing.png"]
-    assert missing["io_ms3d_mdl_missing"] and missing.filepath == "missing.png"
+    # generated, never a file path: the wanted name is kept as a property, and Blender never reads it
+    assert missing["io_ms3d_mdl_missing"] and missing.source == "GENERATED" and missing.filepath == ""
+    assert missing["io_ms3d_mdl_wanted"] == "missing.png"
     assert bpy.data.images["skin.pcx"]["io_ms3d_mdl_missing"]
 
 
@@ -249,7 +251,7 @@ def test_shared_samples_import(blender, relative):
     assert bpy.ops.import_scene.ms3d(filepath=str(path)) == {"FINISHED"}
     objects = list(bpy.data.collections[path.stem].objects)
     meshes = [o.data for o in objects if o.type == "MESH"]
-    images = [i for i in bpy.data.images if i.size[0] > 0]
+    images = [i for i in bpy.data.images if i.size[0] > 0 and "io_ms3d_mdl_missing" not in i]
     bones = sum(len(o.data.bones) for o in objects if o.type == "ARMATURE")
     assert (
         len(meshes),

@@ -175,8 +175,10 @@ def test_texture_search(tmp_path):
     assert find_texture("skin.png", model_dir) == str(tmp_path / "Textures" / "Skin.PNG")  # bare name in Textures/
     assert find_texture("C:/work packs/x/ROCK.TGA", model_dir) == str(tmp_path / "rock.tga")  # absolute elsewhere
     assert find_texture("data/wood.bmp", str(tmp_path / "sub")) == str(tmp_path / "sub" / "Wood.bmp")
-    assert find_texture("..\\rock.tga", str(tmp_path / "sub")) == str(tmp_path / "rock.tga")
-    assert find_texture(str(tmp_path / "rock.tga"), "/elsewhere") == str(tmp_path / "rock.tga")
+    # ``..`` may not leave the model's folder when no game folder or user root holds it; absolute paths are refused
+    assert find_texture("..\\rock.tga", str(tmp_path / "sub")) is None
+    assert find_texture(str(tmp_path / "rock.tga"), str(tmp_path / "sub")) is None
+    assert find_texture(str(tmp_path / "rock.tga"), model_dir) == str(tmp_path / "rock.tga")  # its base name, here
     assert find_texture("", model_dir) is None and find_texture("missing.jpg", model_dir) is None
 
 

@@ -86,7 +86,7 @@ def test_scout_in_blender(addon):
     assert len(drivers) > 30
     driven = blocks["CloseLidUpL"]
     before = driven.value
-    obj["multi_CloseLid"] = 1.0
+    obj["flex:multi_CloseLid"] = 1.0  # controllers are properties under the "flex:" prefix
     obj.update_tag()  # assigning a custom property from Python does not tag the depsgraph (the UI does)
     bpy.context.view_layer.update()
     assert driven.value != before  # the controller drives the key

@@ -7,11 +7,15 @@ blender.md §0). :func:`curve_factory` therefore always goes through slots when 
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Callable
 
 import bpy
 import numpy as np
 
+from ..errors import Warnings
+from ..scene.bones import shorten
 from ..scene.types import ActionData, ClipData, SkeletonData
 
 LINEAR = 1  # Keyframe.interpolation enum value
@@ -59,32 +63,72 @@ def write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray)
     fcurve.update()
 
 
-def build_action(armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData) -> bpy.types.Action:
+class Limits:
+    """Blender's ranges for timing values, and what one import had to pull into them (reported as one warning)."""
+
+    MAX_FRAME = 1_048_574  # MAXFRAME: scene range, markers, strip ends and keys that can be shown
+    MAX_FPS = 32_767.0  # RenderSettings.fps is 1..32767 with fps_base 1e-5..1e6 ...
+    MIN_FPS = 1e-6  # ... so the slowest rate is 1 frame per 10⁶ seconds
+
+    def __init__(self) -> None:
+        self.notes: dict[str, int] = {}  # what was changed -> how many times
+
+    def note(self, text: str, count: int = 1) -> None:
+        self.notes[text] = self.notes.get(text, 0) + count
+
+    def frame(self, value: float) -> float | None:
+        """``value`` inside ±MAX_FRAME (None for NaN)."""
+        if math.isnan(value):
+            return None
+        return min(max(float(value), -self.MAX_FRAME), float(self.MAX_FRAME))
+
+    def report(self, warnings: Warnings) -> None:
+        if self.notes:
+            notes = [text if n == 1 else f"{text} ({n:,}×)" for text, n in self.notes.items()]
+            warnings.add("timing values outside Blender's limits were clamped: " + "; ".join(notes))
+
+
+def build_action(
+    armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData, limits: Limits | None = None
+) -> bpy.types.Action:
     action = bpy.data.actions.new(data.name)
     new_curve = curve_factory(action, armature)
+    dropped = 0
     for channels in data.channels:
         name = skeleton.bones[channels.bone].name
         base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
-        for i in range(4 if len(channels.rotation_frames) else 0):
-            write_keys(
-                new_curve(f"{base}.rotation_quaternion", i, name), channels.rotation_frames, channels.rotations[:, i]
-            )
-        for i in range(3 if len(channels.location_frames) else 0):
-            write_keys(new_curve(f"{base}.location", i, name), channels.location_frames, channels.locations[:, i])
+        rot_frames, rotations, lost_r = _showable(channels.rotation_frames, channels.rotations)
+        loc_frames, locations, lost_l = _showable(channels.location_frames, channels.locations)
+        dropped += lost_r + lost_l
+        for i in range(4 if len(rot_frames) else 0):
+            write_keys(new_curve(f"{base}.rotation_quaternion", i, name), rot_frames, rotations[:, i])
+        for i in range(3 if len(loc_frames) else 0):
+            write_keys(new_curve(f"{base}.location", i, name), loc_frames, locations[:, i])
+    if dropped and limits is not None:
+        limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", dropped)
     armature.animation_data_create().action = action
     return action
 
 
-def stash_actions(armature: bpy.types.Object, actions: list[bpy.types.Action], data: list[ActionData]) -> None:
+def _showable(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Keys on frames Blender can show (finite, within ±MAX_FRAME), and how many were not."""
+    keep = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
+    if keep.all():
+        return frames, values, 0
+    return frames[keep], values[keep], int((~keep).sum())
+
+
+def stash_actions(
+    armature: bpy.types.Object, actions: list[bpy.types.Action], data: list[ActionData], limits: Limits | None = None
+) -> None:
     """Keep every action: fake users, event markers, custom properties; several actions go on one NLA track each,
     only the first playing, so an artist picks one by unmuting (or soloing) its track."""
+    limits = limits or Limits()
     for action, info in zip(actions, data, strict=True):
         action.use_fake_user = True
         for key, value in info.props.items():
             action[key] = value
-        for name, frame in info.markers:
-            marker = action.pose_markers.new(name)
-            marker.frame = round(frame)
+        _pose_markers(action, info.markers, limits)
     if not actions:
         return
     anim = armature.animation_data_create()
@@ -94,45 +138,152 @@ def stash_actions(armature: bpy.types.Object, actions: list[bpy.types.Action], d
     anim.action = None
     for i, (action, info) in enumerate(zip(actions, data, strict=True)):
         track = anim.nla_tracks.new()
-        track.name = action.name
-        strip = track.strips.new(action.name, int(np.floor(info.frame_range[0])), action)
+        track.name = shorten(action.name)  # 5.0 allows longer action names; tracks and strips keep 63 bytes
+        start = limits.frame(info.frame_range[0]) or 0.0
+        strip = track.strips.new(shorten(action.name), int(np.floor(start)), action)
         if info.additive:
             strip.blend_type = "COMBINE"
         track.mute = i > 0
 
 
-def add_clip_strips(armature: bpy.types.Object, action: bpy.types.Action, clips: list[ClipData]) -> None:
+def _pose_markers(action: bpy.types.Action, markers: list[tuple[str, float]], limits: Limits) -> None:
+    for name, frame in markers:
+        clamped = limits.frame(frame)
+        if clamped is None:
+            limits.note("event markers without a valid frame dropped")
+            continue
+        if clamped != frame:
+            limits.note(f"event markers moved to frame ±{Limits.MAX_FRAME:,}")
+        action.pose_markers.new(shorten(name)).frame = round(clamped)
+
+
+MAX_CLIPS = 1_000  # clips turned into NLA strips and markers; more only slow Blender down (all stay listed)
+CLIP_TRACK = "MilkShape clips"
+
+
+def add_clip_strips(
+    armature: bpy.types.Object,
+    action: bpy.types.Action,
+    clips: list[ClipData],
+    warnings: Warnings | None = None,
+    limits: Limits | None = None,
+) -> list[ClipData]:
     """Each named clip as an NLA strip over its frame range, on muted tracks so the action still plays as a
-    whole; overlapping clips go to a further track."""
-    anim = armature.animation_data
-    tracks: list[tuple[bpy.types.NlaTrack, float]] = []  # (track, last frame used)
-    for clip in sorted(clips, key=lambda c: c.start):
-        target = next((i for i, (_, end) in enumerate(tracks) if clip.start >= end), None)
-        if target is None:
-            track = anim.nla_tracks.new()
-            track.name = "MilkShape clips" if not tracks else f"MilkShape clips {len(tracks) + 1}"
-            track.mute = True
-            tracks.append((track, -np.inf))
-            target = len(tracks) - 1
-        track = tracks[target][0]
-        strip = track.strips.new(clip.name, int(np.floor(clip.start)), action)
-        strip.action_frame_start = clip.start
-        strip.action_frame_end = max(clip.end, clip.start + 1e-3)
-        strip.frame_start = clip.start
-        strip.frame_end = strip.frame_start + (strip.action_frame_end - strip.action_frame_start)
-        tracks[target] = (track, strip.frame_end)
+    whole; overlapping clips go to a further track. Returns the clips placed (for the timeline markers)."""
+    warnings = warnings if warnings is not None else Warnings()
+    limits = limits or Limits()
     # NLA strips take no custom properties: the full list, loop flags included, lives on the armature object.
     armature["ms3d_clips"] = [{"name": c.name, "start": c.start, "end": c.end, "loop": c.loop} for c in clips]
+    usable = _placeable(clips, warnings, limits)
+    if len(usable) > MAX_CLIPS:
+        warnings.add(
+            f"the model lists {len(clips):,} clips; only the first {MAX_CLIPS:,} usable ones became NLA strips and "
+            "markers (all of them are listed in the armature's 'ms3d_clips' property)"
+        )
+        usable = usable[:MAX_CLIPS]
+    placed = _place_strips(armature.animation_data_create(), action, usable)
+    if len(placed) < len(usable):
+        warnings.add(f"{len(usable) - len(placed)} clips could not be placed on NLA tracks and were skipped")
+    return placed
 
 
-def set_scene_timing(scene: bpy.types.Scene, fps: float, frame_range: tuple[float, float]) -> None:
-    whole = max(1, round(fps))
-    scene.render.fps = whole
-    scene.render.fps_base = whole / fps
-    scene.frame_start = int(np.floor(frame_range[0]))
-    scene.frame_end = max(scene.frame_start, int(np.ceil(frame_range[1])))
+def _placeable(clips: list[ClipData], warnings: Warnings, limits: Limits) -> list[ClipData]:
+    """Clips whose start Blender can show, their ends pulled inside its frame range."""
+    out, dropped = [], []
+    for clip in clips:
+        end = limits.frame(clip.end)
+        if not (np.isfinite(clip.start) and abs(clip.start) <= Limits.MAX_FRAME) or end is None or end < clip.start:
+            dropped.append(clip.name)
+            continue
+        if end != clip.end:
+            limits.note(f"clip ends moved to frame {Limits.MAX_FRAME:,}")
+        out.append(ClipData(shorten(clip.name), float(clip.start), end, clip.loop))
+    if dropped:
+        shown = ", ".join(f"'{shorten(n, 40)}'" for n in dropped[:3]) + (", ..." if len(dropped) > 3 else "")
+        warnings.add(
+            f"{len(dropped):,} clips start outside Blender's frame range (±{Limits.MAX_FRAME:,}) and were skipped: "
+            + shown
+        )
+    return out
+
+
+def _place_strips(anim: bpy.types.AnimData, action: bpy.types.Action, clips: list[ClipData]) -> list[ClipData]:
+    """Interval partitioning in O(n log n): each clip goes on the first track (lowest index) free at its start."""
+    tracks: list[bpy.types.NlaTrack] = []
+    busy: list[tuple[float, int]] = []  # (end frame, track index) of tracks in use
+    free: list[int] = []  # indices of tracks whose last strip ends before the current clip's start
+    placed = []
+    for clip in sorted(clips, key=lambda c: c.start):
+        while busy and busy[0][0] <= clip.start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            index = heapq.heappop(free)
+        else:
+            index = len(tracks)
+            tracks.append(anim.nla_tracks.new())
+            tracks[index].name = CLIP_TRACK if index == 0 else f"{CLIP_TRACK} {index + 1}"
+            tracks[index].mute = True
+        end = _add_strip(tracks[index], action, clip)
+        heapq.heappush(busy, (clip.start if end is None else end, index))
+        if end is not None:
+            placed.append(clip)
+    return placed
+
+
+def _add_strip(track: bpy.types.NlaTrack, action: bpy.types.Action, clip: ClipData) -> float | None:
+    """One clip's strip; its end frame, or None when Blender refuses it."""
+    try:
+        # Created at the whole frame at or after the start, so it cannot overlap the track's previous strip.
+        strip = track.strips.new(clip.name, int(np.ceil(clip.start)), action)
+    except RuntimeError:
+        return None
+    end = max(clip.end, clip.start + 1e-3)
+    # Each setter clamps against the other end: end, start, end lands both wherever the action's range was.
+    strip.action_frame_end = end
+    strip.action_frame_start = clip.start
+    strip.action_frame_end = end
+    strip.frame_start = clip.start
+    strip.frame_end = strip.frame_start + (strip.action_frame_end - strip.action_frame_start)
+    return strip.frame_end
+
+
+def set_scene_timing(
+    scene: bpy.types.Scene, fps: float, frame_range: tuple[float, float], limits: Limits | None = None
+) -> None:
+    """Frame rate and range, inside what Blender accepts."""
+    limits = limits or Limits()
+    _set_fps(scene.render, fps, limits)
+    first, last = _scene_range(*frame_range)
+    lo, hi = frame_range
+    finite = math.isfinite(lo) and math.isfinite(hi)
+    if not finite or (first, last) != (math.floor(lo), max(math.floor(lo), math.ceil(hi))):
+        limits.note(f"scene frame range {lo:g}..{hi:g} is now {first:,}..{last:,}")
+    scene.frame_start = first
+    scene.frame_end = last
+
+
+def _scene_range(lo: float, hi: float) -> tuple[int, int]:
+    """Whole frames holding ``lo..hi``, inside the scene's 0..MAX_FRAME (NaN ends fall back to 0 and the start)."""
+    first = 0 if math.isnan(lo) else int(np.floor(min(max(lo, 0.0), Limits.MAX_FRAME)))
+    last = first if math.isnan(hi) else int(np.ceil(min(max(hi, first), Limits.MAX_FRAME)))
+    return first, last
+
+
+def _set_fps(render: bpy.types.RenderSettings, fps: float, limits: Limits) -> None:
+    """``fps / fps_base`` as close to ``fps`` as Blender allows; a rate that is no number or not positive leaves
+    the scene's alone."""
+    if not fps > 0:  # also NaN
+        limits.note(f"frame rate {fps:g} is not usable; the scene keeps {render.fps / render.fps_base:g} fps")
+        return
+    rate = min(max(float(fps), Limits.MIN_FPS), Limits.MAX_FPS)
+    if rate != fps:
+        limits.note(f"frame rate {fps:g} fps is now {rate:g} fps")
+    whole = min(max(1, round(rate)), int(Limits.MAX_FPS))
+    render.fps = whole
+    render.fps_base = whole / rate
 
 
 def add_clip_markers(scene: bpy.types.Scene, clips: list[ClipData]) -> None:
+    """Clips as timeline markers (already limited to showable frames by :func:`add_clip_strips`)."""
     for clip in clips:
-        scene.timeline_markers.new(clip.name, frame=round(clip.start))
+        scene.timeline_markers.new(shorten(clip.name), frame=round(clip.start))

@@ -26,21 +26,13 @@ def build_armature(
     layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
     try:
-        edit_bones = []
-        for bone in skeleton.bones:
-            eb = armature.edit_bones.new(bone.name)
-            eb.head = (0.0, 0.0, 0.0)
-            eb.tail = (0.0, max(bone.length, MIN_BONE_LENGTH), 0.0)
-            eb.matrix = Matrix(bone.matrix.tolist())
-            if bone.parent >= 0:
-                eb.parent = edit_bones[bone.parent]
-            edit_bones.append(eb)
+        names = _edit_bones(armature, skeleton)
     finally:
         bpy.ops.object.mode_set(mode="OBJECT")
         layer.objects.active = previous
 
-    for data in skeleton.bones:
-        bone = armature.bones[data.name]
+    for data, name in zip(skeleton.bones, names, strict=True):
+        bone = armature.bones[name]
         for key, value in data.props.items():
             bone[key] = value
         if data.color is not None:
@@ -51,20 +43,46 @@ def build_armature(
     return obj
 
 
+def _edit_bones(armature: bpy.types.Armature, skeleton: SkeletonData) -> list[str]:
+    """Make the bones (in edit mode) and return the names Blender gave them. The scene layer already chose names
+    Blender keeps; should one still differ, the skeleton takes Blender's, so curves and groups find the bone."""
+    edit_bones = []
+    for bone in skeleton.bones:
+        eb = armature.edit_bones.new(bone.name)
+        eb.head = (0.0, 0.0, 0.0)
+        eb.tail = (0.0, max(bone.length, MIN_BONE_LENGTH), 0.0)
+        eb.matrix = Matrix(bone.matrix.tolist())
+        if bone.parent >= 0:
+            eb.parent = edit_bones[bone.parent]
+        edit_bones.append(eb)
+    names = [eb.name for eb in edit_bones]
+    for bone, name in zip(skeleton.bones, names, strict=True):
+        bone.name = name
+    return names
+
+
 def apply_skin(obj: bpy.types.Object, skin: SkinData, skeleton: SkeletonData, armature: bpy.types.Object) -> None:
     """One vertex group per bone the mesh uses, filled with one ``VertexGroup.add`` per distinct (bone, weight):
-    MilkShape weights are whole percentages, so that is a handful of calls instead of one per vertex."""
+    MilkShape weights are whole percentages, so that is a handful of calls instead of one per vertex. Influences
+    naming no bone of the skeleton are ignored; a vertex left without any stays unweighted."""
     ids = skin.bone_indices.ravel().astype(np.int64)
     weights = skin.weights.ravel()
     vertices = np.repeat(np.arange(len(skin.bone_indices), dtype=np.int64), skin.bone_indices.shape[1])
-    used = ids >= 0
+    used = (ids >= 0) & (ids < len(skeleton.bones))
     ids, weights, vertices = ids[used], weights[used], vertices[used]
+    if len(ids):
+        _fill_groups(obj, skeleton, ids, weights, vertices)
+    modifier = obj.modifiers.new("Armature", "ARMATURE")
+    modifier.object = armature
+    obj.parent = armature
+
+
+def _fill_groups(
+    obj: bpy.types.Object, skeleton: SkeletonData, ids: np.ndarray, weights: np.ndarray, vertices: np.ndarray
+) -> None:
     groups = {int(b): obj.vertex_groups.new(name=skeleton.bones[int(b)].name) for b in np.unique(ids)}
     order = np.lexsort((vertices, weights, ids))
     ids, weights, vertices = ids[order], weights[order], vertices[order]
     breaks = np.flatnonzero((ids[1:] != ids[:-1]) | (weights[1:] != weights[:-1])) + 1
     for start, end in zip(np.r_[0, breaks], np.r_[breaks, len(ids)], strict=True):
         groups[int(ids[start])].add(vertices[start:end].tolist(), float(weights[start]), "REPLACE")
-    modifier = obj.modifiers.new("Armature", "ARMATURE")
-    modifier.object = armature
-    obj.parent = armature

@@ -1,20 +1,22 @@
 """Format-independent import driver: read → convert → build, one file at a time, each all-or-nothing.
 
-A file that fails leaves nothing behind; the other files still import. Only :class:`FormatError` is turned into
-a message: any other exception is a bug and propagates (after the rollback) with its traceback.
+A file that fails leaves nothing behind; the other files still import. A :class:`FormatError` becomes its own
+message; any other exception is a bug: after the rollback it becomes an "internal error" message for that file
+(asking for a report) and its traceback goes to the console, so one bad file never stops the rest.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import bpy
 
+from ..access import clear_cache
 from ..errors import FormatError
-from ..paths import clear_cache
 from ..scene.types import SceneData
 from .rollback import remove_created_on_error
 from .scene_builder import build_scene
@@ -65,28 +67,50 @@ def import_files(
     results = []
     imported: list[bpy.types.Object] = []
     for path in paths:
-        result = ImportResult(path)
         start = time.perf_counter()
         try:
-            scene = to_scene(path)
-        except FormatError as exc:
-            result.error = exc.message
-        else:
-            with remove_created_on_error():
-                collection, objects = build_scene(context, scene)
-            result.collection = collection.name
-            result.objects = [o.name for o in objects]
-            result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
-            result.materials = len(scene.materials)
-            result.bones = len(scene.skeleton.bones) if scene.skeleton else 0
-            result.actions = len(scene.actions)
-            result.warnings = list(scene.warnings)
+            result, objects = _import_one(context, path, to_scene)
             imported.extend(objects)
+        except FormatError as exc:
+            result = ImportResult(path, exc.message)
+        except Exception as exc:  # a bug, not a bad file: report it as this file's failure and go on
+            traceback.print_exc()
+            result = ImportResult(path, internal_error(path, exc))
         result.seconds = time.perf_counter() - start
         results.append(result)
     if imported:
         _select(context, imported)
     return results
+
+
+def _import_one(
+    context: bpy.types.Context, path: str, to_scene: Callable[[str], SceneData]
+) -> tuple[ImportResult, list[bpy.types.Object]]:
+    """Read, convert and build one file; whatever raises leaves no datablock behind."""
+    scene = to_scene(path)
+    result = ImportResult(path)
+    with remove_created_on_error():
+        collection, objects = build_scene(context, scene)
+        result.collection = collection.name
+        result.objects = [o.name for o in objects]
+        result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
+        result.materials = len(scene.materials)
+        result.bones = len(scene.skeleton.bones) if scene.skeleton else 0
+        result.actions = len(scene.actions)
+        result.warnings = list(scene.warnings)
+    return result, objects
+
+
+MAX_DETAIL = 300  # characters of an unexpected exception's text kept in the message
+
+
+def internal_error(path: str, exc: BaseException) -> str:
+    """The user-facing message for an unexpected exception (the traceback itself goes to the console)."""
+    detail = str(exc)
+    if len(detail) > MAX_DETAIL:
+        detail = detail[:MAX_DETAIL] + "…"
+    name = os.path.basename(path)
+    return f"internal error while importing {name}: {type(exc).__name__}: {detail}; please report it"
 
 
 def _ensure_object_mode(context: bpy.types.Context) -> None:

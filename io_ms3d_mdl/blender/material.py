@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import bpy
 import numpy as np
 
+from ..access import shown
 from ..errors import Warnings
 from ..scene.types import ImageRef, MaterialData
+from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
 
@@ -38,7 +43,8 @@ class ImageLoader:
             return _image_from_pixels(name, ref.pixels)
         if ref.resolved_path:
             try:
-                image = bpy.data.images.load(ref.resolved_path, check_existing=True)
+                # Never check_existing: an image the user already has must not be re-tagged or re-coloured by us.
+                image = bpy.data.images.load(ref.resolved_path, check_existing=False)
             except RuntimeError as exc:
                 self.warnings.add(f"texture '{ref.resolved_path}' could not be loaded: {exc}")
             else:
@@ -49,10 +55,12 @@ class ImageLoader:
                     )
                     image[MISSING_IMAGE_PROP] = True
                 return image
+        # A generated placeholder: a file path (the raw name may be absolute, or point anywhere) would make Blender
+        # read that file later, and an exporter embed it.
         image = bpy.data.images.new(name, 8, 8)
-        image.source = "FILE"
-        image.filepath = ref.raw_path.replace("\\", "/")
+        image.generated_color = (1.0, 0.0, 1.0, 1.0)
         image[MISSING_IMAGE_PROP] = True
+        image["io_ms3d_mdl_wanted"] = shown(ref.raw_path)
         return image
 
 
@@ -77,15 +85,60 @@ def _image_from_pixels(name: str, pixels: np.ndarray) -> bpy.types.Image:
     image.pixels.foreach_set(flipped.ravel())
     folder = _png_folder[-1]
     if folder:
-        os.makedirs(folder, exist_ok=True)
-        image.filepath_raw = os.path.join(folder, image.name)
-        image.file_format = "PNG"
-        image.save()
+        path = _save_png(image, folder, _file_stem(name))
         image.source = "FILE"
-        image.filepath = bpy.path.relpath(image.filepath_raw)  # moves with the .blend
+        image.filepath = bpy.path.relpath(path)  # moves with the .blend
     else:
         image.pack()
     return image
+
+
+def _save_png(image: bpy.types.Image, folder: str, stem: str) -> str:
+    """Write ``image`` as ``folder/<name>.png`` without ever overwriting a file this import did not create: an
+    existing file with the same bytes is reused, a different one gets a numbered sibling. Each file (and the
+    folder, when made here) is created exclusively and recorded, so a failed import deletes what it wrote."""
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        record_written_file(folder)
+    fd, temp = tempfile.mkstemp(suffix=".png", prefix=".io_ms3d_mdl-", dir=folder)
+    os.close(fd)
+    try:
+        image.filepath_raw = temp
+        image.file_format = "PNG"
+        image.save()
+        with open(temp, "rb") as f:
+            data = f.read()
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(temp)
+    for n in range(10_000):
+        target = os.path.join(folder, f"{stem}.png" if n == 0 else f"{stem}_{n}.png")
+        try:
+            with open(target, "xb") as f:  # exclusive: fails rather than replace
+                record_written_file(target)
+                f.write(data)
+        except FileExistsError:
+            if _same_bytes(target, data):
+                return target
+            continue
+        return target
+    raise RuntimeError(f"no free file name for texture '{stem}' in {folder}")
+
+
+def _file_stem(name: str) -> str:
+    """A safe file name stem from a name inside a model: no separators, drive colons, leading dots or odd bytes."""
+    stem = re.sub(r"[^A-Za-z0-9._ -]", "_", os.path.splitext(os.path.basename(name))[0]).strip(" .")
+    return stem[:100] or "texture"
+
+
+def _same_bytes(path: str, data: bytes) -> bool:
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False
 
 
 def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Material:

@@ -8,21 +8,26 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
-from ..errors import Warnings
-from ..formats.ms3d import read_ms3d
-from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
-from ..formats.source.includes import load_ani, load_includes
-from ..scene.from_ms3d import Ms3dOptions, ms3d_to_scene
-from ..scene.from_source import INCH, SourceOptions, source_to_scene
-from ..scene.types import SceneData
+from ..scene.from_ms3d import Ms3dOptions
+from ..scene.from_source import INCH, SourceOptions
+from ..scene.load import load_ms3d, load_source
 from .importer import ImportResult, import_files
 from .material import texture_output
-from .preferences import search_roots
+from .preferences import allow_absolute_paths, search_roots
 
 
 class _MultiFileImport(ImportHelper):
     """Shared by the importers: several files from the browser, one dropped file with an options popup."""
 
+    work_limit: FloatProperty(  # type: ignore[valid-type]
+        name="Work Limit",
+        description="Multiplies every work budget (file size, decoded frames, vertices, pixels). A file beyond its "
+        "budget is refused with a message naming the limit; raise this only for files you trust",
+        default=1.0,
+        min=0.01,
+        max=1000.0,
+        soft_max=100.0,
+    )
     files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={"HIDDEN", "SKIP_SAVE"})  # type: ignore[valid-type]
     directory: StringProperty(subtype="DIR_PATH", options={"HIDDEN", "SKIP_SAVE"})  # type: ignore[valid-type]
 
@@ -110,11 +115,14 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
             find_textures=self.find_textures,
             import_animation=self.import_animation,
             bone_tails=self.bone_tails,
+            search_roots=search_roots(bpy.context),
+            allow_absolute_paths=allow_absolute_paths(bpy.context),
+            work_limit=self.work_limit,
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         options = self.import_options()
-        results = import_files(context, self.selected_paths(), lambda path: ms3d_to_scene(read_ms3d(path), options))
+        results = import_files(context, self.selected_paths(), lambda path: load_ms3d(path, options))
         return self.report_results(results)
 
     def draw(self, context: bpy.types.Context) -> None:
@@ -124,6 +132,7 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
         draw_panel(self.layout, self, "Geometry", ("split_groups", "use_normals", "use_smoothing_groups"))
         draw_panel(self.layout, self, "Materials", ("find_textures",))
         draw_panel(self.layout, self, "Armature", ("bone_tails", "import_animation"))
+        draw_panel(self.layout, self, "Limits", ("work_limit",))
 
 
 def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: str, props: tuple[str, ...]) -> None:
@@ -136,20 +145,6 @@ def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: 
 
 
 UNIT_SCALES = {"INCHES": INCH, "HAMMER": 0.01905, "SOURCE": 1.0}
-
-
-def load_source(path: str, options: SourceOptions) -> SceneData:
-    """Read a model and whichever companions exist next to it (case-insensitively), then assemble it."""
-    mdl = read_mdl(path)
-    sidecars = find_sidecars(path)
-    vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
-    vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
-    ani = load_ani(path, mdl)
-    warnings = Warnings()
-    includes = load_includes(path, mdl, warnings) if options.import_animations else []
-    scene = source_to_scene(mdl, vvd, vtx, options, ani, includes)
-    scene.warnings.extend(w for w in warnings if w not in scene.warnings)
-    return scene
 
 
 class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
@@ -223,7 +218,8 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             armature_for_static_props=self.armature_for_static_props,
             import_animations=self.import_animations,
             find_materials=self.find_materials,
-            material_roots=search_roots(bpy.context),
+            search_roots=search_roots(bpy.context),
+            work_limit=self.work_limit,
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
@@ -245,6 +241,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         )
         draw_panel(self.layout, self, "Materials", ("find_materials", "texture_output"))
         draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
+        draw_panel(self.layout, self, "Limits", ("work_limit",))
 
 
 class _DropOnViewport:

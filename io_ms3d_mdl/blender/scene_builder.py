@@ -3,18 +3,43 @@ parts, their options, attachments and hitboxes)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import bpy
 import numpy as np
 from mathutils import Matrix
 
 from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
-from .animation import add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
+from .animation import Limits, add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, build_material
 from .mesh import build_mesh
 
 
 def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Collection, list[bpy.types.Object]]:
+    """Build everything; on failure the scene's timing and markers are put back (new datablocks are the caller's
+    rollback's to remove)."""
+    with _scene_settings_restored_on_error(context.scene):
+        return _build(context, scene)
+
+
+@contextmanager
+def _scene_settings_restored_on_error(scene: bpy.types.Scene) -> Iterator[None]:
+    """Frame rate, range and timeline markers are no datablocks: undo changes to them by hand if a build fails."""
+    render = scene.render
+    before = (render.fps, render.fps_base, scene.frame_start, scene.frame_end)
+    markers = {m.as_pointer() for m in scene.timeline_markers}
+    try:
+        yield
+    except BaseException:
+        for marker in [m for m in scene.timeline_markers if m.as_pointer() not in markers]:
+            scene.timeline_markers.remove(marker)
+        render.fps, render.fps_base, scene.frame_start, scene.frame_end = before
+        raise
+
+
+def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Collection, list[bpy.types.Object]]:
     collection = bpy.data.collections.new(scene.name)
     (context.collection or context.scene.collection).children.link(collection)
     for key, value in scene.props.items():
@@ -52,15 +77,7 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
                 apply_skin(obj, data.skin, scene.skeleton, armature)
     extras = _build_empties(scene.empties, collection, armature)
     if armature is not None:
-        actions = [build_action(armature, a, scene.skeleton) for a in scene.actions]
-        stash_actions(armature, actions, scene.actions)
-        if actions and scene.clips:
-            add_clip_strips(armature, actions[0], scene.clips)
-        # Scene-wide settings last, so a failure above leaves the scene untouched.
-        if scene.fps is not None and scene.frame_range is not None:
-            set_scene_timing(context.scene, scene.fps, scene.frame_range)
-        if actions:
-            add_clip_markers(context.scene, scene.clips)
+        _build_animation(context, scene, armature)
         objects.insert(0, armature)
     # Hide the other body-group choices only now: edit mode (the armature) needs visible collections.
     for coll in hidden:
@@ -69,6 +86,22 @@ def build_scene(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
+
+
+def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy.types.Object) -> None:
+    """Actions, clip strips, then the scene's timing and markers; values Blender cannot hold are clamped, with one
+    warning."""
+    limits = Limits()
+    actions = [build_action(armature, a, scene.skeleton, limits) for a in scene.actions]
+    stash_actions(armature, actions, scene.actions, limits)
+    placed = (
+        add_clip_strips(armature, actions[0], scene.clips, scene.warnings, limits) if actions and scene.clips else []
+    )
+    # Scene-wide settings last, so a failure above leaves the scene untouched.
+    if scene.fps is not None and scene.frame_range is not None:
+        set_scene_timing(context.scene, scene.fps, scene.frame_range, limits)
+    add_clip_markers(context.scene, placed)
+    limits.report(scene.warnings)
 
 
 def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:

@@ -69,15 +69,25 @@ def set_skin(model: bpy.types.Collection, family: int) -> None:
     table = model.get("source_skins")
     if not table or not 0 <= family < len(table):
         raise ValueError(f"'{model.name}' has {len(table) if table else 0} skin families; {family} does not exist")
-    row = list(table[family])
+    row = [str(name) for name in table[family]]
     for obj in model.all_objects:
-        refs = obj.get("source_skin_refs")
-        if refs is None or obj.type != "MESH":
-            continue
+        refs = skin_refs(obj)
         for slot, ref in zip(obj.material_slots, refs, strict=False):
             name = row[ref] if 0 <= ref < len(row) else ""
             slot.material = bpy.data.materials.get(name) if name else None
     model["source_skin"] = family
+
+
+def skin_refs(obj: bpy.types.Object) -> list[int]:
+    """The skin-table column of each material slot, as the import stored it ([] for anything else: the property
+    may have been edited by hand; file-named properties such as flex controllers live under ``flex:``)."""
+    refs = obj.get("source_skin_refs")
+    if obj.type != "MESH" or refs is None or isinstance(refs, str):
+        return []
+    try:
+        return [int(r) for r in refs]
+    except (TypeError, ValueError):
+        return []
 
 
 class _SourceModelOperator:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..budget import current_budget
 from ..errors import FormatError
 from .text import decode_text
 
@@ -28,6 +29,16 @@ class Cursor:
         self.path = path
         self.pos = 0
         self.block = "file"
+        # Bytes copied out so far, against the budget: tables shared by many records must not multiply reads.
+        self.copied = 0
+        self.copy_limit = current_budget().table_bytes(len(self.data))
+
+    def _take(self, nbytes: int, what: str) -> None:
+        self.copied += nbytes
+        if self.copied > self.copy_limit:
+            raise current_budget().exceeded(
+                self.path, f"data read for the {what} (records sharing tables)", self.copied, self.copy_limit, "bytes"
+            )
 
     @property
     def size(self) -> int:
@@ -59,6 +70,7 @@ class Cursor:
 
     def bytes(self, nbytes: int, what: str) -> bytes:
         self.need(nbytes, what)
+        self._take(nbytes, what)
         out = bytes(self.data[self.pos : self.pos + nbytes])
         self.pos += nbytes
         return out
@@ -90,6 +102,7 @@ class Cursor:
                 f"{self.size}-byte file",
                 offset,
             )
+        self._take(dtype.itemsize * count, what)
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).copy()
 
     def records_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> Iterator[tuple[int, np.void]]:
@@ -104,6 +117,7 @@ class Cursor:
             raise self.error(
                 f"{what}: {nbytes} bytes at offset {offset} run past the end of the {self.size}-byte file", offset
             )
+        self._take(nbytes, what)
         return bytes(self.data[offset : offset + nbytes])
 
     def string_at(self, offset: int, what: str, limit: int = 4096, optional: bool = False) -> str:
@@ -119,6 +133,7 @@ class Cursor:
             raise self.error(f"{what}: string offset {offset} is outside the {self.size}-byte file", offset)
         raw = bytes(self.data[offset : min(offset + limit, self.size)])
         end = raw.find(b"\0")
+        self._take(len(raw) if end < 0 else end + 1, what)
         return decode_text(raw if end < 0 else raw[:end])
 
     def array(self, dtype: np.dtype, count: int, what: str) -> np.ndarray:
@@ -128,6 +143,7 @@ class Cursor:
         if count < 0:
             raise self.error(f"negative count {count} for {what}")
         self.need(nbytes, f"{count} × {dtype.itemsize}-byte {what}")
+        self._take(nbytes, what)
         out = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.pos).copy()
         self.pos += nbytes
         return out

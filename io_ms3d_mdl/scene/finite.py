@@ -1,12 +1,16 @@
 """Corrupt files can hold NaN or infinity in any float; Blender accepts them and then draws nothing sensible
-(bounding boxes, normals and F-curves all break). Readers repair the fields they know (MilkShape does, with
-precise warnings); this pass over the finished scene is the guard that no NaN ever reaches a builder."""
+(bounding boxes, normals and F-curves all break) or refuses them with an exception. Readers repair the fields they
+know (MilkShape does, with precise warnings); this pass over the finished scene is the one guard every float
+reaches Blender through: geometry, skins, bones, keys, empties (attachments, hitboxes, eyeballs), materials (VMT
+values), flex controller ranges, timing, markers, clips and custom properties."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .types import SceneData
+from .types import MaterialData, SceneData
 
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -30,18 +34,86 @@ def _quaternions(array: np.ndarray) -> int:
     return count
 
 
-def replace_non_finite(scene: SceneData) -> None:
+def _number(value: float, fallback: float) -> tuple[float, int]:
+    return (value, 0) if math.isfinite(value) else (fallback, 1)
+
+
+def _numbers(values: tuple[float, ...], fallback: float) -> tuple[tuple[float, ...], int]:
+    bad = sum(not math.isfinite(v) for v in values)
+    return (values, 0) if not bad else (tuple(v if math.isfinite(v) else fallback for v in values), bad)
+
+
+def _props(props: dict) -> int:
+    """Custom properties hold numbers from files too (fps, radii, ranges): the same guard, in lists as well."""
     count = 0
+    for key, value in props.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            props[key], count = 0.0, count + 1
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, float) and not math.isfinite(item):
+                    value[i], count = 0.0, count + 1
+                elif isinstance(item, dict):
+                    count += _props(item)
+        elif isinstance(value, dict):
+            count += _props(value)
+    return count
+
+
+def _material_values(material: MaterialData) -> int:
+    count = 0
+    for name, fallback in (("alpha", 1.0), ("roughness", 0.5), ("specular_level", 0.5), ("emission_strength", 0.0)):
+        value, bad = _number(getattr(material, name), fallback)
+        setattr(material, name, value)
+        count += bad
+    for name, fallback in (("base_color", 1.0), ("specular_tint", 1.0), ("emission_color", 0.0)):
+        values, bad = _numbers(tuple(getattr(material, name)), fallback)
+        setattr(material, name, values)
+        count += bad
+    if material.alpha_clip is not None and not math.isfinite(material.alpha_clip):
+        material.alpha_clip, count = 0.5, count + 1
+    return count + _props(material.props)
+
+
+def _timing(scene: SceneData) -> int:
+    """Scene rate and range, clips and markers: a value that is not a number cannot be placed on a timeline."""
+    count = 0
+    if scene.fps is not None and not math.isfinite(scene.fps):
+        scene.fps, count = None, count + 1
+    if scene.frame_range is not None and not all(math.isfinite(f) for f in scene.frame_range):
+        scene.frame_range, count = None, count + 1
+    clips = [c for c in scene.clips if math.isfinite(c.start) and math.isfinite(c.end)]
+    count += len(scene.clips) - len(clips)
+    scene.clips = clips
+    for action in scene.actions:
+        markers = [(n, f) for n, f in action.markers if math.isfinite(f)]
+        count += len(action.markers) - len(markers)
+        action.markers = markers
+        if not all(math.isfinite(f) for f in action.frame_range):
+            action.frame_range, count = (0.0, 0.0), count + 1
+        count += _props(action.props)
+    return count
+
+
+def replace_non_finite(scene: SceneData) -> None:
+    count = _timing(scene) + _props(scene.props) + sum(_material_values(m) for m in scene.materials)
     for obj in scene.objects:
         mesh = obj.mesh
         for array in (mesh.positions, mesh.uvs, mesh.normals, *(p for _, p in mesh.shape_keys)):
             count += _zero_non_finite(array)
         if obj.skin is not None:
             count += _zero_non_finite(obj.skin.weights)
+        for name, (low, high) in list(obj.controls.items()):
+            if not (math.isfinite(low) and math.isfinite(high)):
+                obj.controls[name], count = (0.0, 1.0), count + 1
+        count += _props(obj.props)
     for empty in scene.empties:
         if not np.isfinite(empty.matrix).all():
             empty.matrix = np.eye(4)
             count += 1
+        empty.size, bad = _number(empty.size, 1.0)
+        empty.scale, bad_scale = _numbers(tuple(empty.scale), 1.0)
+        count += bad + bad_scale + _props(empty.props)
     if scene.skeleton is not None:
         for bone in scene.skeleton.bones:
             if not np.isfinite(bone.matrix).all():
@@ -50,6 +122,7 @@ def replace_non_finite(scene: SceneData) -> None:
             if not np.isfinite(bone.length):
                 bone.length = 1.0
                 count += 1
+            count += _props(bone.props)
     for action in scene.actions:
         for ch in action.channels:
             count += _zero_non_finite(ch.rotation_frames) + _zero_non_finite(ch.location_frames)

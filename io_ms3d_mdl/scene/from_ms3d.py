@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..access import is_absolute_name, shown
 from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
 from .axes import axis_conversion_matrix, transform_points
 from .finite import replace_non_finite
@@ -35,6 +36,9 @@ class Ms3dOptions:
     find_textures: bool = True
     import_animation: bool = True
     bone_tails: str = "CHILD"  # "CHILD": bones point at their children; "AXIS": along each joint's local +X
+    search_roots: tuple[str, ...] = ()  # more folders textures may be found in (the user's, from the preferences)
+    allow_absolute_paths: bool = False  # follow absolute texture paths (the user's own files; off: base name only)
+    work_limit: float = 1.0  # scales every work budget (budget.py)
 
 
 def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> SceneData:
@@ -122,7 +126,7 @@ def _add_rig(model: Ms3dModel, scene: SceneData, matrix: np.ndarray, options: Ms
             obj.skin = SkinData(np.ascontiguousarray(bone_ids[rows]), np.ascontiguousarray(weights[rows]))
     if not options.import_animation:
         return
-    action = build_action(rig, x, bone_of_joint, options.scale, stem)
+    action = build_action(rig, x, bone_of_joint, options.scale, stem, scene.warnings)
     scene.clips = parse_clips(model.model_comment)
     scene.fps = effective_fps(model)
     if action is not None:
@@ -213,7 +217,9 @@ def _material(mat: Ms3dMaterial, index: int, stem: str, model_dir: str | None, s
             return None
         resolved = find_texture(raw, model_dir) if model_dir is not None else None
         if model_dir is not None and resolved is None:
-            scene.warnings.add(f"material '{name}': {what} '{raw}' was not found")
+            absolute = is_absolute_name(raw)
+            hint = " (absolute paths are followed only when allowed in the preferences)" if absolute else ""
+            scene.warnings.add(f"material '{shown(name)}': {what} '{shown(raw)}' was not found{hint}")
         return ImageRef(raw, resolved)
 
     props: dict = {

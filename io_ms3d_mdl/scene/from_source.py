@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..access import current, game_root
+from ..budget import current_budget
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
-from ..paths import game_root
 from .bones import bone_frames, unique_names
 from .finite import replace_non_finite
 from .rotations import compose, quaternion_to_matrix
@@ -49,7 +50,8 @@ class SourceOptions:
     armature_for_static_props: bool = False  # single-bone models get an armature too
     import_animations: bool = True
     find_materials: bool = True  # VMT/VTF from the game tree; False: one plain material per texture name
-    material_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
+    search_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
+    work_limit: float = 1.0  # scales every work budget (budget.py)
 
 
 def source_to_scene(
@@ -128,14 +130,18 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
     frames, lengths, x = bone_frames(
         world[:, :3, :3], heads, mdl.bones["parent"].astype(np.int64), np.eye(3), options.bone_orientation, default
     )
-    names = unique_names(mdl.bone_names, "bone")
+    names = unique_names(mdl.bone_names, "bone")  # within Blender's 63 bytes; the file's name kept when it differs
     bones = [
         BoneData(
             names[i],
             int(p),
             compose(frames[i], heads[i]),
             float(lengths[i]),
-            props={"source_flags": int(mdl.bones["flags"][i]), "source_proctype": int(mdl.bones["proctype"][i])},
+            props={
+                "source_flags": int(mdl.bones["flags"][i]),
+                "source_proctype": int(mdl.bones["proctype"][i]),
+                **({"source_name": mdl.bone_names[i]} if mdl.bone_names[i] not in ("", names[i]) else {}),
+            },
         )
         for i, p in enumerate(mdl.bones["parent"].tolist())
     ]
@@ -145,8 +151,9 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
 def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
     """One material per texture (from its VMT when found); skin families map skin-table columns to them."""
     root = game_root(mdl.path) if mdl.path else None
-    if options.find_materials and (root or options.material_roots):
-        add_materials(scene, mdl.textures, mdl.cd_materials, [r for r in (root, *options.material_roots) if r])
+    if options.find_materials and (root or options.search_roots):
+        roots = [r for r in (root, *options.search_roots) if r]
+        add_materials(scene, mdl.textures, mdl.cd_materials, roots, current(mdl.path))
     else:
         for texture in mdl.textures:
             name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
@@ -232,10 +239,13 @@ def _model_object(
     if not tris:
         return None
     tris_global = np.concatenate(tris)
+    budget = current_budget()
+    budget.check(mdl.path, "triangles over all objects", scene.triangle_count + len(tris_global), budget.triangles)
     if int(tris_global.max()) >= len(pool) or int(tris_global.min()) < 0:
         scene.warnings.add(f"'{name}': triangles point past the {len(pool)} vertices of the .vvd; skipped")
         return None
     used, inverse = np.unique(tris_global, return_inverse=True)  # dedupe by VVD index, compact to this LOD
+    budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     triangles = inverse.reshape(-1, 3).astype(np.int32)
     verts = pool[used]
     mesh_refs = np.concatenate(refs)
@@ -259,6 +269,11 @@ def _model_object(
         material_refs=slot_refs,
     )
     obj = ObjectData(name, mesh)
+    # Each shape key stores every vertex: check before the keys are made.
+    flexes = [f for m in model.meshes for f in m.flexes]
+    keys = {f.desc for f in flexes} | {f.pair for f in flexes if f.pair}
+    keyed = sum(len(o.mesh.positions) * len(o.mesh.shape_keys) for o in scene.objects) + len(used) * len(keys)
+    budget.check(mdl.path, "shape keys × vertices over all objects", keyed, budget.shape_key_vertices)
     add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
         count = verts["numbones"].astype(np.int64)[:, None]

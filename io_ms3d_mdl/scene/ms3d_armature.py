@@ -14,8 +14,10 @@ import re
 
 import numpy as np
 
+from ..budget import current_budget
+from ..errors import Warnings
 from ..formats.ms3d.model import Ms3dModel
-from .bones import bone_frames, unique_names
+from .bones import bone_frames, original_name_props, unique_names
 from .ms3d_rig import Hierarchy
 from .rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
 from .types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
@@ -41,6 +43,7 @@ def build_skeleton(
     for j in rig.order.tolist():
         joint = model.joints[j]
         props = {"ms3d_comment": joint.comment} if joint.comment else {}
+        props.update(original_name_props("ms3d_name", joint.name, names[j]))
         if joint.parent_name and rig.parent[j] < 0:
             props["ms3d_missing_parent"] = joint.parent_name
         color = tuple(float(c) for c in np.clip(joint.color, 0, 1)) if joint.color is not None else None
@@ -71,16 +74,18 @@ def _default_length(model: Ms3dModel, scale: float) -> float:
 
 
 def build_action(
-    rig: Hierarchy, x: np.ndarray, bone_of_joint: np.ndarray, scale: float, name: str
+    rig: Hierarchy, x: np.ndarray, bone_of_joint: np.ndarray, scale: float, name: str, warnings: Warnings
 ) -> ActionData | None:
     """Pose-bone channels: rotation ``Xᵀ·R(key)·X`` as quaternions, location ``Xᵀ·scale·key`` (notes §2.6)."""
     channels = []
     lo, hi = math.inf, -math.inf
+    resample = _may_resample(rig, warnings)
     for j, (rk, pk) in enumerate(zip(rig.rotation_keys, rig.position_keys, strict=True)):
         if len(rk.frames) == 0 and len(pk.frames) == 0:
             continue
         rot = np.einsum("ji,kjl,lm->kim", x[j], euler_xyz_to_matrix(rk.values), x[j])  # Xᵀ·R(key)·X
-        rot_frames, rotations = slerp_whole_frames(rk.frames, make_continuous(matrix_to_quaternion(rot)))
+        quats = make_continuous(matrix_to_quaternion(rot))
+        rot_frames, rotations = slerp_whole_frames(rk.frames, quats) if resample else (rk.frames, quats)
         channels.append(
             BoneChannels(
                 bone=int(bone_of_joint[j]),
@@ -101,6 +106,24 @@ def build_action(
 # More whole frames than this between a channel's first and last key are not resampled (hostile or absurd
 # timings would otherwise ask for millions of keys); Blender then interpolates between the stored keys.
 MAX_RESAMPLED_FRAMES = 100_000
+KEY_BYTES = 16  # a stored MilkShape key: time + three floats
+
+
+def _may_resample(rig: Hierarchy, warnings: Warnings) -> bool:
+    """Resampling adds at most one key per whole frame a channel spans: bound that total by the work budget
+    (relative to the keys the file stores) before any key is made; beyond it, keep the stored keys."""
+    stored = sum(len(k.frames) for k in rig.rotation_keys) + sum(len(k.frames) for k in rig.position_keys)
+    spans = [k.frames[-1] - k.frames[0] + 1 for k in rig.rotation_keys if len(k.frames) > 1]
+    spans = [s for s in spans if s <= MAX_RESAMPLED_FRAMES + 1]  # longer channels are never resampled
+    extra = int(min(sum(spans), 2**62)) if spans else 0
+    limit = current_budget().resampled_keys(KEY_BYTES * stored)
+    if extra <= limit:
+        return True
+    warnings.add(
+        f"rotation keys were not resampled to whole frames: up to {extra:,} keys would exceed the work budget of "
+        f"{limit:,} (raise the Work Limit); Blender interpolates between the stored keys instead"
+    )
+    return False
 
 
 def slerp_whole_frames(frames: np.ndarray, quats: np.ndarray, tolerance: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import FormatError
+from ..budget import current_budget
+from ..errors import BudgetExceeded, FormatError
 from ..formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile
@@ -34,21 +35,36 @@ def add_source_animations(
     rest_pos = mdl.bones["pos"].astype(np.float64)
     taken: set[str] = set()
     fps = None
+    budget = current_budget()
+    data_bytes = sum(len(s.data) + (len(a[0]) if a else 0) for s, a, _ in sources)
+    frames_left = total_frames = budget.bone_frames(data_bytes)
+    events_left = budget.events
     for source, source_ani, label in sources:
         mapping = np.array([ours.get(name.lower(), -1) for name in source.bone_names], dtype=np.int64)
         events = _events_by_animation(source)
+        events_left -= sum(len(e) for e in events.values())
+        budget.check(source.path, "animation events over all sequences", budget.events - events_left, budget.events)
         for i, desc in enumerate(source.animations):
             if desc.name in taken:
                 continue
+            cost = max(desc.num_frames, 0) * max(len(mdl.bones), len(source.bones))
+            budget.check(source.path, f"frames × bones of animation '{desc.name}'", cost, budget.animation_bone_frames)
+            frames_left -= cost
+            budget.check(source.path, "frames × bones over all animations", total_frames - frames_left, total_frames)
             try:
                 anim = decode_animation(source, i, *(source_ani or (None, None)))
             except SkippedAnimation as exc:
                 scene.warnings.add(f"animation '{desc.name}' was skipped: {exc}")
                 continue
+            except BudgetExceeded:
+                raise
             except FormatError as exc:
                 scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
                 continue
             taken.add(desc.name)
+            if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
+                scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
+                anim.fps = 30.0
             if source is not mdl:
                 anim = _remap(anim, mapping, mdl)
             fps = fps or anim.fps

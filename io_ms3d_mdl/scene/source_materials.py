@@ -2,8 +2,10 @@
 
 Lookup as the engine does it: for a texture name, the first ``materials/<cdmaterials dir>/<name>.vmt`` that exists,
 trying the material folders in order, under the model's game root (the folder holding ``models/``) and then under
-extra search roots (game or mod folders the user lists), case-insensitively with ``\\`` normalised. A material
-that cannot be found is still made, marked (``source_missing``) and given a flat placeholder colour.
+extra search roots (game or mod folders the user lists), case-insensitively with ``\\`` normalised, and never
+outside those roots (``access.Confinement``). A material that cannot be found is still made, marked
+(``source_missing``) and given a flat placeholder colour. Decoded pixels are bounded per texture (the largest
+mipmap within the budget) and per import.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError
-from ..formats.source.mdl import read_file_bytes
+from ..access import Confinement, read_file, shown
+from ..budget import current_budget
+from ..errors import BudgetExceeded, FormatError
 from ..formats.source.vmt import Vmt, parse_vmt
 from ..formats.source.vtf import UnsupportedTexture, read_vtf_bytes
-from ..paths import resolve
 from .types import ImageRef, MaterialData, SceneData
 
 PLACEHOLDER = (1.0, 0.0, 1.0)  # the engine's own "missing" magenta, so nobody mistakes it for a real colour
@@ -27,10 +29,17 @@ MAX_ALPHATEST_REFERENCE = 1.0
 @dataclass
 class Finder:
     roots: list[str]  # game root first, then the user's extra roots
+    confinement: Confinement | None = None  # None: exactly the roots
+    pixels_left: int = -1  # of the import's pixel budget (-1: all of it)
+
+    def __post_init__(self) -> None:
+        self.confinement = self.confinement or Confinement.for_roots(self.roots)
+        if self.pixels_left < 0:
+            self.pixels_left = current_budget().import_pixels
 
     def find(self, relative: str) -> str | None:
         for root in self.roots:
-            found = resolve(root, relative)
+            found = self.confinement.find(root, relative)
             if found:
                 return found
         return None
@@ -49,19 +58,28 @@ class Finder:
         name = name.replace("\\", "/").strip().removesuffix(".vtf")
         if not name:
             return None
+        budget = current_budget()
         path = self.find(f"materials/{name}.vtf")
         key = path or name
         if key in cache:
             return cache[key]
         ref = ImageRef(name + ".vtf", path)
         if path is None:
-            warnings.append(f"texture 'materials/{name}.vtf' was not found")
+            warnings.append(f"texture 'materials/{shown(name)}.vtf' was not found")
+        elif self.pixels_left <= 0:
+            warnings.append(
+                f"texture '{os.path.basename(path)}' was not decoded: the import's textures reached the "
+                f"work budget of {budget.import_pixels:,} pixels; raise the Work Limit to decode it"
+            )
         else:
             try:
-                image = read_vtf_bytes(read_file_bytes(path), path)
+                image = read_vtf_bytes(read_file(path), path, min(budget.texture_pixels, self.pixels_left))
                 ref.pixels = image.faces[0]
+                self.pixels_left -= sum(face.shape[0] * face.shape[1] for face in image.faces)
             except UnsupportedTexture as exc:
                 warnings.append(f"texture '{os.path.basename(path)}': {exc}")
+            except BudgetExceeded:
+                raise
             except FormatError as exc:
                 warnings.append(f"texture '{os.path.basename(path)}' could not be read: {exc.reason}")
         cache[key] = ref
@@ -74,15 +92,17 @@ def source_material(
     name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"
     path = finder.vmt(texture, folders)
     if path is None:
-        scene.warnings.add(f"material '{texture}' was not found in the model's material folders")
+        scene.warnings.add(f"material '{shown(texture)}' was not found in the model's material folders")
         return MaterialData(
             name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
         )
     warnings: list[str] = []
     try:
-        vmt = parse_vmt(read_file_bytes(path), path, lambda include: _read(finder, include))
+        vmt = parse_vmt(read_file(path), path, lambda include: _read(finder, include))
+    except BudgetExceeded:
+        raise
     except FormatError as exc:
-        scene.warnings.add(f"material '{texture}' could not be read: {exc.reason}")
+        scene.warnings.add(f"material '{shown(texture)}' could not be read: {exc.reason}")
         return MaterialData(
             name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
         )
@@ -91,13 +111,13 @@ def source_material(
         {"source_texture": texture, "source_vmt": os.path.basename(path), "source_shader": vmt.shader}
     )
     for warning in warnings:
-        scene.warnings.add(f"material '{name}': {warning}")
+        scene.warnings.add(f"material '{shown(name)}': {warning}")
     return material
 
 
 def _read(finder: Finder, include: str) -> bytes | None:
     path = finder.find(include.replace("\\", "/"))
-    return read_file_bytes(path) if path else None
+    return read_file(path) if path else None
 
 
 def material_from_vmt(
@@ -134,8 +154,10 @@ def material_from_vmt(
     return material
 
 
-def add_materials(scene: SceneData, textures: list[str], folders: list[str], roots: list[str]) -> None:
-    finder = Finder([r for r in roots if r])
+def add_materials(
+    scene: SceneData, textures: list[str], folders: list[str], roots: list[str], confinement: Confinement
+) -> None:
+    finder = Finder([r for r in roots if r], confinement)
     cache: dict[str, ImageRef] = {}
     for texture in textures:
         scene.materials.append(source_material(texture, folders, finder, scene, cache))

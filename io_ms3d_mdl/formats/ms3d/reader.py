@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ...errors import FormatError
+from ...access import read_file
 from ..binary import Cursor, Truncated
 from ..text import decode_text, fixed_string
 from . import structs
@@ -26,12 +26,7 @@ MAX_JOINTS = 128
 def read_ms3d(path: str | os.PathLike[str]) -> Ms3dModel:
     """Read a file from disk. Raises :class:`FormatError` (with file, offset and reason) for unreadable input."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise FormatError(path, None, f"cannot open file: {exc.strerror or exc}") from exc
-    return read_ms3d_bytes(data, path)
+    return read_ms3d_bytes(read_file(path), path)
 
 
 def read_ms3d_bytes(data: bytes | bytearray | memoryview, path: str | None = None) -> Ms3dModel:

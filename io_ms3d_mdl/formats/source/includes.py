@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ...errors import FormatError, Warnings
-from ...paths import game_root, resolve
-from .mdl import read_file_bytes, read_mdl
+from ...access import current, game_root, read_file, shown
+from ...errors import BudgetExceeded, FormatError, Warnings
+from .mdl import read_mdl
 from .model import MdlFile
 from .sidecars import find_ani
 
@@ -26,35 +26,38 @@ def load_ani(path: str, mdl: MdlFile) -> tuple[bytes, str] | None:
     if mdl.num_anim_blocks <= 1:
         return None
     found = find_ani(path, mdl.anim_block_name)
-    return (read_file_bytes(found), found) if found else None
+    return (read_file(found), found) if found else None
 
 
 def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]:
     """Every model ``mdl`` includes, depth first, each once; problems become warnings, never failures."""
     root = game_root(path)
+    confinement = current(path)
     out: list[Included] = []
     seen = {os.path.normcase(os.path.abspath(path))}
 
     def visit(model: MdlFile, depth: int) -> None:
         for name in model.include_models:
-            found = resolve(root, name) if root else None
+            found = confinement.find(root, name) if root else None
             if found is None:
                 where = "under the game folder" if root else "(the model is not inside a models/ folder)"
-                warnings.add(f"included model '{name}' was not found {where}; its animations are missing")
+                warnings.add(f"included model '{shown(name)}' was not found {where}; its animations are missing")
                 continue
             key = os.path.normcase(os.path.abspath(found))
             if key in seen:
-                warnings.add(f"included model '{name}' is included again (a cycle or a repeat); skipped")
+                warnings.add(f"included model '{shown(name)}' is included again (a cycle or a repeat); skipped")
                 continue
             if depth >= MAX_DEPTH:
-                warnings.add(f"included model '{name}' is nested more than {MAX_DEPTH} deep; skipped")
+                warnings.add(f"included model '{shown(name)}' is nested more than {MAX_DEPTH} deep; skipped")
                 continue
             seen.add(key)
             try:
                 included = read_mdl(found)
                 ani = load_ani(found, included)
+            except BudgetExceeded:
+                raise
             except FormatError as exc:
-                warnings.add(f"included model '{name}' could not be read: {exc.message}")
+                warnings.add(f"included model '{shown(name)}' could not be read: {exc.message}")
                 continue
             out.append(Included(name, included, ani))
             visit(included, depth + 1)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...errors import FormatError
+from ...access import read_file
 from ..binary import Cursor
 from . import structs as S
 from .animation_values import half_to_float
@@ -40,17 +40,8 @@ FOREIGN = {
 }
 
 
-def read_file_bytes(path: str | os.PathLike[str]) -> bytes:
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except OSError as exc:
-        raise FormatError(path, None, f"cannot open file: {exc.strerror or exc}") from exc
-
-
 def read_mdl(path: str | os.PathLike[str]) -> MdlFile:
-    return read_mdl_bytes(read_file_bytes(path), os.fspath(path))
+    return read_mdl_bytes(read_file(path), os.fspath(path))
 
 
 def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:

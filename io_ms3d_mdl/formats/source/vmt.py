@@ -7,6 +7,7 @@ parameter kept), keys compared case-insensitively, and ``patch`` materials (``in
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,9 +34,10 @@ class Vmt:
         if value is None:
             return default
         try:
-            return float(value.strip().split()[0].strip("[]{}"))
+            number = float(value.strip().split()[0].strip("[]{}"))
         except (ValueError, IndexError):
             return default
+        return number if math.isfinite(number) else default  # "nan" and "1e999" parse, but mean nothing
 
     def flag(self, key: str) -> bool:
         return bool(self.number(key, 0.0))
@@ -52,7 +54,7 @@ class Vmt:
             return None
         if len(parts) == 1:
             parts = parts * 3
-        if len(parts) < 3:
+        if len(parts) < 3 or not all(math.isfinite(p) for p in parts[:3]):
             return None
         scale = 255.0 if braces else 1.0
         return (parts[0] / scale, parts[1] / scale, parts[2] / scale)

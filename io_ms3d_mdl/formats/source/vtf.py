@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...access import read_file
 from ..binary import Cursor
-from .mdl import read_file_bytes
 
 HEADER = np.dtype(
     [
@@ -78,6 +78,10 @@ class UnsupportedTexture(Exception):
     """A texture that is valid but in a format this decoder does not handle (reported, never misdecoded)."""
 
 
+class TextureTooLarge(UnsupportedTexture):
+    """A texture whose every stored mip level is beyond the pixel budget (reported, not decoded)."""
+
+
 @dataclass
 class VtfImage:
     width: int
@@ -88,7 +92,7 @@ class VtfImage:
 
 
 def read_vtf(path: str | os.PathLike[str]) -> VtfImage:
-    return read_vtf_bytes(read_file_bytes(path), os.fspath(path))
+    return read_vtf_bytes(read_file(path), os.fspath(path))
 
 
 def level_size(fmt: str, width: int, height: int) -> int:
@@ -97,7 +101,8 @@ def level_size(fmt: str, width: int, height: int) -> int:
     return width * height * next(bpp for name, bpp in FORMATS.values() if name == fmt)
 
 
-def read_vtf_bytes(data: bytes, path: str | None = None) -> VtfImage:
+def read_vtf_bytes(data: bytes, path: str | None = None, max_pixels: int | None = None) -> VtfImage:
+    """The largest mip level (of at most ``max_pixels`` pixels over its decoded faces, when given)."""
     cur = Cursor(data, path)
     if cur.size < 64 or bytes(cur.data[:4]) != b"VTF\0":
         raise cur.error(f"not a Valve texture: expected the identifier 'VTF', found {bytes(cur.data[:4])!r}", 0)
@@ -132,12 +137,21 @@ def read_vtf_bytes(data: bytes, path: str | None = None) -> VtfImage:
             else 0
         )
         start = int(header["header_size"]) + low
+    level = 0
+    if max_pixels is not None:
+        fits = [m for m in range(mips) if max(width >> m, 1) * max(height >> m, 1) * min(faces, 6) <= max_pixels]
+        if not fits:
+            raise TextureTooLarge(
+                f"{width}×{height} with {mips} mip level(s) is beyond the work budget of {max_pixels:,} pixels"
+            )
+        level = fits[0]
     # mips are stored smallest first; each holds every frame, face and slice
-    per_image = level_size(fmt, width, height)
     before = sum(
         level_size(fmt, max(width >> m, 1), max(height >> m, 1)) * frames * faces * max(depth >> m, 1)
-        for m in range(1, mips)
+        for m in range(level + 1, mips)
     )
+    width, height = max(width >> level, 1), max(height >> level, 1)
+    per_image = level_size(fmt, width, height)
     out = []
     for face in range(min(faces, 6)):
         offset = start + before + face * depth * per_image

@@ -11,15 +11,15 @@ import os
 
 import numpy as np
 
+from ...access import read_file
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
-from .mdl import read_file_bytes
 from .model import VtxFile, VtxLod, VtxMesh, VtxStripGroup
 
 
 def read_vtx(path: str | os.PathLike[str]) -> VtxFile:
-    return read_vtx_bytes(read_file_bytes(path), os.fspath(path))
+    return read_vtx_bytes(read_file(path), os.fspath(path))
 
 
 def read_vtx_bytes(data: bytes, path: str | None = None) -> VtxFile:

@@ -7,14 +7,14 @@ import os
 
 import numpy as np
 
+from ...access import read_file
 from ..binary import Cursor
 from . import structs as S
-from .mdl import read_file_bytes
 from .model import VvdFile
 
 
 def read_vvd(path: str | os.PathLike[str], root_lod: int = 0) -> VvdFile:
-    return read_vvd_bytes(read_file_bytes(path), os.fspath(path), root_lod)
+    return read_vvd_bytes(read_file(path), os.fspath(path), root_lod)
 
 
 def read_vvd_bytes(data: bytes, path: str | None = None, root_lod: int = 0) -> VvdFile:
@@ -48,8 +48,11 @@ def _replay_fixups(cur: Cursor, fixups: np.ndarray, total: int, root_lod: int) -
     start, length = runs["sourcevertexid"].astype(np.int64), runs["numvertexes"].astype(np.int64)
     if (start < 0).any() or (length < 0).any() or (start + length > total).any():
         raise cur.error(f"a LOD fixup points outside the {total} vertices", 0)
-    if length.sum() == 0:
+    replayed = int(length.sum())
+    if replayed == 0:
         return np.zeros(0, dtype=np.int64)
+    if replayed > total:  # real fixups replay each vertex of the root LOD once; more is a replay bomb
+        raise cur.error(f"the LOD fixups replay {replayed:,} vertices but the file holds only {total:,}", 0)
     # concatenated aranges without a Python loop: offsets within each run plus that run's start
     run_of = np.repeat(np.arange(len(runs)), length)
     within = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)

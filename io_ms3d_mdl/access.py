@@ -1,0 +1,221 @@
+"""Which files an import may open, and how: the one place that decides it. No ``bpy``.
+
+Every model is written by a stranger, and so is every name inside it (textures, sidecars, ``$includemodel``,
+``.ani`` blocks, VMT includes). So:
+
+- a name from inside a file is only looked up under the import's **roots**: the model's own folder, its game
+  folder (the one holding ``models/``) and the folders the user listed. Absolute names, drive letters, UNC
+  names, ``..`` that climbs out of every root and symlinks that resolve outside them are refused;
+- only **regular files** are opened (never a FIFO, device or folder: those would hang or never end), opened
+  without blocking and checked on the open descriptor, and read with a **size bound**.
+
+Lookups are case-insensitive with ``\\`` or ``/`` separators, because game files name each other with Windows
+paths in any letter case. A :class:`Confinement` is made per imported model and made current with
+:func:`confined`; readers and the scene layer ask :func:`current` for it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .budget import Budget, current_budget, using_budget
+from .errors import FormatError, printable
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+@lru_cache(maxsize=256)
+def listing(folder: str) -> dict[str, str]:
+    """Lower-cased name → real name of a folder's entries (cached for one import; see :func:`clear_cache`)."""
+    try:
+        return {name.lower(): name for name in os.listdir(folder)}
+    except OSError:
+        return {}
+
+
+def clear_cache() -> None:
+    listing.cache_clear()
+
+
+def shown(name: str) -> str:
+    """A name from a file as it may appear inside a message or property: printable and at most 120 characters."""
+    return printable(name, 120)
+
+
+def is_absolute_name(name: str) -> bool:
+    """``/x``, ``\\x``, ``\\\\host\\share``, ``C:\\x`` or ``C:x``: on any OS, a name that ignores its base folder."""
+    text = name.strip().replace("\\", "/")
+    return text.startswith("/") or bool(_DRIVE.match(text))
+
+
+def relative_parts(name: str) -> list[str] | None:
+    """The folder steps of a relative name (``.`` dropped, ``..`` kept), or None for an absolute one."""
+    if is_absolute_name(name):
+        return None
+    return [p for p in name.strip().replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def game_root(path: str) -> str | None:
+    """The folder holding ``models/`` that ``path`` sits under (a game or mod folder), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.basename(folder).lower() == "models":
+            return os.path.dirname(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # different drives
+        return False
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The roots an import may read under (absolute, normalised; each also by its real path) and its limits."""
+
+    roots: tuple[str, ...]
+    allow_absolute: bool = False  # absolute texture names are honoured (the user's own files; off by default)
+
+    @classmethod
+    def for_model(cls, model_path: str, user_roots: tuple[str, ...] = (), allow_absolute: bool = False) -> Confinement:
+        model_dir = os.path.dirname(os.path.abspath(model_path))
+        game = game_root(model_path)
+        if game is not None and os.path.dirname(game) == game:  # ``/models/x.mdl``: never the whole disk
+            game = None
+        return cls.for_roots([model_dir, game, *user_roots], allow_absolute)
+
+    @classmethod
+    def for_roots(cls, candidates: list[str | None] | tuple[str, ...], allow_absolute: bool = False) -> Confinement:
+        roots: list[str] = []
+        for root in candidates:
+            if not root:
+                continue
+            for form in (os.path.normpath(os.path.abspath(root)), os.path.realpath(root)):
+                if form not in roots:
+                    roots.append(form)
+        return cls(tuple(roots), allow_absolute)
+
+    def allows(self, path: str) -> bool:
+        """True when ``path`` (followed through every symlink) lies under one of the roots."""
+        real = os.path.realpath(path)
+        return any(_inside(real, root) for root in self.roots)
+
+    def find(self, base: str, name: str) -> str | None:
+        """``name`` (relative, any case, ``\\`` or ``/``) under ``base`` when it is a regular file inside the roots.
+
+        ``..`` may climb while the result stays under a root (``..\\textures\\x.bmp`` from ``models/`` in a mod
+        folder); anything that leaves every root, or is absolute, is refused (None).
+        """
+        parts = relative_parts(name)
+        if not parts:
+            return None
+        target = os.path.normpath(os.path.join(os.path.abspath(base), *parts))
+        root = next((r for r in self.roots if _inside(target, r)), None)
+        if root is None:
+            return None
+        current = root
+        for part in os.path.relpath(target, root).split(os.sep):
+            if part == ".":
+                continue
+            exact = os.path.join(current, part)
+            if not os.path.lexists(exact):
+                found = listing(current).get(part.lower())
+                if found is None:
+                    return None
+                exact = os.path.join(current, found)
+            current = exact
+        return current if self.allows(current) and _is_regular(current) else None
+
+    def find_absolute(self, name: str) -> str | None:
+        """An absolute name as written, only when the user allowed absolute paths; still a regular file only."""
+        if not self.allow_absolute:
+            return None
+        path = name.strip()
+        return path if _is_regular(path) else None
+
+
+def _is_regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+_current: ContextVar[Confinement | None] = ContextVar("io_ms3d_mdl_confinement", default=None)
+
+
+@contextmanager
+def confined(confinement: Confinement, budget: Budget | None = None) -> Iterator[Confinement]:
+    """Make ``confinement`` (and ``budget``) current for everything read and converted inside the block."""
+    token = _current.set(confinement)
+    try:
+        with using_budget(budget or current_budget()):
+            yield confinement
+    finally:
+        _current.reset(token)
+
+
+def current(model_path: str | None) -> Confinement:
+    """The import's confinement, or (outside an import, e.g. a reader called directly) the model's own roots."""
+    active = _current.get()
+    if active is not None:
+        return active
+    return Confinement.for_model(model_path or os.path.join(os.getcwd(), "model"))
+
+
+def read_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of a regular file, at most the budget's file size. Opened without blocking and checked on the
+    descriptor, so a FIFO or device named like a model (or linked from one) is refused instead of hanging."""
+    path = os.fspath(path)
+    limit = current_budget().file_bytes
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot open file: {exc.strerror or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FormatError(path, None, f"not a regular file ({_kind(info.st_mode)}); refused")
+        if info.st_size > limit:
+            raise current_budget().exceeded(path, "file size", info.st_size, limit, unit="bytes")
+        chunks, remaining = [], limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot read file: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:  # grew while being read
+        raise current_budget().exceeded(path, "file size", len(data), limit, unit="bytes")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"

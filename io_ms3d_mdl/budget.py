@@ -1,0 +1,115 @@
+"""Work budgets: how much one import may read and decode. No ``bpy``.
+
+Every table of a hostile file can fit inside it and still ask for hours of work: records that all point at the
+same table, frame counts no key data backs, textures of legal but absurd size. Each limit here is absolute
+(scaled by the user's *Work Limit*) and, where a file's size says what it can honestly describe, relative to that
+size too, with margins of 50–100× over the real files we know (see SECURITY.md). Going over one is a
+``FormatError`` (:class:`BudgetExceeded`) that names the limit and the option that raises it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from .errors import BudgetExceeded
+
+OPTION = "raise the import's Work Limit (--work-limit) if the file is genuine"
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits at ``scale`` × their defaults. ``scale`` is the Work Limit the user chose (1 by default)."""
+
+    scale: float = 1.0
+
+    def _n(self, amount: float) -> int:
+        return int(amount * max(self.scale, 0.0))
+
+    @property
+    def file_bytes(self) -> int:
+        """Any one file read whole into memory."""
+        return self._n(512 * MIB)
+
+    def table_bytes(self, file_size: int) -> int:
+        """Bytes a reader may copy out of one file: each table is read about once, so sharing one table between
+        thousands of records (a small file asking for gigabytes) is what this stops."""
+        return self._n(8 * file_size + 16 * MIB)
+
+    def bone_frames(self, data_bytes: int) -> int:
+        """Frames × bones decoded over all animations of a model and its includes. Real models use under one
+        per byte of animation data; a 100k-frame animation in a 20 KB file is not a real model."""
+        return self._n(min(max(1_000_000, 64 * data_bytes), 32_000_000))
+
+    @property
+    def events(self) -> int:
+        """Animation events turned into markers, over all sequences (events may be shared between them)."""
+        return self._n(100_000)
+
+    @property
+    def animation_bone_frames(self) -> int:
+        """Frames × bones of one animation (decoded densely)."""
+        return self._n(4_000_000)
+
+    def resampled_keys(self, file_size: int) -> int:
+        """Keys MilkShape resampling may add (beyond it the stored keys are kept as they are)."""
+        return self._n(min(max(1_000_000, 64 * file_size), 8_000_000))
+
+    @property
+    def texture_pixels(self) -> int:
+        """One decoded texture (larger ones use the largest mipmap that fits): 4096 × 4096."""
+        return self._n(4096 * 4096)
+
+    @property
+    def import_pixels(self) -> int:
+        """All decoded textures of one import."""
+        return self._n(64 * MIB)
+
+    @property
+    def vertices(self) -> int:
+        return self._n(8_000_000)
+
+    @property
+    def triangles(self) -> int:
+        return self._n(8_000_000)
+
+    @property
+    def shape_key_vertices(self) -> int:
+        """Shape keys × vertices over all objects (each key stores every vertex)."""
+        return self._n(16_000_000)
+
+    def exceeded(
+        self, path: str | os.PathLike[str] | None, what: str, amount: int, limit: int, unit: str = "", offset=None
+    ) -> BudgetExceeded:
+        unit = f" {unit}" if unit else ""
+        return BudgetExceeded(
+            path, offset, f"{what} of {amount:,}{unit} exceeds the work budget of {limit:,}{unit}; {OPTION}"
+        )
+
+    def check(
+        self, path: str | os.PathLike[str] | None, what: str, amount: int, limit: int, unit: str = "", offset=None
+    ) -> None:
+        if amount > limit:
+            raise self.exceeded(path, what, amount, limit, unit, offset)
+
+
+DEFAULT = Budget()
+_current: ContextVar[Budget | None] = ContextVar("io_ms3d_mdl_budget", default=None)
+
+
+def current_budget() -> Budget:
+    """The import's budget (the defaults outside an import)."""
+    return _current.get() or DEFAULT
+
+
+@contextmanager
+def using_budget(budget: Budget) -> Iterator[Budget]:
+    token = _current.set(budget)
+    try:
+        yield budget
+    finally:
+        _current.reset(token)

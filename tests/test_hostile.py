@@ -1,0 +1,353 @@
+"""The hostile-file corpus: each class of attack from the issue, built by ``tests/hostile.py``, with its outcome
+asserted — nothing outside the roots is opened (a canary folder is watched through Python's audit hook and must
+never be touched), nothing hangs, every bomb ends with our message within 10 s and 1 GB (each whole import runs in
+its own process, measured from outside), and nothing the import did not create is modified."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import hostile
+import pytest
+from conftest import TESTS, bpy
+
+from io_ms3d_mdl.access import Confinement, confined, read_file
+from io_ms3d_mdl.budget import Budget
+from io_ms3d_mdl.errors import BudgetExceeded, FormatError
+from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions
+from io_ms3d_mdl.scene.from_source import SourceOptions
+from io_ms3d_mdl.scene.load import load_ms3d, load_source
+
+SECONDS, MEMORY = 10.0, 1 << 30
+
+_opened: list[str] = []
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Records every file opened for reading (writes are the test building its files)."""
+    if event != "open" or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    mode, flags = (*args, None, 0)[1:3]
+    reading = ("r" in mode or "+" in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE != os.O_WRONLY
+    if reading:
+        _opened.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def watch(tmp_path):
+    """The canary folder; after the test, proves no file in it was opened by this process."""
+    outside = hostile.canaries(tmp_path)
+    _opened.clear()
+    yield outside
+    touched = [p for p in _opened if str(outside) in os.path.abspath(p)]
+    assert not touched, f"opened outside the roots: {touched}"
+
+
+def no_secret(scene) -> None:
+    text = repr([m.props for m in scene.materials]) + repr(list(scene.warnings)) + repr(scene.props)
+    assert hostile.SECRET not in text
+    for m in scene.materials:
+        for ref in (m.base_texture, m.normal_texture, m.alpha_texture):
+            assert ref is None or ref.resolved_path is None or "outside" not in ref.resolved_path
+
+
+# --- confinement -------------------------------------------------------------------------------------------------
+
+
+def test_vmt_patch_include_and_texture_never_leave_the_game_folder(tmp_path, watch):
+    scene = load_source(str(hostile.source_vmt_traversal(tmp_path)))
+    no_secret(scene)
+    body = next(m for m in scene.materials if m.name == "body")
+    assert body.props["source_shader"] == "patch"  # the include was refused, the material still made
+    assert scene.materials[2].base_texture.resolved_path is None  # '../../outside/secret' not followed
+
+
+def test_cdmaterials_with_dotdot_never_leave_the_game_folder(tmp_path, watch):
+    scene = load_source(str(hostile.source_cdmaterials_traversal(tmp_path)))
+    no_secret(scene)
+    assert all(m.props.get("source_missing") for m in scene.materials)
+
+
+def test_includemodel_never_leaves_the_game_folder(tmp_path, watch):
+    scene = load_source(str(hostile.source_include_traversal(tmp_path)))
+    no_secret(scene)
+    assert sum("was not found under the game folder" in w for w in scene.warnings) == 3
+
+
+@pytest.mark.parametrize("name", ["{secret}", "C:\\Users\\me\\secret.png", "\\\\host\\share\\secret.png", "//host/x"])
+def test_absolute_ms3d_texture_paths_are_not_followed(tmp_path, watch, name):
+    raw = name.format(secret=watch / "secret.png")
+    scene = load_ms3d(str(hostile.ms3d_textured(tmp_path / "model", raw, alphamap=raw)))
+    material = scene.materials[0]
+    assert material.base_texture.resolved_path is None and material.alpha_texture.resolved_path is None
+    assert any("absolute paths are followed only when allowed" in w for w in scene.warnings)
+
+
+def test_absolute_texture_paths_only_with_the_users_consent(tmp_path):
+    outside = hostile.canaries(tmp_path)
+    path = hostile.ms3d_textured(tmp_path / "model", str(outside / "secret.png"))
+    scene = load_ms3d(str(path), Ms3dOptions(allow_absolute_paths=True))
+    assert scene.materials[0].base_texture.resolved_path == str(outside / "secret.png")
+
+
+def test_base_name_search_still_finds_moved_textures_under_the_roots(tmp_path):
+    """MilkShape's tolerant search keeps working: the base name is looked up in the model's folders and roots."""
+    (tmp_path / "model" / "Textures").mkdir(parents=True)
+    (tmp_path / "model" / "Textures" / "Skin.PNG").write_bytes(hostile.png_1x1())
+    path = hostile.ms3d_textured(tmp_path / "model", "C:\\old\\work\\skin.png")
+    scene = load_ms3d(str(path))
+    assert scene.materials[0].base_texture.resolved_path == str(tmp_path / "model" / "Textures" / "Skin.PNG")
+    roots = tmp_path / "library"
+    roots.mkdir()
+    (roots / "wood.png").write_bytes(hostile.png_1x1())
+    path = hostile.ms3d_textured(tmp_path / "model", "..\\..\\somewhere\\wood.png")
+    assert load_ms3d(str(path)).materials[0].base_texture.resolved_path is None
+    scene = load_ms3d(str(path), Ms3dOptions(search_roots=(str(roots),)))
+    assert scene.materials[0].base_texture.resolved_path == str(roots / "wood.png")
+
+
+def test_symlink_out_of_the_roots_is_refused_inside_is_allowed(tmp_path):
+    outside = hostile.canaries(tmp_path)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "out.png").symlink_to(outside / "secret.png")
+    (folder / "real.png").write_bytes(hostile.png_1x1())
+    (folder / "in.png").symlink_to(folder / "real.png")
+    confinement = Confinement.for_model(str(folder / "m.ms3d"))
+    assert confinement.find(str(folder), "out.png") is None
+    assert confinement.find(str(folder), "IN.png") == str(folder / "in.png")
+    assert confinement.find(str(folder), "../outside/secret.png") is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "outside"])
+def test_special_sidecars_are_treated_as_absent_without_hanging(tmp_path, kind):
+    path = hostile.source_special_sidecar(tmp_path, kind)
+    start = time.perf_counter()
+    scene = load_source(str(path))
+    assert time.perf_counter() - start < 5
+    assert any("the .vvd file is missing" in w for w in scene.warnings)
+    assert not scene.objects
+
+
+def test_a_fifo_or_device_is_refused_when_opened_directly(tmp_path):
+    fifo = tmp_path / "model.mdl"
+    os.mkfifo(fifo)
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match="not a regular file \\(a FIFO\\)"):
+        load_source(str(fifo))
+    with pytest.raises(FormatError, match="not a regular file \\(a character device\\)"):
+        read_file("/dev/zero")
+    with pytest.raises(FormatError, match="not a regular file \\(a folder\\)"):
+        read_file(str(tmp_path))
+    assert time.perf_counter() - start < 2
+
+
+def test_files_are_read_with_a_size_bound(tmp_path):
+    path = hostile.source(tmp_path)
+    with pytest.raises(BudgetExceeded, match=r"file size of .* exceeds the work budget .* Work Limit"):
+        load_source(str(path), SourceOptions(work_limit=1e-6))
+    with confined(Confinement.for_model(str(path)), Budget(1e-6)), pytest.raises(BudgetExceeded):
+        read_file(path)
+
+
+# --- budgets (reader and scene level; the whole import in a process is below) ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (hostile.source_frame_bomb, "frames × bones of animation 'bomb' of 12,800,000 exceeds the work budget"),
+        (hostile.source_event_bomb, "records sharing tables"),
+        (hostile.source_shared_strip_groups, "records sharing tables"),
+        (hostile.source_fixup_bomb, "LOD fixups replay"),
+    ],
+)
+def test_source_bombs_are_refused_with_the_budget_named(tmp_path, build, expected):
+    path = build(tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match=expected) as info:
+        load_source(str(path))
+    assert time.perf_counter() - start < SECONDS
+    if isinstance(info.value, BudgetExceeded):
+        assert "Work Limit" in info.value.message
+
+
+def test_a_raised_work_limit_lets_a_large_genuine_animation_through(tmp_path):
+    path = hostile.source_frame_bomb(tmp_path, bones=8, frames=600_000 // 8)
+    scene = load_source(str(path), SourceOptions(work_limit=1.0))
+    assert scene.actions and len(scene.actions[0].channels) == 8
+
+
+def test_huge_texture_decodes_nothing_and_says_so(tmp_path):
+    scene = load_source(str(hostile.source_huge_texture(tmp_path)))
+    body = next(m for m in scene.materials if m.name == "body")
+    assert body.base_texture.pixels is None
+    assert any("8192×8192" in w and "work budget" in w for w in scene.warnings)
+
+
+def test_huge_texture_uses_the_largest_mip_that_fits(tmp_path):
+    hostile.vmt(tmp_path, "body", '"VertexLitGeneric"\n{\n"$basetexture" "models/test/big"\n}\n')
+    big = hostile.game(tmp_path) / "materials" / "models" / "test" / "big.vtf"
+    big.write_bytes(hostile.vtf(8192, 8192, fmt=13, fill=b"\xff\xff\x00\x00\x00\x00\x00\x00", mips=14))
+    scene = load_source(str(hostile.source(tmp_path)))
+    pixels = next(m for m in scene.materials if m.name == "body").base_texture.pixels
+    assert pixels.shape == (4096, 4096, 4)
+
+
+def test_ms3d_resampling_is_bounded(tmp_path):
+    start = time.perf_counter()
+    scene = load_ms3d(str(hostile.ms3d_frame_bomb(tmp_path)))
+    assert time.perf_counter() - start < SECONDS
+    assert any("not resampled" in w and "work budget" in w for w in scene.warnings)
+    assert sum(len(c.rotation_frames) for c in scene.actions[0].channels) == 2 * 64
+
+
+def test_many_warnings_are_linear(tmp_path):
+    from io_ms3d_mdl.errors import Warnings
+
+    start = time.perf_counter()
+    warnings = Warnings()
+    for i in range(200_000):
+        warnings.add(f"w{i % 100_000}")
+    assert len(warnings) == 100_000 and time.perf_counter() - start < 2
+
+
+def test_extreme_floats_never_reach_the_scene(tmp_path):
+    import math
+
+    scene = load_source(str(hostile.source_extreme_floats(tmp_path)))
+    for m in scene.materials:
+        values = [m.alpha, m.roughness, m.specular_level, m.emission_strength, *m.base_color, *m.emission_color]
+        assert all(math.isfinite(v) for v in values), m
+        assert m.alpha_clip is None or math.isfinite(m.alpha_clip)
+    assert scene.fps is None or math.isfinite(scene.fps)
+
+
+# --- the whole import, in its own process: outcome, time and memory ----------------------------------------------
+
+
+def run_import(path: Path, **options) -> tuple[dict, list[str], float, int]:
+    """(result, report lines, wall seconds, peak resident bytes) of one import through the operator."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, str(TESTS / "probe_import.py"), str(path), json.dumps(options)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - start
+    lines = out.splitlines()
+    results = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and results, out[-3000:]
+    return results[0], lines, seconds, usage.ru_maxrss * 1024
+
+
+BOMBS = {
+    "ms3d keys 99,999 frames apart": (hostile.ms3d_frame_bomb, "FINISHED", "not resampled"),
+    "ms3d 20,000 clips": (hostile.ms3d_clip_bomb, "FINISHED", None),
+    "mdl 100k-frame animation": (hostile.source_frame_bomb, "CANCELLED", "work budget"),
+    "mdl 2,000 sequences sharing 4,096 events": (hostile.source_event_bomb, "CANCELLED", "work budget"),
+    "vtx strip groups sharing one table": (hostile.source_shared_strip_groups, "CANCELLED", "work budget"),
+    "vvd fixups replaying every vertex": (hostile.source_fixup_bomb, "CANCELLED", "LOD fixups replay"),
+    "8192² DXT1 texture": (hostile.source_huge_texture, "FINISHED", "work budget"),
+    "fifo sidecar": (lambda tmp: hostile.source_special_sidecar(tmp, "fifo"), "FINISHED", ".vvd file is missing"),
+}
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+@pytest.mark.parametrize("case", sorted(BOMBS))
+def test_every_bomb_ends_within_10_s_and_1_gb(tmp_path, case):
+    build, status, message = BOMBS[case]
+    result, lines, seconds, memory = run_import(build(tmp_path))
+    assert result["status"] == [status], (result, lines[-20:])
+    if message:
+        assert message in (result["error"] or "") + "\n".join(lines), lines[-20:]
+    assert seconds < SECONDS, f"{case}: {seconds:.1f} s"
+    assert memory < MEMORY, f"{case}: {memory / 2**20:.0f} MiB"
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_traversal_never_reaches_blender_images(tmp_path):
+    """End to end: the canary image is neither loaded, packed nor named by any image of the result."""
+    outside = hostile.canaries(tmp_path)
+    model = hostile.ms3d_textured(tmp_path / "model", str(outside / "secret.png"), alphamap="..\\..\\outside\\x.png")
+    result, _, _, _ = run_import(model)
+    assert result["status"] == ["FINISHED"]
+    assert not any("outside" in i["filepath"] or "secret" in i["filepath"] for i in result["images"])
+    source = hostile.source_vmt_traversal(tmp_path / "src")
+    result, _, _, _ = run_import(source)
+    assert result["status"] == ["FINISHED"]
+    assert hostile.SECRET not in repr(result)
+
+
+# --- nothing the import did not create is modified ---------------------------------------------------------------
+
+PIPE = "source/Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl"
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_png_textures_never_overwrite_and_are_reused_when_identical(addon, tmp_path):
+    from conftest import samples_dir
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    textures = tmp_path / "textures"
+    textures.mkdir()
+    theirs = textures / "Pipesystem01a_skin1.png"
+    theirs.write_bytes(b"the user's own file")
+    model = str(samples_dir() / PIPE)
+    assert bpy.ops.import_scene.source_mdl(filepath=model, texture_output="PNG") == {"FINISHED"}
+    assert theirs.read_bytes() == b"the user's own file"
+    written = sorted(p.name for p in textures.iterdir())
+    assert "Pipesystem01a_skin1_1.png" in written and len(written) == 4
+    assert bpy.ops.import_scene.source_mdl(filepath=model, texture_output="PNG") == {"FINISHED"}
+    assert sorted(p.name for p in textures.iterdir()) == written  # identical bytes: reused, nothing new
+    assert not [p for p in textures.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_a_failed_import_deletes_the_textures_it_wrote(addon, tmp_path, monkeypatch):
+    from conftest import datablock_counts, samples_dir
+
+    from io_ms3d_mdl.blender import scene_builder
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    (tmp_path / "textures").mkdir()
+    (tmp_path / "textures" / "keep.png").write_bytes(b"mine")
+    before = datablock_counts()
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure after the textures were written")
+
+    monkeypatch.setattr(scene_builder, "build_mesh", boom)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        bpy.ops.import_scene.source_mdl(filepath=str(samples_dir() / PIPE), texture_output="PNG")
+    assert sorted(p.name for p in (tmp_path / "textures").iterdir()) == ["keep.png"]
+    assert datablock_counts() == before
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_the_users_images_are_never_modified(addon, tmp_path):
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "mask.png").write_bytes(hostile.png_1x1())
+    users = bpy.data.images.load(str(folder / "mask.png"))
+    users.colorspace_settings.name = "sRGB"
+    path = hostile.ms3d_textured(folder, "mask.png", alphamap="mask.png")
+    assert bpy.ops.import_scene.ms3d(filepath=str(path)) == {"FINISHED"}
+    assert users.colorspace_settings.name == "sRGB" and not users.keys()
+    ours = [i for i in bpy.data.images if i != users]
+    assert len(ours) == 1 and ours[0].colorspace_settings.name == "Non-Color"  # a new datablock of our own
