@@ -7,6 +7,7 @@ this type, show a readable message, and let real bugs surface as real tracebacks
 from __future__ import annotations
 
 import os
+import re
 
 MESSAGE_LIMIT = 1000
 
@@ -37,6 +38,20 @@ class FormatError(ValueError):
 class BudgetExceeded(FormatError):
     """A file asks for more work than the import's budget allows (see ``budget.py``). Never downgraded to a
     warning: skipping one part and going on would only spend the budget again on the next."""
+
+
+_QUOTED = re.compile(r"'[^']*'")
+
+
+def fold(messages: list[str]) -> list[str]:
+    """Messages that differ only in the names they quote become one line with a count, in first-seen order:
+    22 "material 'x' was not found" lines read as one line "(and 21 more like it)"."""
+    groups: dict[str, list[str]] = {}
+    for message in messages:
+        groups.setdefault(_QUOTED.sub("'…'", message), []).append(message)
+    return [
+        group[0] if len(group) == 1 else f"{group[0]} (and {len(group) - 1} more like it)" for group in groups.values()
+    ]
 
 
 class Warnings(list[str]):

@@ -61,10 +61,16 @@ def model_meshes(mdl):
 def test_rule_expressions():
     fake = MdlFile.__new__(MdlFile)
     fake.flex_controllers = [("open", "", 0.0, 1.0), ("smile", "", -1.0, 1.0)]
-    assert rule_expression([(2, 0), (1, 0.5), (6, 0)], fake) == ("(c0 * 0.5)", {"c0": "open"})
-    assert rule_expression([(2, 0), (2, 1), (13, 0), (8, 0)], fake) == ("(-max(c0, c1))", {"c0": "open", "c1": "smile"})
+    assert rule_expression([(2, 0), (1, 0.5), (6, 0)], fake) == ("(c0*0.5)", {"c0": "open"})
+    assert rule_expression([(2, 0), (2, 1), (13, 0), (8, 0)], fake) == ("(-max(c0,c1))", {"c0": "open", "c1": "smile"})
     assert rule_expression([(2, 0), (17, 3)], fake) == (None, {})  # n-way rules are not simple
     assert rule_expression([(2, 9)], fake) == (None, {})  # no such controller
+    # (c0 * c0) / (c0 + c1): the engine divides only by more than 0.0001, else 0 — never 0/0
+    expression, variables = rule_expression([(2, 0), (2, 0), (6, 0), (2, 0), (2, 1), (4, 0), (7, 0)], fake)
+    assert variables == {"c0": "open", "c1": "smile"}
+    assert eval(expression, {}, {"c0": 0.0, "c1": 0.0}) == 0.0
+    assert eval(expression, {}, {"c0": 0.5, "c1": 0.5}) == 0.25
+    assert eval(expression, {}, {"c0": 0.00005, "c1": 0.0}) == 0.0
 
 
 @pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
@@ -84,6 +90,7 @@ def test_scout_in_blender(addon):
     )
     drivers = obj.data.shape_keys.animation_data.drivers
     assert len(drivers) > 30
+    assert all(d.driver.is_valid and d.driver.is_simple_expression for d in drivers)  # no Python, no 0/0
     driven = blocks["CloseLidUpL"]
     before = driven.value
     obj["flex:multi_CloseLid"] = 1.0  # controllers are properties under the "flex:" prefix

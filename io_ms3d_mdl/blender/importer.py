@@ -32,6 +32,7 @@ class ImportResult:
     vertices: int = 0
     triangles: int = 0
     materials: int = 0
+    missing_materials: int = 0  # of ``materials``: placeholders for materials the game files did not have
     bones: int = 0
     actions: int = 0
     seconds: float = 0.0
@@ -46,8 +47,10 @@ class ImportResult:
             return f"Import failed: {self.error}"
         text = (
             f"Imported {name}: {_plural(len(self.objects), 'object')}, {_plural(self.vertices, 'vertex', 'vertices')}, "
-            f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials, 'material')}"
+            f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials - self.missing_materials, 'material')}"
         )
+        if self.missing_materials:
+            text += f" (+{self.missing_materials:,} missing)"
         if self.bones:
             text += f", {_plural(self.bones, 'bone')}, {_plural(self.actions, 'action')}"
         if self.warnings:
@@ -95,6 +98,7 @@ def _import_one(
         result.objects = [o.name for o in objects]
         result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
         result.materials = len(scene.materials)
+        result.missing_materials = sum(bool(m.props.get("source_missing")) for m in scene.materials)
         result.bones = len(scene.skeleton.bones) if scene.skeleton else 0
         result.actions = len(scene.actions)
         result.warnings = list(scene.warnings)

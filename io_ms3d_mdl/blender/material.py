@@ -41,7 +41,7 @@ class ImageLoader:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
         if ref.pixels is not None:
             return _image_from_pixels(name, ref.pixels)
-        if ref.resolved_path:
+        if ref.resolved_path and ref.loadable:
             try:
                 # Never check_existing: an image the user already has must not be re-tagged or re-coloured by us.
                 image = bpy.data.images.load(ref.resolved_path, check_existing=False)
@@ -81,6 +81,9 @@ def _image_from_pixels(name: str, pixels: np.ndarray) -> bpy.types.Image:
     """An already decoded texture (e.g. a VTF) as an image packed into the .blend file, or saved as a PNG."""
     height, width = pixels.shape[:2]
     image = bpy.data.images.new(os.path.splitext(name)[0] + ".png", width, height, alpha=True)
+    # Games pack masks (self-illumination, envmap, phong) into alpha as often as opacity: keep colour and alpha
+    # independent, or a mask of ~0 would multiply the colour away. Opacity still comes from the Alpha output.
+    image.alpha_mode = "CHANNEL_PACKED"
     flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32) / 255.0  # Blender's rows start at the bottom
     image.pixels.foreach_set(flipped.ravel())
     folder = _png_folder[-1]
@@ -193,10 +196,10 @@ def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Materia
         tex = tree.nodes.new("ShaderNodeTexImage")
         tex.label = "Alpha Map"
         tex.image = images.get(data.alpha_texture)
-        if MISSING_IMAGE_PROP not in tex.image:
-            tex.image.colorspace_settings.name = "Non-Color"
         tex.location = (x, bsdf.location.y - 300)
-        _link_alpha(tree, tex.outputs["Color"], inputs["Alpha"], data.alpha)
+        if MISSING_IMAGE_PROP not in tex.image:  # a missing map leaves the surface opaque, not placeholder-grey
+            tex.image.colorspace_settings.name = "Non-Color"
+            _link_alpha(tree, tex.outputs["Color"], inputs["Alpha"], data.alpha)
     if data.normal_texture is not None:
         _normal_map(tree, images.get(data.normal_texture), inputs["Normal"], (x, bsdf.location.y - 600))
     if data.alpha_clip is not None and inputs["Alpha"].links:

@@ -8,6 +8,7 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
+from ..errors import fold
 from ..scene.from_ms3d import Ms3dOptions
 from ..scene.from_source import INCH, SourceOptions
 from ..scene.load import load_ms3d, load_source
@@ -43,8 +44,11 @@ class _MultiFileImport(ImportHelper):
     def report_results(self, results: list[ImportResult]) -> set[str]:
         any_ok = any(r.ok for r in results)
         for r in results:
-            for warning in r.warnings:
-                self.report({"WARNING"}, f"{os.path.basename(r.path)}: {warning}")
+            name = os.path.basename(r.path)
+            for warning in r.warnings:  # every one in the Info log; the status bar shows them folded
+                self.report({"INFO"}, f"{name}: {warning}")
+            for warning in fold(r.warnings):
+                self.report({"WARNING"}, f"{name}: {warning}")
             # An ERROR report makes bpy.ops raise; keep it for when nothing could be imported.
             self.report({"INFO"} if r.ok else ({"WARNING"} if any_ok else {"ERROR"}), r.summary())
         return {"FINISHED"} if any_ok else {"CANCELLED"}
@@ -160,14 +164,25 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     units: EnumProperty(  # type: ignore[valid-type]
         name="Units",
         items=(
-            ("INCHES", "Metres (1 unit = 1 inch)", "Source physics units: 0.0254 m per unit"),
-            ("HAMMER", "Metres (Hammer scale)", "16 units per foot, 0.01905 m per unit, as SourceIO uses"),
-            ("SOURCE", "Source Units (1.0)", "Keep Source units unscaled"),
-            ("CUSTOM", "Custom", "Use the scale below"),
+            ("INCHES", "Inches", "Metres from Source's physics units: 1 unit = 1 inch = 0.0254 m"),
+            ("HAMMER", "Hammer", "Metres at Hammer's scale: 16 units per foot, 0.01905 m per unit, as SourceIO uses"),
+            ("SOURCE", "Unscaled", "Keep Source units as they are (1 unit = 1 Blender unit)"),
+            ("CUSTOM", "Custom", "Use the Scale below"),
         ),
+        description="How Source units become Blender metres",
         default="INCHES",
     )
-    scale: FloatProperty(name="Scale", default=INCH, min=1e-6, max=1e6, soft_min=0.001, soft_max=100.0)  # type: ignore[valid-type]
+    scale: FloatProperty(  # type: ignore[valid-type]
+        name="Scale",
+        description="Metres per Source unit (used when Units is Custom)",
+        default=INCH,
+        min=1e-6,
+        max=1e6,
+        soft_min=0.001,
+        soft_max=100.0,
+        precision=5,
+        step=0.1,
+    )
     lod: IntProperty(
         name="LOD", description="Level of detail to import (0 is the most detailed)", default=0, min=0, max=7
     )  # type: ignore[valid-type]
@@ -182,14 +197,24 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         ),
         default="CHILD",
     )
-    armature_for_static_props: BoolProperty(name="Armature for Static Props", default=False)  # type: ignore[valid-type]
-    import_attachments: BoolProperty(name="Attachments", default=True)  # type: ignore[valid-type]
-    import_hitboxes: BoolProperty(name="Hitboxes", default=False)  # type: ignore[valid-type]
+    armature_for_static_props: BoolProperty(  # type: ignore[valid-type]
+        name="Rig Props",
+        description="Give single-bone models (static props) an armature too; by default they import as plain meshes",
+        default=False,
+    )
+    import_attachments: BoolProperty(  # type: ignore[valid-type]
+        name="Attachments",
+        description="Attachment points and eyeballs as empties following their bones",
+        default=True,
+    )
+    import_hitboxes: BoolProperty(  # type: ignore[valid-type]
+        name="Hitboxes", description="Hitboxes as box empties following their bones", default=False
+    )
     import_animations: BoolProperty(  # type: ignore[valid-type]
         name="Animations", description="One action per animation, on NLA tracks (the first one playing)", default=True
     )
     find_materials: BoolProperty(  # type: ignore[valid-type]
-        name="Materials from Game Files",
+        name="Game Materials",
         description="Build materials from the VMT and VTF files under the model's game folder and the folders listed "
         "in the add-on's preferences",
         default=True,

@@ -185,11 +185,11 @@ def draw_switches(layout: bpy.types.UILayout, context: bpy.types.Context) -> Non
             op.model, op.family = model.name, family
 
 
-class IO_MS3D_MDL_PT_source_object(bpy.types.Panel):
+class _SwitchPanel:
+    """Shared by the panels below. A mixin, not a registered Panel: subclassing a registered panel breaks the
+    parent's registration (Blender then logs 'unable to get Python class' on every redraw and never draws it)."""
+
     bl_label = "Source Model"
-    bl_space_type = "PROPERTIES"
-    bl_region_type = "WINDOW"
-    bl_context = "object"
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -199,8 +199,26 @@ class IO_MS3D_MDL_PT_source_object(bpy.types.Panel):
         draw_switches(self.layout, context)
 
 
-class IO_MS3D_MDL_PT_source_collection(IO_MS3D_MDL_PT_source_object):
+class IO_MS3D_MDL_PT_source_object(_SwitchPanel, bpy.types.Panel):
+    """Object tab: any object of the model (mesh, armature, attachment or hitbox empty) finds its model."""
+
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
+    bl_context = "object"
+
+
+class IO_MS3D_MDL_PT_source_collection(_SwitchPanel, bpy.types.Panel):
+    bl_space_type = "PROPERTIES"
+    bl_region_type = "WINDOW"
     bl_context = "collection"
+
+
+class IO_MS3D_MDL_PT_source_view3d(_SwitchPanel, bpy.types.Panel):
+    """The 3D Viewport sidebar (N), tab "Source": where an artist looking at the model finds the switches."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Source"
 
 
 CLASSES = (
@@ -209,4 +227,5 @@ CLASSES = (
     IO_MS3D_MDL_OT_source_skin,
     IO_MS3D_MDL_PT_source_object,
     IO_MS3D_MDL_PT_source_collection,
+    IO_MS3D_MDL_PT_source_view3d,
 )

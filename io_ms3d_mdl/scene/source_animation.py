@@ -77,8 +77,12 @@ def add_source_animations(
     if not scene.actions:
         return
     scene.fps = fps
+    # The scene shows the playing (first) action; a one-frame pose (a static "idle" or "ref") would give a useless
+    # 0..1 range, so the range then spans the longest action instead, ready for whichever track is played.
     first = scene.actions[0].frame_range
-    scene.frame_range = (first[0], max(first[1], first[0] + 1))
+    if first[1] <= first[0]:
+        first = max((a.frame_range for a in scene.actions), key=lambda r: r[1] - r[0])
+    scene.frame_range = first
     scene.props["source_sequences"] = [
         {
             "name": s.name,

@@ -102,12 +102,14 @@ def _record_renames(obj: ObjectData, prop: str, file_names: list[str], names: li
 
 
 def rule_expression(ops: list[tuple[int, float]], mdl: MdlFile) -> tuple[str | None, dict[str, str]]:
-    """A driver expression for a flex rule, or None when it uses operations a simple expression cannot say."""
+    """A driver expression for a flex rule, or None when it uses operations a simple expression cannot say.
+
+    Written compactly (no spaces, controllers as ``c<index>``) because Blender keeps 255 bytes of it."""
     stack: list[str] = []
     variables: dict[str, str] = {}
     for op, value in ops:
         if op == CONST:
-            stack.append(repr(float(value)))
+            stack.append(f"{float(value):g}")
         elif op == FETCH1:
             index = int(value)
             if not 0 <= index < len(mdl.flex_controllers):
@@ -115,14 +117,20 @@ def rule_expression(ops: list[tuple[int, float]], mdl: MdlFile) -> tuple[str | N
             var = f"c{index}"
             variables[var] = mdl.flex_controllers[index][0]
             stack.append(var)
+        elif op == DIV and len(stack) >= 2:
+            # The engine divides only by a denominator above 0.0001 and yields 0 otherwise (0/0 at rest), where a
+            # plain division would raise and Blender stop evaluating the driver. No conditional expression:
+            # Blender's Python-free evaluator must accept it.
+            b, a = stack.pop(), stack.pop()
+            stack.append(f"(({b}>0.0001)*{a}/max({b},0.0001))")
         elif op in BINARY and len(stack) >= 2:
             b, a = stack.pop(), stack.pop()
-            stack.append(f"({a} {BINARY[op]} {b})")
+            stack.append(f"({a}{BINARY[op]}{b})")
         elif op == NEG and stack:
             stack.append(f"(-{stack.pop()})")
         elif op in (MAX, MIN) and len(stack) >= 2:
             b, a = stack.pop(), stack.pop()
-            stack.append(f"{'max' if op == MAX else 'min'}({a}, {b})")
+            stack.append(f"{'max' if op == MAX else 'min'}({a},{b})")
         else:  # FETCH2 (another flex's weight), 2-way, n-way, combo, dominate, eyelid rules
             return None, {}
     return (stack[0], variables) if len(stack) == 1 else (None, {})

@@ -63,7 +63,7 @@ class Finder:
         key = path or name
         if key in cache:
             return cache[key]
-        ref = ImageRef(name + ".vtf", path)
+        ref = ImageRef(name + ".vtf", path, loadable=False)
         if path is None:
             warnings.append(f"texture 'materials/{shown(name)}.vtf' was not found")
         elif self.pixels_left <= 0:
@@ -125,7 +125,7 @@ def material_from_vmt(
 ) -> MaterialData:
     """Principled values for the shader parameters that carry over to EEVEE and Cycles."""
     material = MaterialData(name=name, base_color=(1.0, 1.0, 1.0))
-    base = vmt.text("$basetexture")
+    base = vmt.text("$basetexture") or vmt.text("$iris")  # EyeRefract names its texture $iris
     material.base_texture = finder.texture(base, warnings, cache) if base else None
     bump = vmt.text("$bumpmap") or vmt.text("$normalmap")
     material.normal_texture = finder.texture(bump, warnings, cache) if bump else None

@@ -19,6 +19,7 @@ class ImageRef:
     raw_path: str
     resolved_path: str | None  # None: not found on disk
     pixels: np.ndarray | None = None  # (height, width, 4) uint8 RGBA, top row first: already decoded (e.g. VTF)
+    loadable: bool = True  # Blender can read the file itself (False for VTF: without pixels it is a placeholder)
 
 
 @dataclass
