@@ -5,8 +5,11 @@ This catches what in-tree tests cannot: absolute imports, manifest errors, files
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import uuid
 import zipfile
 
 import pytest
@@ -32,17 +35,21 @@ print("MODULE", sys.modules["bl_ext.user_default.io_ms3d_mdl.io_ms3d_mdl.blender
 """
 
 
+def build_extension(out, script=ROOT / "scripts" / "build_extension.py", env=None) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(script), "--output-dir", str(out)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+
+
 @pytest.fixture(scope="module")
-def extension_zip(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "build_extension.py"), "--output-dir", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def extension_build(tmp_path_factory):
+    run = build_extension(tmp_path_factory.mktemp("dist"))
     assert run.returncode == 0, run.stdout + run.stderr
-    return run.stdout.strip().splitlines()[-1]
+    return run
+
+
+@pytest.fixture(scope="module")
+def extension_zip(extension_build):
+    return extension_build.stdout.strip().splitlines()[-1]
 
 
 def test_zip_holds_the_addon_and_nothing_else(extension_zip):
@@ -57,7 +64,7 @@ def test_zip_holds_the_addon_and_nothing_else(extension_zip):
     assert not [n for n in names if n.startswith(("tests/", "scripts/", "examples/", ".ci/")) or "__pycache__" in n]
 
 
-def test_zip_installs_enables_and_imports(extension_zip, tmp_path):
+def test_zip_installs_enables_and_imports(extension_build, extension_zip, tmp_path):
     env = {"BLENDER_USER_RESOURCES": str(tmp_path / "user"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     run = subprocess.run(
         [sys.executable, "-c", INSTALL_AND_RUN, extension_zip, str(EXAMPLE)],
@@ -66,7 +73,38 @@ def test_zip_installs_enables_and_imports(extension_zip, tmp_path):
         timeout=300,
         env=env,
     )
-    assert run.returncode == 0, run.stdout + run.stderr
+    untracked = [line for line in extension_build.stderr.splitlines() if line.startswith("warning: not shipped")]
+    assert run.returncode == 0, "\n".join([run.stdout + run.stderr, *untracked])  # a module not yet `git add`ed?
     assert "OBJECTS ['door', 'house', 'roof', 'walls', 'window']" in run.stdout
     assert "ROOTS [['games', 'hl2']]" in run.stdout  # the material search folders from the add-on's preferences
     assert str(tmp_path / "user") in run.stdout  # loaded from the installed copy, not from the checkout
+
+
+def test_untracked_files_never_ship(tmp_path):
+    """The zip is built from what git tracks: a stray .blend or a file not yet added stays out."""
+    token = uuid.uuid4().hex[:8]
+    strays = [ROOT / f"out-{token}.blend", ROOT / "io_ms3d_mdl" / f"untracked-{token}.txt"]
+    try:
+        for stray in strays:
+            stray.write_text("not part of the release")
+        run = build_extension(tmp_path)
+    finally:
+        for stray in strays:
+            stray.unlink(missing_ok=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    names = zipfile.ZipFile(run.stdout.strip().splitlines()[-1]).namelist()
+    assert "io_ms3d_mdl/formats/ms3d/reader.py" in names
+    assert not [n for n in names if token in n], names
+    assert f"git does not track it (git add it to ship it): io_ms3d_mdl/untracked-{token}.txt" in run.stderr
+
+
+def test_outside_a_git_checkout_the_build_refuses(tmp_path):
+    copy = tmp_path / "io_ms3d_mdl_copy"
+    (copy / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "build_extension.py", copy / "scripts")
+    shutil.copy(ROOT / "blender_manifest.toml", copy)
+    env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)}  # never find a repository above the copy
+    run = build_extension(tmp_path / "dist", script=copy / "scripts" / "build_extension.py", env=env)
+    assert run.returncode == 1
+    assert run.stderr.startswith("error: ") and "is not a git checkout" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and not (tmp_path / "dist").exists()
