@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import samples_dir
+from conftest import SAMPLES, bpy, samples_dir
 from fuzzing import Seed, mutate_case, non_finite, run_case, sample_seeds, synthetic_seeds
 
 # seed name -> cases; sized so each format gets a few thousand and the slow, animation-heavy seeds stay affordable
@@ -147,3 +147,31 @@ def test_the_fuzz_script_reports_a_case_over_its_time_bound(tmp_path):
     )
     assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
     assert (tmp_path / "findings" / "findings.txt").read_text().count("took longer than") == 3
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_the_fuzz_script_runs_the_whole_import_in_blender(tmp_path):
+    """``--blender``: mutated file trees (synthetic, a sample with its materials, crafted traversals) through the
+    operators and the batch converter in two Blender workers, every property checked, nothing found."""
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    report = tmp_path / "fuzz.json"
+    seeds = ["--only", "synthetic", "--only", "traversal", "--only", "shell_9mm"]
+    options = ["--blender", "--cases", "20", "--jobs", "2", *seeds, "--samples", str(SAMPLES)]
+    options += ["--out", str(tmp_path / "found"), "--json", str(report)]
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fuzz.py"), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    counts = json.loads(report.read_text())
+    assert counts["cases"] == 20 and counts["findings"] == 0, counts
+    assert counts["via"]["operator"] > counts["via"]["batch"] > 0
+    assert {name.rsplit(".", 1)[-1] for name, s in counts["seeds"].items() if s["cases"]} == {"ms3d", "mdl"}
+    assert not (tmp_path / "found").exists()
