@@ -277,6 +277,7 @@ def source_extreme_floats(tmp: Path) -> Path:
 __all__ = [
     "SECRET",
     "canaries",
+    "character_spec",
     "game",
     "ms3d_clip_bomb",
     "ms3d_extreme_timing",

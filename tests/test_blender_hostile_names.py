@@ -243,7 +243,7 @@ LONG_FLEXES = SFlexes(
 def test_long_source_bone_and_flex_names(blender, tmp_path):
     bpy = blender
     path = write_source_with_flexes(long_names_spec(), LONG_FLEXES, tmp_path, "guy")
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE") == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE", animations="ALL") == {"FINISHED"}
     arm = bpy.data.objects["guy"]
     assert [b.name for b in arm.data.bones] == [E31, "é" * 29 + ".001"]
     assert [b["source_name"] for b in arm.data.bones] == [LONG + "a", LONG + "b"]
@@ -278,7 +278,7 @@ def test_long_animation_and_clip_names_stay_readable(blender, tmp_path):
     names = ["é" * 100, "é" * 99 + "x", "idle"]
     spec = character_spec(animations=[SAnimation(n, 3, [SNode(1, turn)]) for n in names])
     path = write_source(spec, tmp_path, "€" * 60)
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
     arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     tracks = arm.animation_data.nla_tracks
     assert len(tracks) == 3 and [utf8_len(t.strips[0].name) <= 63 for t in tracks] == [True] * 3

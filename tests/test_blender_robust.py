@@ -74,7 +74,9 @@ def key_frames_of(action) -> list[float]:
 @pytest.mark.parametrize("fps", [math.inf, 3e38, 1e-30])
 def test_source_absurd_frame_rates_import_with_a_warning(blender, tmp_path, capsys, fps):
     bpy = blender
-    assert bpy.ops.import_scene.source_mdl(filepath=str(source_with_two_rates(tmp_path, fps))) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(source_with_two_rates(tmp_path, fps)), animations="ALL") == {
+        "FINISHED"
+    }
     render = bpy.context.scene.render
     assert 1 <= render.fps <= 32767 and 1e-6 <= render.fps / render.fps_base <= 32767
     assert "guy.mdl: " in (out := warnings_of(capsys)) and "frame rate" in out
@@ -85,7 +87,9 @@ def test_source_keys_beyond_blenders_frames_are_dropped(blender, tmp_path):
     """A fast first animation stretches a slow second one: at 10,000 fps against 0.001 fps its frames are
     0, 10⁷, 2·10⁷, which no timeline shows."""
     bpy = blender
-    assert bpy.ops.import_scene.source_mdl(filepath=str(source_with_two_rates(tmp_path, 1e4, 1e-3))) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(
+        filepath=str(source_with_two_rates(tmp_path, 1e4, 1e-3)), animations="ALL"
+    ) == {"FINISHED"}
     assert bpy.context.scene.render.fps == 10_000
     frames = key_frames_of(bpy.data.actions["slow"])
     assert frames and all(abs(f) <= MAX_FRAME for f in frames)
@@ -226,7 +230,7 @@ def test_source_vertices_without_a_valid_bone_stay_unweighted(blender, tmp_path,
             for mesh in model.meshes:
                 mesh.vertices = [SVertex(v.pos, v.normal, v.uv, bones, weights) for v in mesh.vertices]
     path = write_source(spec, tmp_path, "loose")
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
     body = bpy.data.objects["body_ref"]
     assert len(body.vertex_groups) == 0 and body.modifiers[0].object == bpy.data.objects["loose"]
 
@@ -240,7 +244,7 @@ def test_flex_controllers_named_like_our_properties_cannot_break_skins(blender, 
         flexes=[SFlex(0, [(0, (0, 0, 1))])],
     )
     path = write_source_with_flexes(character_spec(), flexes, tmp_path, "guy")
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
     body = bpy.data.objects["body_ref"]
     assert list(body["source_skin_refs"]) == [0, 1] and body["source_lod"] == 0
     assert {"flex:source_skin_refs", "flex:source_lod", "flex:io_ms3d_mdl_missing"} <= set(body.keys())
@@ -256,7 +260,7 @@ def test_flex_controllers_named_like_our_properties_cannot_break_skins(blender, 
 def test_skin_switch_ignores_a_hand_broken_refs_property(blender, tmp_path):
     bpy = blender
     path = write_source(character_spec(), tmp_path, "guy")
-    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL")
     bpy.data.objects["body_ref"]["source_skin_refs"] = 0.5
     assert bpy.ops.io_ms3d_mdl.source_skin(model="guy", family=1) == {"FINISHED"}
 

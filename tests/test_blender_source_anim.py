@@ -45,7 +45,7 @@ def play(bpy, armature, action_name: str, frame: int) -> None:
 def check_posed(bpy, path, picks, animations=None):
     mdl = read_mdl(path)
     vvd = read_vvd(find_sidecars(str(path)).vvd)
-    scene = source_to_scene(mdl, vvd, read_vtx(find_sidecars(str(path)).vtx), SourceOptions())
+    scene = source_to_scene(mdl, vvd, read_vtx(find_sidecars(str(path)).vtx), SourceOptions(animations="ALL"))
     armature = bpy.data.objects[path.stem]
     size = float(np.ptp(vvd.vertices["pos"], axis=0).max()) * INCH
     for anim_index, frame in picks:
@@ -75,7 +75,7 @@ def check_posed(bpy, path, picks, animations=None):
 def test_posed_mesh_matches_the_decoded_pose(blender, relative, picks):
     bpy = blender
     path = samples_dir() / "source" / relative
-    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL")
     check_posed(bpy, path, picks)
 
 
@@ -90,7 +90,7 @@ def test_synthetic_animation_poses_the_mesh(blender, tmp_path):
         ]
     )
     path = write_source(spec, tmp_path, "guy")
-    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL")
     check_posed(bpy, path, [(0, 0), (0, 1), (0, 3), (1, 1)])
     arm = bpy.data.objects["guy"]
     tracks = arm.animation_data.nla_tracks
@@ -102,7 +102,7 @@ def test_synthetic_animation_poses_the_mesh(blender, tmp_path):
 def test_animation_only_model(blender):
     bpy = blender
     path = samples_dir() / "source/bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl"
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
     arm = bpy.data.objects["male_postures"]
     tracks = arm.animation_data.nla_tracks
     assert len(tracks) == 97 and len(bpy.data.actions) == 97
@@ -116,7 +116,7 @@ def test_animation_only_model(blender):
 def test_events_become_pose_markers(blender):
     bpy = blender
     path = samples_dir() / "source/Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
-    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL")
     markers = sum(len(a.pose_markers) for a in bpy.data.actions)
     assert markers == sum(len(s.events) for s in read_mdl(path).sequences) == 176
 
@@ -157,7 +157,7 @@ def test_included_animations_map_onto_our_bones(blender, tmp_path):
     from io_ms3d_mdl.scene.source_animation import _remap
 
     main = include_tree(tmp_path)
-    assert bpy.ops.import_scene.source_mdl(filepath=str(main)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(main), animations="ALL") == {"FINISHED"}
     action = bpy.data.actions["borrowed"]
     assert action["source_include"] == "models/test\\Test_Animations.MDL"
     mdl = read_mdl(main)
@@ -182,14 +182,14 @@ def test_missing_and_cyclic_includes_are_warnings(blender, tmp_path):
     assert [i.name for i in found] == ["models/test/test_animations.mdl"]
     assert any("'models/nowhere.mdl' was not found" in w for w in warnings)
     assert any("'models/GUY.mdl' is included again" in w for w in warnings)
-    assert bpy.ops.import_scene.source_mdl(filepath=str(main)) == {"FINISHED"}
+    assert bpy.ops.import_scene.source_mdl(filepath=str(main), animations="ALL") == {"FINISHED"}
     assert "borrowed" in bpy.data.actions
 
 
 def test_civilian_borrows_its_animations(blender):
     bpy = blender
     path = samples_dir() / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
-    bpy.ops.import_scene.source_mdl(filepath=str(path))
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL")
     borrowed = [a for a in bpy.data.actions if "source_include" in a]
     assert len(bpy.data.actions) == 130 and len(borrowed) == 128
     assert {a["source_include"] for a in borrowed} == {"models/player/civilian_animations.mdl"}

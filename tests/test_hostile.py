@@ -351,3 +351,32 @@ def test_the_users_images_are_never_modified(addon, tmp_path):
     assert users.colorspace_settings.name == "sRGB" and not users.keys()
     ours = [i for i in bpy.data.images if i != users]
     assert len(ours) == 1 and ours[0].colorspace_settings.name == "Non-Color"  # a new datablock of our own
+
+
+# --- regressions found by ``scripts/fuzz.py --blender`` ----------------------------------------------------------
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_degenerate_source_triangles_are_dropped_not_crashed_on(tmp_path):
+    """Triangles repeating a vertex made Blender's custom-normal code crash (SIGSEGV) on a mutated prop."""
+    from source_writer import SBodyPart, SMesh, SModel, SVertex
+
+    verts = [SVertex((x, y, 0.0)) for x, y in ((0, 0), (1, 0), (1, 1), (0, 1))]
+    mesh = SMesh(0, verts, [(0, 1, 2), (0, 0, 1), (2, 3, 3), (0, 2, 3), (0, 2, 3)])
+    spec = hostile.character_spec(includes=[], body_parts=[SBodyPart("body", [SModel("body", [mesh])])])
+    result, lines, _, _ = run_import(hostile.source(tmp_path, spec))
+    assert result["status"] == ["FINISHED"], lines[-10:]
+    assert any("2 degenerate triangles (a repeated vertex) were skipped" in line for line in lines)
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_an_absurd_bone_length_does_not_break_the_rig(tmp_path):
+    """A bone 10²⁴ units long overflowed Blender's float32 maths (a singular bone matrix, then an internal error
+    when an attachment was parented to it)."""
+    from source_writer import SBone
+
+    spec = hostile.character_spec(includes=[])
+    spec.bones = [SBone("pelvis", -1, (0, 0, 1)), SBone("spine", 0, (0, 0, 1e24))]
+    result, lines, _, _ = run_import(hostile.source(tmp_path, spec), units="HAMMER", bone_orientation="CHILD")
+    assert result["status"] == ["FINISHED"], lines[-10:]
+    assert not any("internal error" in line or "Traceback" in line for line in lines)

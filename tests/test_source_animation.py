@@ -170,6 +170,6 @@ def test_frame_major_animations_are_reported_as_skipped():
     mdl = read_mdl_bytes(bytes(data), "anim.mdl")
     with pytest.raises(SkippedAnimation, match="STUDIO_FRAMEANIM"):
         decode_animation(mdl, 0)
-    scene = source_to_scene(mdl, None, None, SourceOptions())
+    scene = source_to_scene(mdl, None, None, SourceOptions(animations="ALL"))
     assert [a.name for a in scene.actions] == ["fine"]
     assert any("animation 'csgo' was skipped" in w for w in scene.warnings)

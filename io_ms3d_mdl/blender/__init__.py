@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, preferences, source_switch
+from . import animation_browser, operators, preferences, source_switch
 from .operators import menu_import
 
-CLASSES = preferences.CLASSES + operators.CLASSES + source_switch.CLASSES
+CLASSES = preferences.CLASSES + animation_browser.CLASSES + operators.CLASSES + source_switch.CLASSES
 
 
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
+    animation_browser.register_properties()
     bpy.types.TOPBAR_MT_file_import.append(menu_import)
 
 
 def unregister() -> None:
     bpy.types.TOPBAR_MT_file_import.remove(menu_import)
+    animation_browser.unregister_properties()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

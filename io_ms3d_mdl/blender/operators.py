@@ -211,7 +211,21 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         name="Hitboxes", description="Hitboxes as box empties following their bones", default=False
     )
     import_animations: BoolProperty(  # type: ignore[valid-type]
-        name="Animations", description="One action per animation, on NLA tracks (the first one playing)", default=True
+        name="Animations",
+        description="Offer the model's animations (its own, its .ani file's and its includes') in the Source panel's "
+        "list, where a click builds and plays one",
+        default=True,
+    )
+    animations: EnumProperty(  # type: ignore[valid-type]
+        name="Build",
+        description="Which animations become actions during the import (the others build when picked in the list)",
+        items=(
+            ("DEFAULT", "Default", "Only the default sequence (what the game plays first): fastest"),
+            ("OWN", "Own", "The model's own animations (and its .ani file's), one NLA track each"),
+            ("ALL", "All", "Also those of its included models: for conversions that need every action"),
+            ("NONE", "None", "Build nothing now; pick animations from the list later"),
+        ),
+        default="DEFAULT",
     )
     find_materials: BoolProperty(  # type: ignore[valid-type]
         name="Game Materials",
@@ -242,6 +256,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             import_hitboxes=self.import_hitboxes,
             armature_for_static_props=self.armature_for_static_props,
             import_animations=self.import_animations,
+            animations=self.animations,
             find_materials=self.find_materials,
             search_roots=search_roots(bpy.context),
             work_limit=self.work_limit,
@@ -262,7 +277,10 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         draw_panel(self.layout, self, "Transform", ("units", "scale"))
         draw_panel(self.layout, self, "Geometry", ("lod", "all_lods"))
         draw_panel(
-            self.layout, self, "Armature", ("bone_orientation", "armature_for_static_props", "import_animations")
+            self.layout,
+            self,
+            "Armature",
+            ("bone_orientation", "armature_for_static_props", "import_animations", "animations"),
         )
         draw_panel(self.layout, self, "Materials", ("find_materials", "texture_output"))
         draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))

@@ -12,6 +12,7 @@ from mathutils import Matrix
 
 from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
+from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, build_material
 from .mesh import build_mesh
@@ -78,6 +79,7 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     extras = _build_empties(scene.empties, collection, armature)
     if armature is not None:
         _build_animation(context, scene, armature)
+        fill_animation_list(collection, scene.animations)
         objects.insert(0, armature)
     # Hide the other body-group choices only now: edit mode (the armature) needs visible collections.
     for coll in hidden:
@@ -180,7 +182,7 @@ def _build_empties(
             obj.parent_bone = data.bone
             # A bone's children hang from its tail: express the armature-space matrix relative to that.
             tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
-            obj.matrix_basis = tail.inverted() @ matrix
+            obj.matrix_basis = tail.inverted_safe() @ matrix  # a degenerate bone (absurd sizes) must not raise
         else:
             if armature is not None:
                 obj.parent = armature

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import IntProperty, StringProperty
 
+from .animation_browser import draw_list
 from .scene_builder import find_layer_collection
 
 
@@ -161,6 +162,11 @@ def draw_switches(layout: bpy.types.UILayout, context: bpy.types.Context) -> Non
     model = model_collection(context)
     if model is None:
         return
+    _draw_body_and_skins(layout, model)
+    draw_list(layout, model)
+
+
+def _draw_body_and_skins(layout: bpy.types.UILayout, model: bpy.types.Collection) -> None:
     layout.label(text=f"{model.name}: body {body_number(model)}", icon="OUTLINER_COLLECTION")
     for i, part in enumerate(body_parts(model)):
         if len(part.children) < 2:

@@ -13,6 +13,7 @@ import numpy as np
 from .types import MaterialData, SceneData
 
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
+MAX_BONE_LENGTH = 1e6
 
 
 def _zero_non_finite(array: np.ndarray | None) -> int:
@@ -122,6 +123,9 @@ def replace_non_finite(scene: SceneData) -> None:
             if not np.isfinite(bone.length):
                 bone.length = 1.0
                 count += 1
+            elif bone.length > MAX_BONE_LENGTH:  # its square overflows Blender's float32 maths: a broken bone
+                bone.length = MAX_BONE_LENGTH
+                count += 1
             count += _props(bone.props)
     for action in scene.actions:
         for ch in action.channels:
@@ -130,5 +134,5 @@ def replace_non_finite(scene: SceneData) -> None:
     if count:
         scene.warnings.add(
             f"{count} values in the file were not finite numbers (NaN or infinity); replaced by 0 "
-            "(rotations and matrices by the identity)"
+            "(rotations and matrices by the identity, absurd bone lengths by 1e6)"
         )

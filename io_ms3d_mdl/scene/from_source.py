@@ -49,6 +49,7 @@ class SourceOptions:
     import_hitboxes: bool = False
     armature_for_static_props: bool = False  # single-bone models get an armature too
     import_animations: bool = True
+    animations: str = "DEFAULT"  # which get actions at import: NONE, DEFAULT (sequence), OWN, ALL (with includes)
     find_materials: bool = True  # VMT/VTF from the game tree; False: one plain material per texture name
     search_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
     work_limit: float = 1.0  # scales every work budget (budget.py)
@@ -80,7 +81,8 @@ def source_to_scene(
     if len(mdl.bones) and wants_armature:
         scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
         if options.import_animations:
-            add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes)
+            add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes, options.animations)
+            scene.props.update(_rebuild_props(mdl, options, scene))
 
     _materials(mdl, scene, options)
     if vvd is not None and vtx is not None:
@@ -96,6 +98,24 @@ def source_to_scene(
         _hitboxes(mdl, world, options, scene)
     replace_non_finite(scene)
     return scene
+
+
+def _rebuild_props(mdl: MdlFile, options: SourceOptions, scene: SceneData) -> dict:
+    """What building one more animation later needs (``scene.load.load_source_animation``)."""
+    if not scene.animations or not mdl.path:
+        return {}
+    return {
+        "source_path": os.path.abspath(mdl.path),
+        "source_scale": options.scale,
+        "source_bone_orientation": options.bone_orientation,
+        "source_fps": scene.fps or next((a.fps for a in scene.animations if a.fps > 0), 30.0),
+    }
+
+
+def source_skeleton(mdl: MdlFile, options: SourceOptions) -> tuple[SkeletonData, np.ndarray]:
+    """The skeleton exactly as the import made it, and each bone's frame in its Source bone space (pose channels
+    are written in it): what building one more animation later needs."""
+    return _skeleton(mdl, _bone_world(mdl), options, "")
 
 
 def _model_props(mdl: MdlFile) -> dict:
@@ -244,6 +264,15 @@ def _model_object(
     if int(tris_global.max()) >= len(pool) or int(tris_global.min()) < 0:
         scene.warnings.add(f"'{name}': triangles point past the {len(pool)} vertices of the .vvd; skipped")
         return None
+    # A triangle that repeats a vertex has no area; Blender's custom-normal code crashes on such faces (found by
+    # fuzzing), and validate() would delete them anyway.
+    a, b, c = tris_global.T
+    solid = (a != b) & (b != c) & (a != c)
+    if not solid.all():
+        scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
+        tris_global, refs = tris_global[solid], [np.concatenate(refs)[solid]]
+        if not len(tris_global):
+            return None
     used, inverse = np.unique(tris_global, return_inverse=True)  # dedupe by VVD index, compact to this LOD
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     triangles = inverse.reshape(-1, 3).astype(np.int32)

@@ -6,14 +6,18 @@ which files an import may open (``access.py``) or how much work it may do (``bud
 
 from __future__ import annotations
 
+import os
+
 from ..access import Confinement, confined
 from ..budget import Budget
 from ..errors import Warnings
 from ..formats.ms3d import read_ms3d
 from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
 from ..formats.source.includes import load_ani, load_includes
+from .finite import replace_non_finite
 from .from_ms3d import Ms3dOptions, ms3d_to_scene
-from .from_source import SourceOptions, source_to_scene
+from .from_source import SourceOptions, source_skeleton, source_to_scene
+from .source_animation import add_source_animations
 from .types import SceneData
 
 
@@ -32,11 +36,58 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
         sidecars = find_sidecars(path)
         vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
         vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
-        ani = load_ani(path, mdl)
         warnings = Warnings()
-        includes = load_includes(path, mdl, warnings) if options.import_animations else []
+        ani, includes = _animation_sources(path, mdl, options, warnings)
         scene = source_to_scene(mdl, vvd, vtx, options, ani, includes)
         scene.warnings.extend(warnings)
+        return scene
+
+
+def _animation_sources(path: str, mdl, options: SourceOptions, warnings: Warnings) -> tuple:
+    """The ``.ani`` block file and the included models, kept for a few models so that building one more animation
+    on demand (a click in the animation list) re-reads nothing that has not changed."""
+    if not options.import_animations:
+        return load_ani(path, mdl), []
+    key = _source_key(path, options)
+    if key is not None and key in _SOURCES:
+        _, ani, includes, cached_warnings = _SOURCES[key]
+        warnings.extend(cached_warnings)
+        return ani, includes
+    found = Warnings()
+    ani, includes = load_ani(path, mdl), load_includes(path, mdl, found)
+    warnings.extend(found)
+    if key is not None:
+        _SOURCES[key] = (mdl, ani, includes, list(found))
+        while len(_SOURCES) > 4:
+            _SOURCES.pop(next(iter(_SOURCES)))
+    return ani, includes
+
+
+_SOURCES: dict[tuple, tuple] = {}
+
+
+def _source_key(path: str, options: SourceOptions) -> tuple | None:
+    """The same file (path, time, size) read under the same roots and budget."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.abspath(path), stat.st_mtime_ns, stat.st_size, options.search_roots, options.work_limit)
+
+
+def load_source_animation(path: str, name: str, options: SourceOptions, fps: float) -> SceneData:
+    """One more animation of an imported model, by name, as the one action of a scene at the rate ``fps``, with
+    the skeleton its channels index: what a click in the animation list builds. Reads through the same
+    confinement and budgets as the import."""
+    with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
+        cached = _SOURCES.get(_source_key(path, options))
+        mdl = cached[0] if cached else read_mdl(path)
+        warnings = Warnings()
+        ani, includes = _animation_sources(path, mdl, options, warnings)
+        scene = SceneData(name, warnings=warnings)
+        scene.skeleton, axes = source_skeleton(mdl, options)
+        add_source_animations(mdl, ani, axes, options.scale, scene, includes, only=name, fps=fps)
+        replace_non_finite(scene)
         return scene
 
 

@@ -8,6 +8,8 @@ already relative (``L(t)`` is the delta), so their basis is ``Xᵀ·L(t)·X`` an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..budget import current_budget
@@ -16,7 +18,16 @@ from ..formats.source.animation import DecodedAnimation, SkippedAnimation, decod
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile
 from .rotations import make_continuous, matrix_to_quaternion, quaternion_to_matrix
-from .types import ActionData, BoneChannels, SceneData
+from .types import ActionData, AnimationEntry, BoneChannels, SceneData
+
+BUILD_CHOICES = ("NONE", "DEFAULT", "OWN", "ALL")
+
+
+@dataclass(frozen=True)
+class _Offer:
+    source: int  # 0: the model; 1…: its includes, in load order
+    index: int  # the animation's index in that source
+    entry: AnimationEntry
 
 
 def add_source_animations(
@@ -26,54 +37,70 @@ def add_source_animations(
     scale: float,
     scene: SceneData,
     includes: list[Included] = (),
+    build: str = "ALL",
+    only: str | None = None,
+    fps: float | None = None,
 ) -> None:
-    """The model's own animations, then those of the models it includes (decoded with the included model's bones,
-    mapped onto ours by case-insensitive name; a name already taken keeps the first)."""
+    """List every animation on offer in ``scene.animations`` — the model's own, then those of the models it includes
+    (decoded with the included model's bones, mapped onto ours by case-insensitive name; a name already taken keeps
+    the first) — and make actions for those ``build`` asks for: none, the default sequence's, the model's own, or
+    all. ``only`` names the one animation to make instead (building on demand), at the scene rate ``fps``."""
     sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
+    offers = _offers(sources, mdl)
+    chosen = _chosen(offers, build, only, _default_index(mdl))
     ours = {name.lower(): i for i, name in enumerate(mdl.bone_names)}
     rest_rot = quaternion_to_matrix(mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
     rest_pos = mdl.bones["pos"].astype(np.float64)
-    taken: set[str] = set()
-    fps = None
     budget = current_budget()
     data_bytes = sum(len(s.data) + (len(a[0]) if a else 0) for s, a, _ in sources)
     frames_left = total_frames = budget.bone_frames(data_bytes)
     events_left = budget.events
-    for source, source_ani, label in sources:
-        mapping = np.array([ours.get(name.lower(), -1) for name in source.bone_names], dtype=np.int64)
-        events = _events_by_animation(source)
-        events_left -= sum(len(e) for e in events.values())
-        budget.check(source.path, "animation events over all sequences", budget.events - events_left, budget.events)
-        for i, desc in enumerate(source.animations):
-            if desc.name in taken:
-                continue
-            cost = max(desc.num_frames, 0) * max(len(mdl.bones), len(source.bones))
-            budget.check(source.path, f"frames × bones of animation '{desc.name}'", cost, budget.animation_bone_frames)
-            frames_left -= cost
-            budget.check(source.path, "frames × bones over all animations", total_frames - frames_left, total_frames)
-            try:
-                anim = decode_animation(source, i, *(source_ani or (None, None)))
-            except SkippedAnimation as exc:
-                scene.warnings.add(f"animation '{desc.name}' was skipped: {exc}")
-                continue
-            except BudgetExceeded:
-                raise
-            except FormatError as exc:
-                scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
-                continue
-            taken.add(desc.name)
-            if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
-                scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
-                anim.fps = 30.0
-            if source is not mdl:
-                anim = _remap(anim, mapping, mdl)
-            fps = fps or anim.fps
-            action = _action(anim, rest_rot, rest_pos, bone_axes, scale, fps / anim.fps)
-            action.markers = [(n, c * (len(anim.rotations) - 1) * fps / anim.fps) for n, c in events.get(i, [])]
-            action.props = {"source_fps": anim.fps, "source_frames": len(anim.rotations), "source_delta": anim.delta}
-            if label:
-                action.props["source_include"] = label
-            scene.actions.append(action)
+    mappings: dict[int, np.ndarray] = {}
+    events: dict[int, dict[int, list[tuple[str, float]]]] = {}
+    for offer in chosen:
+        source, source_ani, label = sources[offer.source]
+        desc = source.animations[offer.index]
+        if offer.source not in events:
+            events[offer.source] = _events_by_animation(source)
+            events_left -= sum(len(e) for e in events[offer.source].values())
+            budget.check(source.path, "animation events over all sequences", budget.events - events_left, budget.events)
+        cost = max(desc.num_frames, 0) * max(len(mdl.bones), len(source.bones))
+        budget.check(source.path, f"frames × bones of animation '{desc.name}'", cost, budget.animation_bone_frames)
+        frames_left -= cost
+        budget.check(source.path, "frames × bones over all animations", total_frames - frames_left, total_frames)
+        try:
+            anim = decode_animation(source, offer.index, *(source_ani or (None, None)))
+        except SkippedAnimation as exc:
+            scene.warnings.add(f"animation '{desc.name}' was skipped: {exc}")
+            continue
+        except BudgetExceeded:
+            raise
+        except FormatError as exc:
+            scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
+            continue
+        if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
+            scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
+            anim.fps = 30.0
+        if offer.source:
+            if offer.source not in mappings:
+                mappings[offer.source] = np.array([ours.get(n.lower(), -1) for n in source.bone_names], np.int64)
+            anim = _remap(anim, mappings[offer.source], mdl)
+        fps = fps or anim.fps
+        action = _action(anim, rest_rot, rest_pos, bone_axes, scale, fps / anim.fps)
+        action.markers = [
+            (n, c * (len(anim.rotations) - 1) * fps / anim.fps) for n, c in events[offer.source].get(offer.index, [])
+        ]
+        action.props = {
+            "source_animation": desc.name,
+            "source_fps": anim.fps,
+            "source_frames": len(anim.rotations),
+            "source_delta": anim.delta,
+        }
+        if label:
+            action.props["source_include"] = label
+        offer.entry.built = True
+        scene.actions.append(action)
+    scene.animations = [o.entry for o in offers]
     if not scene.actions:
         return
     scene.fps = fps
@@ -91,6 +118,45 @@ def add_source_animations(
         }
         for s in mdl.sequences
     ]
+
+
+def _offers(sources: list[tuple[MdlFile, tuple[bytes, str] | None, str]], mdl: MdlFile) -> list[_Offer]:
+    """Every animation once (the first of a name wins), with the activity of the first sequence that plays it."""
+    taken: set[str] = set()
+    offers = []
+    for s, (source, _, label) in enumerate(sources):
+        activity = {}
+        for seq in source.sequences:
+            for a in seq.animations[:1]:
+                activity.setdefault(a, seq.activity)
+        for i, desc in enumerate(source.animations):
+            if desc.name in taken:
+                continue
+            taken.add(desc.name)
+            entry = AnimationEntry(
+                desc.name, int(desc.num_frames), float(desc.fps), bool(desc.is_delta), activity.get(i, ""), label
+            )
+            offers.append(_Offer(s, i, entry))
+    return offers
+
+
+def _chosen(offers: list[_Offer], build: str, only: str | None, default: int) -> list[_Offer]:
+    if only is not None:
+        return [o for o in offers if o.entry.name == only][:1]
+    if build == "ALL":
+        return offers
+    if build == "OWN":
+        return [o for o in offers if o.source == 0]
+    if build == "DEFAULT" and offers:
+        own = [o for o in offers if o.source == 0]
+        return [next((o for o in own if o.index == default), own[0] if own else offers[0])]
+    return []
+
+
+def _default_index(mdl: MdlFile) -> int:
+    """What the game plays when nothing else is asked: the first animation of the model's first sequence."""
+    first = mdl.sequences[0].animations if mdl.sequences else []
+    return first[0] if first and 0 <= first[0] < len(mdl.animations) else 0
 
 
 def _remap(anim: DecodedAnimation, mapping: np.ndarray, mdl: MdlFile) -> DecodedAnimation:

@@ -152,6 +152,19 @@ class ActionData:
 
 
 @dataclass
+class AnimationEntry:
+    """One animation a model makes available (its own, its ``.ani`` blocks', its includes'), built or not."""
+
+    name: str
+    frames: int
+    fps: float
+    delta: bool
+    activity: str = ""  # of the sequence that plays it first
+    source: str = ""  # the ``$includemodel`` it comes from ("" for the model's own)
+    built: bool = False  # an action was made for it at import
+
+
+@dataclass
 class SceneData:
     """One imported model: its objects go into one collection named ``name``."""
 
@@ -167,6 +180,7 @@ class SceneData:
     frame_range: tuple[float, float] | None = None  # a scene range that holds every key
     collections: list[CollectionData] = field(default_factory=list)  # objects not listed go in the top collection
     empties: list[EmptyData] = field(default_factory=list)
+    animations: list[AnimationEntry] = field(default_factory=list)  # every animation on offer, built or not
     # Skin families: family → (skin-table column → index into ``materials``); meshes name their column per slot
     # in MeshData.material_refs so the active family can be switched after import.
     skin_families: list[list[int]] = field(default_factory=list)
