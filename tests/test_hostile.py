@@ -380,3 +380,18 @@ def test_an_absurd_bone_length_does_not_break_the_rig(tmp_path):
     result, lines, _, _ = run_import(hostile.source(tmp_path, spec), units="HAMMER", bone_orientation="CHILD")
     assert result["status"] == ["FINISHED"], lines[-10:]
     assert not any("internal error" in line or "Traceback" in line for line in lines)
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_a_degenerate_attachment_matrix_never_becomes_nan(addon, tmp_path):
+    """An attachment "rotation" of zeros and 6·10²⁶ is finite, yet Blender decomposes it into NaN."""
+    import math
+
+    from source_writer import SAttachment
+
+    spec = hostile.character_spec(includes=[])
+    spec.attachments = [SAttachment("odd", 0, ((0, 0, 0, 0), (-6.2e26, 1e-44, 0, 0), (0, 0, 0, 1)))]
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert bpy.ops.import_scene.source_mdl(filepath=str(hostile.source(tmp_path, spec))) == {"FINISHED"}
+    odd = bpy.data.objects["odd"]
+    assert all(math.isfinite(v) for row in odd.matrix_world for v in row)

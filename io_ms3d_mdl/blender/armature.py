@@ -11,6 +11,12 @@ from ..scene.types import SkeletonData, SkinData
 MIN_BONE_LENGTH = 1e-4  # Blender deletes zero-length bones when leaving edit mode
 
 
+def _drawable_length(bone) -> float:
+    """A length Blender keeps: edit bones are float32, so far from the origin a short bone's tail rounds onto its
+    head and Blender deletes it; a millionth of the distance is always distinct."""
+    return max(bone.length, MIN_BONE_LENGTH, float(np.abs(bone.matrix[:3, 3]).max()) * 2.0**-20)
+
+
 def build_armature(
     context: bpy.types.Context, collection: bpy.types.Collection, skeleton: SkeletonData
 ) -> bpy.types.Object:
@@ -50,7 +56,7 @@ def _edit_bones(armature: bpy.types.Armature, skeleton: SkeletonData) -> list[st
     for bone in skeleton.bones:
         eb = armature.edit_bones.new(bone.name)
         eb.head = (0.0, 0.0, 0.0)
-        eb.tail = (0.0, max(bone.length, MIN_BONE_LENGTH), 0.0)
+        eb.tail = (0.0, _drawable_length(bone), 0.0)
         eb.matrix = Matrix(bone.matrix.tolist())
         if bone.parent >= 0:
             eb.parent = edit_bones[bone.parent]

@@ -14,6 +14,28 @@ from .types import MaterialData, SceneData
 
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
 MAX_BONE_LENGTH = 1e6
+MAX_COORDINATE = 1e9  # beyond it, float32 maths on the matrix (parenting, decomposition) overflows
+
+
+def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
+    """A placement Blender can decompose: the nearest rotation to the 3×3 part (identity when it is degenerate or
+    not finite) and a bounded translation. A file's "rotation" of zeros and 10²⁶ would become NaN in Blender."""
+    m = np.array(matrix, dtype=np.float64)
+    if not np.isfinite(m).all():
+        return np.eye(4), 1
+    rotation = m[:3, :3]
+    u, s, vt = np.linalg.svd(rotation)
+    if s[0] == 0.0 or s[2] < 1e-6 * s[0]:
+        nearest = np.eye(3)
+    else:
+        nearest = u @ vt
+        if np.linalg.det(nearest) < 0:
+            nearest = u @ np.diag([1.0, 1.0, -1.0]) @ vt
+    keep = np.allclose(nearest, rotation, atol=1e-4)  # a real rotation, as stored (float32 rounding)
+    out = np.eye(4)
+    out[:3, :3] = rotation if keep else nearest
+    out[:3, 3] = np.clip(m[:3, 3], -MAX_COORDINATE, MAX_COORDINATE)
+    return out, int(not keep or not np.array_equal(out[:3, 3], m[:3, 3]))
 
 
 def _zero_non_finite(array: np.ndarray | None) -> int:
@@ -109,9 +131,8 @@ def replace_non_finite(scene: SceneData) -> None:
                 obj.controls[name], count = (0.0, 1.0), count + 1
         count += _props(obj.props)
     for empty in scene.empties:
-        if not np.isfinite(empty.matrix).all():
-            empty.matrix = np.eye(4)
-            count += 1
+        empty.matrix, bad = _rigid(empty.matrix)
+        count += bad
         empty.size, bad = _number(empty.size, 1.0)
         empty.scale, bad_scale = _numbers(tuple(empty.scale), 1.0)
         count += bad + bad_scale + _props(empty.props)
@@ -119,6 +140,10 @@ def replace_non_finite(scene: SceneData) -> None:
         for bone in scene.skeleton.bones:
             if not np.isfinite(bone.matrix).all():
                 bone.matrix = np.eye(4)
+                count += 1
+            elif np.abs(bone.matrix[:3, 3]).max() > MAX_COORDINATE:
+                bone.matrix = bone.matrix.copy()
+                bone.matrix[:3, 3] = np.clip(bone.matrix[:3, 3], -MAX_COORDINATE, MAX_COORDINATE)
                 count += 1
             if not np.isfinite(bone.length):
                 bone.length = 1.0
@@ -133,6 +158,6 @@ def replace_non_finite(scene: SceneData) -> None:
             count += _quaternions(ch.rotations) + _zero_non_finite(ch.locations)
     if count:
         scene.warnings.add(
-            f"{count} values in the file were not finite numbers (NaN or infinity); replaced by 0 "
-            "(rotations and matrices by the identity, absurd bone lengths by 1e6)"
+            f"{count} values in the file were not usable numbers (NaN, infinity, or beyond what Blender can hold); "
+            "replaced by 0, the identity rotation or the nearest usable value"
         )
