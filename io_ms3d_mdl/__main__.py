@@ -1,12 +1,5 @@
-"""``python -m io_ms3d_mdl``: the Blender-free command line (see ``cli.py``)."""
+"""``python -m io_ms3d_mdl``: the same command line as ``io-ms3d-mdl`` (see ``cli/``)."""
 
-import os
-import sys
+from .cli import entry
 
-from .cli import main
-
-try:
-    sys.exit(main())
-except BrokenPipeError:  # the reader went away (``| head``): stop quietly, as other command-line tools do
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(1)
+entry()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Import models headless: ./scripts/import.sh [FILES...] [-o OUT.blend]
-# With no file, imports the bundled example. First use creates the pinned Blender environment.
-# IO_MS3D_MDL_BLENDER picks the Blender version (default: the newest pinned one).
+# Import models headless and print what was built: ./scripts/import.sh [FILES...] [-o OUT.blend] [OPTIONS]
+# With no file, imports the bundled example. --help lists the import options (io-ms3d-mdl convert's).
+# First use creates the pinned Blender environment; IO_MS3D_MDL_BLENDER picks its version (default: the newest).
 source "$(dirname "$0")/_env.sh"
 version="${IO_MS3D_MDL_BLENDER:-5.0}"
 venv="$(venv_for "${version%% *}")"

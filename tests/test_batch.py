@@ -24,6 +24,11 @@ def models(tmp_path):
     return folder
 
 
+def blends(folder, pattern="*.blend"):
+    """Every output below a folder, as sorted relative paths."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(pattern))
+
+
 def run(*args, timeout=300):
     return subprocess.run(
         [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout
@@ -41,7 +46,8 @@ def test_folder_to_blend_files(tmp_path, jobs):
     assert by_name["house.ms3d"]["status"] == "ok" and by_name["house.ms3d"]["triangles"] == 18
     assert by_name["guy.mdl"]["bones"] == 2 and by_name["guy.mdl"]["objects"] > 0
     assert by_name["broken.MS3D"]["status"] == "failed" and "file ends inside" in by_name["broken.MS3D"]["error"]
-    assert sorted(p.name for p in out.glob("*.blend")) == ["guy.blend", "house.blend"]
+    assert blends(out) == ["house.blend", "nested/models/guy.blend"]  # the input tree, mirrored
+    assert by_name["guy.mdl"]["output"] == str(out / "nested" / "models" / "guy.blend")
     assert "[3/3]" in result.stderr and "2 of 3 files converted" in result.stdout
 
 
@@ -50,11 +56,12 @@ def test_glb_and_single_blend(tmp_path):
     (folder / "broken.MS3D").unlink()
     glb = run(folder, "-o", tmp_path / "glb", "--format", "glb")
     assert glb.returncode == 0, glb.stdout + glb.stderr
-    assert sorted(p.name for p in (tmp_path / "glb").glob("*.glb")) == ["guy.glb", "house.glb"]
+    assert blends(tmp_path / "glb", "*.glb") == ["house.glb", "nested/models/guy.glb"]
     assert (tmp_path / "glb" / "house.glb").read_bytes()[:4] == b"glTF"
     single = run(folder, "-o", tmp_path / "one", "--single", tmp_path / "all.blend")
     assert single.returncode == 0, single.stdout + single.stderr
-    assert (tmp_path / "all.blend").stat().st_size > 0 and not list((tmp_path / "one").glob("*.blend"))
+    assert (tmp_path / "all.blend").stat().st_size > 0 and not blends(tmp_path / "one")
+    assert (tmp_path / "one" / "report.json").is_file()  # -o given: the report still goes there
 
 
 def test_nothing_to_do(tmp_path):
@@ -67,4 +74,4 @@ def test_arguments_after_a_double_dash_as_blender_passes_them(tmp_path):
     (folder / "broken.MS3D").unlink()
     result = run("--", folder / "house.ms3d", "-o", tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert [p.name for p in (tmp_path / "out").glob("*.blend")] == ["house.blend"]
+    assert blends(tmp_path / "out") == ["house.blend"]

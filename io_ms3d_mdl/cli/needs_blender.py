@@ -1,0 +1,69 @@
+"""``convert`` and ``batch`` run Blender; ``info`` must not need it. This module is where the command line meets
+``bpy``: it is imported only when asked for, with one line saying how to get it when it is missing."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+from types import ModuleType
+
+BPY_VERSION = "5.0.1"  # the newest pinned wheel (requirements/blender-5.0.txt)
+
+
+class BlenderMissing(RuntimeError):
+    def __init__(self, command: str) -> None:
+        super().__init__(
+            f"io-ms3d-mdl {command} needs Blender as a Python module: pip install bpy=={BPY_VERSION} (Python 3.11), "
+            f"or from a checkout run it inside Blender: blender --background --python scripts/batch_import.py -- ARGS"
+        )
+
+
+def inside_blender() -> bool:
+    """Running in Blender itself (``blender --background --python``) rather than with the bpy module."""
+    bpy = sys.modules.get("bpy")
+    return bool(bpy is not None and bpy.app.binary_path)
+
+
+def bpy_available() -> bool:
+    """Whether ``bpy`` can be imported, without importing it (workers import it; their parent need not)."""
+    if "bpy" in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec("bpy") is not None
+    except (ImportError, ValueError):  # an import hook that refuses it, or a broken entry on the path
+        return False
+
+
+def require_bpy(command: str) -> ModuleType:
+    if not bpy_available():
+        raise BlenderMissing(command)
+    try:
+        return importlib.import_module("bpy")
+    except (ImportError, OSError) as exc:  # a wheel for another Python, or a library it needs is missing
+        raise BlenderMissing(command) from exc
+
+
+def run_and_leave(command: Callable[[], int]) -> None:
+    """Run a command and exit with its status: 130 when interrupted (Ctrl-C), quietly when the reader of our output
+    went away (``| head``), as other command-line tools do."""
+    try:
+        code = command()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    except KeyboardInterrupt:
+        code = 130
+    leave(code)
+
+
+def leave(code: int) -> None:
+    """Exit. The bpy module can crash while tearing itself down after some exporters ran (glTF on 4.2); once
+    everything is written and flushed, leave without that teardown."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if "bpy" in sys.modules and not inside_blender():
+        os._exit(code)
+    sys.exit(code)

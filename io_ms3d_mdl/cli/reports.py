@@ -1,0 +1,217 @@
+"""Per-file records, the JSON report they go into, reading an earlier report back (``--resume``), merging the
+reports of several shards, and the summary table people read.
+
+A record: ``file``, ``status`` (``ok`` or ``failed``), ``output``, ``error``, ``warnings``, the counts of what was
+built, ``seconds``, and the input's ``input_size`` and ``input_mtime_ns`` when it was converted; ``reused: true``
+marks an output an earlier run made that was still up to date.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from .files import NotAModel, Task
+from .safe_write import OutputExists, write_text
+
+KIND = "io_ms3d_mdl batch report"
+CHECKPOINT_SECONDS = 10.0  # how far behind the report on disk may fall during a run (a killed run resumes from it)
+TABLE_ROWS = 100  # above this many files the summary lists only failures; the report has everything
+COUNTS = ("objects", "vertices", "triangles", "materials", "bones", "actions")
+
+
+def one_line(message: str, limit: int = 500) -> str:
+    """Errors go into a one-line-per-file summary; an exception's text may span lines or run long."""
+    text = " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe(exc: BaseException) -> str:
+    """Our own refusals as they stand; anything else with its type, which says more than its text alone."""
+    return str(exc) if isinstance(exc, OutputExists | NotAModel) else f"{type(exc).__name__}: {exc}"
+
+
+def new_record(source: Path) -> dict[str, Any]:
+    return {"file": str(source), "status": "ok", "warnings": [], "seconds": 0.0}
+
+
+def failure(source: Path, error: str, seconds: float = 0.0) -> dict[str, Any]:
+    return {
+        "file": str(source),
+        "status": "failed",
+        "warnings": [],
+        "seconds": round(seconds, 3),
+        "error": one_line(error),
+    }
+
+
+def stamp(path: Path) -> dict[str, int]:
+    """What --resume compares: an input whose size or modification time changed is converted again."""
+    try:
+        info = path.stat()
+    except OSError:
+        return {}
+    return {"input_size": info.st_size, "input_mtime_ns": info.st_mtime_ns}
+
+
+# --- reading an earlier report back -------------------------------------------------------------------------
+
+
+def load_report(path: Path) -> dict[str, Any] | None:
+    """An earlier report, or None when there is none; ValueError when the file is not one of ours."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the report {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+        raise ValueError(f"{path} is not a report of io-ms3d-mdl batch")
+    return data
+
+
+def records_by_file(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    if report is None:
+        return {}
+    return {r["file"]: r for r in report["files"] if isinstance(r, dict) and isinstance(r.get("file"), str)}
+
+
+def up_to_date(task: Task, earlier: dict[str, Any] | None, now: dict[str, int]) -> bool:
+    """Converted before from this very input (same size and modification time) into an output that still exists."""
+    return bool(
+        earlier
+        and now
+        and task.target is not None
+        and earlier.get("status") == "ok"
+        and earlier.get("output") == str(task.target)
+        and all(earlier.get(key) == value for key, value in now.items())
+        and task.target.is_file()
+    )
+
+
+def wrote(task: Task, earlier: dict[str, Any] | None) -> bool:
+    """The target is the output an earlier run recorded for this input, so --resume may replace it."""
+    return bool(earlier and task.target is not None and earlier.get("output") == str(task.target))
+
+
+# --- writing ------------------------------------------------------------------------------------------------
+
+
+class ReportWriter:
+    """Keeps the report on disk whole and at most CHECKPOINT_SECONDS behind, so a run that is killed can be
+    resumed. Until a task has its new record, the earlier report's record for it is kept."""
+
+    def __init__(self, path: Path, meta: dict[str, Any], order: list[str], earlier: dict[str, dict]) -> None:
+        self.path = path
+        self.meta = meta
+        self.order = order
+        self.earlier = earlier
+        self.records: dict[str, dict[str, Any]] = {}
+        self.started = time.perf_counter()
+        self.written = self.started
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records[record["file"]] = record
+        if time.perf_counter() - self.written >= CHECKPOINT_SECONDS:
+            self.write(complete=False)
+
+    def results(self) -> list[dict[str, Any]]:
+        return [self.records[f] for f in self.order if f in self.records]
+
+    def write(self, complete: bool) -> None:
+        files = [self.records.get(f) or self.earlier.get(f) for f in self.order]
+        report = {
+            "kind": KIND,
+            **self.meta,
+            "complete": complete,
+            "seconds": round(time.perf_counter() - self.started, 3),
+            "files": [r for r in files if r is not None],
+        }
+        write_text(self.path, json.dumps(report, indent=2))
+        self.written = time.perf_counter()
+
+
+# --- merging shards -----------------------------------------------------------------------------------------
+
+
+def merge_reports(paths: list[Path]) -> tuple[dict[str, Any], list[str]]:
+    """One report from several (the shards of one batch, or reruns): every input once, the later report winning
+    for an input named in several. The problems list says why the result may not cover the whole batch."""
+    problems: list[str] = []
+    records: dict[str, dict[str, Any]] = {}
+    shards: set[tuple[int, int]] = set()
+    totals: set[int] = set()
+    fingerprints: list[Any] = []
+    seconds = 0.0
+    for path in paths:
+        report = load_report(path)
+        if report is None:
+            problems.append(f"{path}: no such report")
+            continue
+        if report.get("complete") is False:
+            problems.append(f"{path}: that run did not finish")
+        if report.get("shard"):
+            index, count = (int(n) for n in str(report["shard"]).split("/"))
+            shards.add((index, count))
+        if isinstance(report.get("inputs"), int):
+            totals.add(report["inputs"])
+        if "settings" in report and report["settings"] not in fingerprints:
+            fingerprints.append(report["settings"])
+        seconds += float(report.get("seconds") or 0.0)
+        records.update(records_by_file(report))
+    counts = {count for _, count in shards}
+    if len(counts) > 1:
+        problems.append(f"the reports come from different shardings ({', '.join(f'of {n}' for n in sorted(counts))})")
+    elif counts:
+        (count,) = counts
+        missing = sorted(set(range(1, count + 1)) - {index for index, _ in shards})
+        if missing:
+            problems.append(f"shard{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))} of {count} missing")
+    if len(totals) == 1 and len(records) != next(iter(totals)):
+        problems.append(f"the reports cover {len(records):,} of {next(iter(totals)):,} inputs")
+    if len(fingerprints) > 1:
+        problems.append("the reports were made with different options")
+    merged = {
+        "kind": KIND,
+        "settings": fingerprints[0] if len(fingerprints) == 1 else None,
+        "shard": None,
+        "inputs": next(iter(totals)) if len(totals) == 1 else len(records),
+        "merged_from": [str(p) for p in paths],
+        "complete": not problems,
+        "seconds": round(seconds, 3),
+        "files": sorted(records.values(), key=lambda r: r["file"]),
+    }
+    return merged, problems
+
+
+# --- for people ---------------------------------------------------------------------------------------------
+
+
+def summary(results: list[dict[str, Any]], verb: str = "converted") -> list[str]:
+    """The table (while it stays readable), the totals and each failure with its reason."""
+    lines: list[str] = []
+    if len(results) <= TABLE_ROWS:
+        header = ("file", "status", *COUNTS, "warnings", "seconds")
+        rows = [header] + [
+            (
+                Path(r["file"]).name,
+                str(r.get("status")) + (" (reused)" if r.get("reused") else ""),
+                *(f"{r[key]:,}" if key in r else "" for key in COUNTS),
+                str(len(r.get("warnings", []))),
+                f"{float(r.get('seconds') or 0):.2f}",
+            )
+            for r in sorted(results, key=lambda r: r["file"])
+        ]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+        lines.append("")
+    failed = [r for r in results if r.get("status") != "ok"]
+    reused = sum(1 for r in results if r.get("reused"))
+    total = f"{len(results) - len(failed):,} of {len(results):,} files {verb}"
+    lines.append(total + (f" ({reused:,} up to date from an earlier run)" if reused else ""))
+    for r in failed:
+        name, error = Path(r["file"]).name, r.get("error", "failed")
+        lines.append(f"  {name}: {error.removeprefix(name + ': ')}")
+    return lines

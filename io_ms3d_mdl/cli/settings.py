@@ -1,0 +1,40 @@
+"""What a conversion run does with every file; the same in the parent and in its worker processes (as JSON)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .import_flags import ImportChoices
+
+
+@dataclass(frozen=True)
+class Settings:
+    fmt: str  # "blend" or "glb": the format of each task's own output
+    overwrite: bool
+    token: str  # names this run's temporary files, so the parent can find what a killed worker left
+    single: Path | None = None  # everything into this one file (.blend or .glb) instead
+    choices: ImportChoices = field(default_factory=ImportChoices)
+    verbose: bool = False  # Blender's own messages go to stderr instead of nowhere
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.fmt,
+            "overwrite": self.overwrite,
+            "token": self.token,
+            "single": str(self.single) if self.single else None,
+            "choices": self.choices.to_json(),
+            "verbose": self.verbose,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settings:
+        single = Path(data["single"]) if data["single"] else None
+        choices = ImportChoices.from_json(data["choices"])
+        return cls(data["format"], data["overwrite"], data["token"], single, choices, data["verbose"])
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What decides an output's content, for --resume: the same inputs with other options are not up to date."""
+        return json.loads(json.dumps({"format": self.fmt, "import": self.choices.to_json()}))  # as a report has it

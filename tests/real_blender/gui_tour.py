@@ -1,0 +1,298 @@
+"""A tour of the add-on's user interface in a real Blender window, with a screenshot at every stop.
+
+Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
+
+    blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d
+
+The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
+File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
+objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source" and Material Preview.
+Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
+screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
+at the end, also after an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import bpy
+
+ADDON = "bl_ext.user_default.io_ms3d_mdl"
+PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
+DEADLINE = 240.0  # seconds: the tour gives up (and says so) rather than hang the test
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--out", required=True)
+parser.add_argument("--mdl", required=True)
+parser.add_argument("--ms3d", required=True)
+ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
+
+RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
+DRAWS = dict.fromkeys(PANELS, 0)
+STARTED = time.monotonic()
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+
+
+def xdotool(*args) -> None:
+    subprocess.run(["xdotool", *map(str, args)], check=True)
+
+
+def main_window() -> bpy.types.Window:
+    return bpy.context.window_manager.windows[0]
+
+
+def find_area(kind: str, window: bpy.types.Window | None = None) -> bpy.types.Area:
+    window = window or main_window()
+    return next(a for a in window.screen.areas if a.type == kind)
+
+
+def find_region(area: bpy.types.Area, kind: str) -> bpy.types.Region:
+    return next(r for r in area.regions if r.type == kind)
+
+
+def screen_rect(window: bpy.types.Window, x: int, y: int, width: int, height: int) -> list[int]:
+    """A rectangle in Blender's window coordinates (origin bottom left) as X screen coordinates (top left)."""
+    return [window.x + x, window.y + window.height - (y + height), width, height]
+
+
+def area_rect(area: bpy.types.Area, window: bpy.types.Window | None = None) -> list[int]:
+    return screen_rect(window or main_window(), area.x, area.y, area.width, area.height)
+
+
+def override(kind: str = "VIEW_3D", window: bpy.types.Window | None = None):
+    window = window or main_window()
+    area = find_area(kind, window)
+    return bpy.context.temp_override(window=window, area=area, region=find_region(area, "WINDOW"))
+
+
+def shot(name: str, crop: list[int], note: str) -> None:
+    path = os.path.join(ARGS.out, f"{name}.png")
+    subprocess.run(["import", "-window", "root", path], check=True)
+    RESULT["shots"][name] = {"path": path, "crop": [int(v) for v in crop], "note": note}
+    print(f"gui_tour: {time.monotonic() - STARTED:5.1f} s: screenshot {name}: {path}", flush=True)
+
+
+def wait_until(predicate, timeout: float, poll: float = 0.25):
+    """Yield poll intervals until ``predicate()`` holds; return whether it did before ``timeout``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        yield poll
+    return predicate()
+
+
+def count_draws() -> None:
+    """Wrap each Source panel's draw so the tour can tell the panel really drew (not just that it polls)."""
+    for name in PANELS:
+        cls = getattr(bpy.types, name)
+        cls.draw = counted(name, cls.draw)
+
+
+def counted(name: str, original):
+    # Exactly (self, context): Blender 4.3 checks a registered draw's argument count and crashes (SIGSEGV) on
+    # a function with extra (defaulted) parameters.
+    def draw(self, context):
+        DRAWS[name] += 1
+        original(self, context)
+
+    return draw
+
+
+def model_objects(collection: bpy.types.Collection) -> list[bpy.types.Object]:
+    return sorted(collection.all_objects, key=lambda o: (o.type != "MESH", o.name))
+
+
+def layer_collection_of(layer: bpy.types.LayerCollection, collection: bpy.types.Collection):
+    if layer.collection == collection:
+        return layer
+    for child in layer.children:
+        found = layer_collection_of(child, collection)
+        if found is not None:
+            return found
+    return None
+
+
+# --- the tour ----------------------------------------------------------------------------------------------------
+
+
+def tour():
+    checks = RESULT["checks"]
+    checks["addon_enabled"] = ADDON in bpy.context.preferences.addons
+    assert checks["addon_enabled"], f"{ADDON} is not enabled: {sorted(bpy.context.preferences.addons.keys())}"
+    if "Cube" in bpy.data.objects:  # the startup cube would sit inside the imported model
+        bpy.data.objects.remove(bpy.data.objects["Cube"])
+    count_draws()
+
+    # Widen the right-hand column (outliner, properties) by dragging its border, so names fit in the shots.
+    border = find_area("PROPERTIES").x - 1
+    xdotool("mousemove", border, 500)
+    yield 0.3
+    xdotool("mousedown", 1)
+    for step in range(1, 11):  # in steps, with time for Blender to see each one
+        yield 0.05
+        xdotool("mousemove", border - 20 * step, 500)
+    yield 0.3
+    xdotool("mouseup", 1)
+    yield 0.5
+    checks["properties_width"] = find_area("PROPERTIES").width
+
+    # File > Import: click File in the top bar, hover Import (positions of Blender 4.3's default layout at
+    # 1600x1000; keyboard events from xdotool do not reach Blender's menus under Xvfb).
+    xdotool("mousemove", 400, 400)
+    xdotool("mousemove", 46, 14)
+    yield 0.5
+    xdotool("click", 1)
+    yield 1.0
+    xdotool("mousemove", 70, 300)
+    xdotool("mousemove", 90, 311)
+    yield 1.5
+    shot("import_menu", [0, 0, 760, 520], "File > Import with the MilkShape 3D and Source Model entries")
+    xdotool("mousemove", 800, 600)
+    xdotool("click", 1)  # outside the menu: closes it (and deselects, harmless before the import)
+    yield 0.8
+
+    # The two file browsers, each opened in the sample's folder with the options sidebar shown.
+    for name, operator, path in (
+        ("ms3d_browser", bpy.ops.import_scene.ms3d, ARGS.ms3d),
+        ("source_browser", bpy.ops.import_scene.source_mdl, ARGS.mdl),
+    ):
+        windows = len(bpy.context.window_manager.windows)
+        with override():
+            operator("INVOKE_DEFAULT", directory=os.path.dirname(path) + os.sep)
+        opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+        assert opened, f"{name}: no file browser window opened"
+        browser = bpy.context.window_manager.windows[-1]
+        area = find_area("FILE_BROWSER", browser)
+        space = area.spaces.active
+        space.show_region_tool_props = True
+        space.params.filename = os.path.basename(path)
+        checks[f"{name}_directory"] = space.params.directory.decode()
+        checks[f"{name}_operator"] = space.active_operator.bl_idname if space.active_operator else None
+        assert os.path.samefile(checks[f"{name}_directory"], os.path.dirname(path)), f"{name}: not in the folder"
+        yield 3.0  # the folder listing and thumbnails settle
+        shot(name, screen_rect(browser, 0, 0, browser.width, browser.height), f"{operator.idname()} file browser")
+        with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
+            bpy.ops.file.cancel()
+        closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+        assert closed, f"{name}: the file browser did not close"
+        yield 0.5
+
+    # Import the textured Source model and make one of its meshes the active, selected object.
+    before = set(bpy.data.collections)
+    with override():
+        checks["import"] = sorted(bpy.ops.import_scene.source_mdl(filepath=ARGS.mdl))
+    assert checks["import"] == ["FINISHED"], checks["import"]
+    models = [c for c in bpy.data.collections if c not in before and "source_version" in c]
+    assert models, "the import made no Source model collection"
+    model = models[0]
+    checks["model"] = model.name
+    obj = model_objects(model)[0]
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+    checks["active_object"] = obj.name
+    with override():
+        bpy.ops.view3d.view_selected()
+    find_area("VIEW_3D").spaces.active.region_3d.view_distance *= 1.5  # some room around the model
+    yield 1.0
+
+    # Object tab, then the model's Collection tab, each scrolled to the bottom where add-on panels go.
+    properties = find_area("PROPERTIES")
+    outliner = find_area("OUTLINER")
+    right_column = area_rect(outliner)
+    right_column[3] = area_rect(properties)[1] + properties.height - right_column[1]
+    tabs = (
+        ("object_tab", "OBJECT", "Object properties: the Source Model panel (skins) of the selected object"),
+        ("collection_tab", "COLLECTION", "Collection properties of the imported model: its Source Model panel"),
+    )
+    for name, tab, note in tabs:
+        if tab == "COLLECTION":
+            layer = layer_collection_of(bpy.context.view_layer.layer_collection, model)
+            bpy.context.view_layer.active_layer_collection = layer
+        properties.spaces.active.context = tab
+        yield 1.0  # drawn once: a tab's first draw would reset a scroll that came before it
+        x, y, _, height = area_rect(find_region(properties, "WINDOW"))
+        xdotool("mousemove", x + 100, y + height // 2)
+        for _ in range(2):  # twice, in case the first wheel turns came before Blender saw the pointer there
+            yield 0.4
+            xdotool("click", "--repeat", 25, "--delay", 20, 5)
+        xdotool("mousemove", 600, 500)  # no hover highlight in the shot
+        yield 1.0
+        shot(name, right_column, note)
+    bpy.context.view_layer.objects.active = obj
+
+    # The 3D Viewport sidebar (N), tab "Source" (Region.active_panel_category is read-only): click down the tab
+    # strip at the sidebar's right edge until it is the active tab.
+    view3d = find_area("VIEW_3D")
+    view3d.spaces.active.show_region_ui = True
+    yield 1.0
+    sidebar = find_region(view3d, "UI")
+    sx, sy, sw, sh = area_rect(sidebar)
+    for tab_y in range(sy + 60, sy + min(sh, 600), 12):
+        if sidebar.active_panel_category == "Source":
+            break
+        xdotool("mousemove", sx + sw - 10, tab_y)
+        xdotool("click", 1)
+        yield 0.25
+    checks["sidebar_category"] = sidebar.active_panel_category
+    xdotool("mousemove", sx - 300, sy + sh // 2)  # no hover highlight in the shot
+    yield 1.0
+    shot("sidebar", [sx - 420, sy, sw + 420, 360], "3D Viewport sidebar, tab Source, beside the model")
+    assert checks["sidebar_category"] == "Source", f"sidebar tab is {sidebar.active_panel_category!r}"
+
+    # Material Preview: EEVEE compiles its shaders in the background (slowly on a software renderer).
+    print(f"gui_tour: {time.monotonic() - STARTED:5.1f} s: material preview", flush=True)
+    view3d.spaces.active.shading.type = "MATERIAL"
+    yield 1.0
+    print(f"gui_tour: {time.monotonic() - STARTED:5.1f} s: material preview drawn", flush=True)
+    began = time.monotonic()
+    compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
+    checks["shader_compile_seconds"] = round(time.monotonic() - began, 1)
+    assert compiled, "shaders still compiling after 90 s"
+    yield 3.0
+    checks["shading"] = view3d.spaces.active.shading.type
+    shot("material_preview", area_rect(view3d), "3D Viewport in Material Preview")
+    checks["panel_draws"] = dict(DRAWS)
+
+
+GENERATOR = tour()
+
+
+def finish() -> None:
+    RESULT["seconds"] = round(time.monotonic() - STARTED, 1)
+    with open(os.path.join(ARGS.out, "result.json"), "w") as handle:
+        json.dump(RESULT, handle, indent=2)
+    print("gui_tour: done" if not RESULT["errors"] else "gui_tour: FAILED", flush=True)
+    bpy.ops.wm.quit_blender()
+
+
+def step():
+    """Timer: run the tour up to its next pause; on an error record it and quit."""
+    try:
+        if time.monotonic() - STARTED > DEADLINE:
+            raise TimeoutError(f"the tour took longer than {DEADLINE} s")
+        return next(GENERATOR)
+    except StopIteration:
+        RESULT["finished"] = True
+    except Exception:
+        RESULT["errors"].append(traceback.format_exc())
+        print(f"gui_tour: error\n{RESULT['errors'][-1]}", file=sys.stderr, flush=True)
+    finish()
+    return None
+
+
+os.makedirs(ARGS.out, exist_ok=True)
+bpy.context.preferences.view.show_splash = False  # it would cover the view
+bpy.context.preferences.use_preferences_save = False  # leave the user configuration as the test installed it
+bpy.app.timers.register(step, first_interval=3.0)  # after the window is up

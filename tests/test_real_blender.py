@@ -1,0 +1,361 @@
+"""The add-on in a real Blender (4.3, Debian's build), not the ``bpy`` wheel: validation, install, imports, batch, UI.
+
+The wheel never draws a panel, opens a file browser or installs an extension the way a user does; this lane runs
+subprocesses of a real Blender for that. It needs the wrappers made by ``../shared/tools/real-blender/setup.sh``
+(``blender``, headless, and ``blender-gui``, a window on Xvfb) in ``IO_MS3D_MDL_REAL_BLENDER`` (default
+``~/.cache/real-blender``), and skips with the reason when they are missing or the variable is ``off``; with
+``IO_MS3D_MDL_REQUIRE_REAL_BLENDER=1`` (CI) a missing Blender fails instead. It does not use the ``bpy`` wheel.
+
+Every Blender run gets its own user configuration (``BLENDER_USER_RESOURCES``), HOME, XDG folders and TMPDIR
+under the test's temporary folder, so no preference, extension or crash file reaches the machine or another test.
+
+The extension is the zip ``scripts/build_extension.py`` builds (once per run), or ``IO_MS3D_MDL_EXTENSION_ZIP``.
+``test_gui_tour`` keeps its screenshots in its temporary folder (the path is in its output with ``-rP``) and, when
+``IO_MS3D_MDL_SCREENSHOTS=DIR`` is set, writes small cropped copies to DIR (relative to the checkout) for the
+README: ``IO_MS3D_MDL_SCREENSHOTS=docs/screenshots``.
+
+    cd tests && python -m pytest -q test_real_blender.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, samples_dir
+
+SETTING = os.environ.get("IO_MS3D_MDL_REAL_BLENDER", "~/.cache/real-blender")
+REAL_BLENDER = Path(os.path.expanduser(SETTING))  # expanded now, with the real HOME (runs get a temporary one)
+TURNED_OFF = SETTING.lower() in ("0", "off", "no", "false")  # the wheel suite's runs leave this lane to its own
+BLENDER = REAL_BLENDER / "blender"
+BLENDER_GUI = REAL_BLENDER / "blender-gui"
+SCRIPTS = Path(__file__).resolve().parent / "real_blender"
+ADDON = "bl_ext.user_default.io_ms3d_mdl"
+
+METAL_BOX = "source/Igrium__portal_nrtx/models/props/metal_box.mdl"
+CIVILIAN = "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+DWARF = "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
+
+
+def _skip_reason() -> str | None:
+    if TURNED_OFF:
+        return f"real-Blender lane turned off (IO_MS3D_MDL_REAL_BLENDER={SETTING})"
+    if not os.access(BLENDER, os.X_OK):
+        return (
+            f"real Blender not found: no executable {BLENDER} (run ../shared/tools/real-blender/setup.sh, or set "
+            "IO_MS3D_MDL_REAL_BLENDER to the folder holding its blender and blender-gui wrappers)"
+        )
+    return None
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip; but fail where the lane must run (CI sets IO_MS3D_MDL_REQUIRE_REAL_BLENDER=1), unless turned off."""
+    if os.environ.get("IO_MS3D_MDL_REQUIRE_REAL_BLENDER") and not TURNED_OFF:
+        pytest.fail(f"IO_MS3D_MDL_REQUIRE_REAL_BLENDER is set but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def real_blender() -> None:
+    """Before anything else in this module (the zip build included): skip without the real Blender."""
+    reason = _skip_reason()
+    if reason:
+        skip_or_fail(reason)
+
+
+# Lines that mean something went wrong, wherever they appear in Blender's output.
+BAD_LINES = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|^Error\b|^ERROR\b|^WARN\b|^Warning\b"  # operator reports and Blender's own (CLOG) errors and warnings
+    r"|\b\w*(Error|Exception|Warning): "  # Python exceptions and warnings (DeprecationWarning: ...)
+    r"|unable to get Python class|has been registered before|Exception in module|property not found"
+    r"|Segmentation fault|blender\.crash\.txt",
+    re.MULTILINE,
+)
+
+
+def bad_lines(log: str, allowed: re.Pattern[str] | None = None) -> list[str]:
+    """The log's lines that report an error or warning (``allowed`` ones excepted)."""
+    return [
+        line
+        for line in log.splitlines()
+        if BAD_LINES.search(line) and not (allowed is not None and allowed.match(line))
+    ]
+
+
+def importer_warnings(*models: str) -> re.Pattern[str]:
+    """The importer's own report about these sample files (a texture format it cannot decode, a material the
+    sample tree lacks): expected data warnings, not defects; anything else warned about fails the test."""
+    names = "|".join(re.escape(os.path.basename(m)) for m in models)
+    return re.compile(rf"(Info|Warning): ({names}): ")
+
+
+def sample(relative: str) -> Path:
+    path = samples_dir() / relative
+    if not path.is_file():
+        pytest.fail(f"sample missing: {path}")
+    return path
+
+
+def isolated_env(base: Path) -> dict[str, str]:
+    """A clean environment whose user configuration, HOME, caches and temporary files all live under ``base``."""
+    home = base / "home"
+    env = {key: os.environ[key] for key in ("PATH", "LANG", "LC_ALL", "TERM") if key in os.environ}
+    env.update(
+        HOME=str(home),
+        BLENDER_USER_RESOURCES=str(base / "user"),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        TMPDIR=str(base / "tmp"),
+    )
+    for folder in (home, base / "user", base / "tmp"):
+        folder.mkdir(parents=True, exist_ok=True)
+    return env
+
+
+def run(command: list, env: dict[str, str], timeout: float = 120) -> tuple[int, str]:
+    """Run a Blender command in its own process group; stdout and stderr together (Blender interleaves its
+    reports on both). Past ``timeout`` the whole group (xvfb-run, Xvfb, Blender, batch workers) is killed."""
+    process = subprocess.Popen(
+        [str(c) for c in command],
+        env=env,
+        cwd=env["TMPDIR"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"timed out after {timeout} s: {' '.join(map(str, command))}\n{output}")
+    return process.returncode, output
+
+
+def crash_files(env: dict[str, str]) -> list[str]:
+    return sorted(str(p) for p in Path(env["TMPDIR"]).glob("*.crash.txt"))
+
+
+# --- fixtures ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def extension_zip(tmp_path_factory) -> Path:
+    """The release zip, built once by scripts/build_extension.py (or the one IO_MS3D_MDL_EXTENSION_ZIP names)."""
+    given = os.environ.get("IO_MS3D_MDL_EXTENSION_ZIP")
+    if given:
+        return Path(given).resolve()
+    out = tmp_path_factory.mktemp("dist")
+    command = [sys.executable, str(ROOT / "scripts" / "build_extension.py"), "--output-dir", str(out)]
+    build = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, f"build_extension.py failed:\n{build.stdout}{build.stderr}"
+    (zip_path,) = out.glob("*.zip")
+    if build.stderr.strip():
+        print(f"build_extension.py said:\n{build.stderr}")  # e.g. files not shipped because git does not track them
+    return zip_path
+
+
+@pytest.fixture
+def installed(extension_zip, tmp_path) -> dict[str, str]:
+    """A fresh user configuration with the zip installed (``extension install-file``) and enabled."""
+    env = isolated_env(tmp_path)
+    code, log = run([BLENDER, "--command", "extension", "install-file", "-r", "user_default", "-e", extension_zip], env)
+    assert code == 0 and 'Installed "io_ms3d_mdl"' in log, log
+    assert not bad_lines(log), log
+    assert (tmp_path / "user" / "extensions" / "user_default" / "io_ms3d_mdl" / "blender_manifest.toml").is_file()
+    return env
+
+
+# --- extension validate / install --------------------------------------------------------------------------------
+
+
+def test_validate_checkout(tmp_path):
+    code, log = run([BLENDER, "--factory-startup", "--command", "extension", "validate", ROOT], isolated_env(tmp_path))
+    assert code == 0 and "Success parsing TOML" in log and not bad_lines(log), log
+
+
+def test_validate_rejects_a_broken_manifest(tmp_path):
+    """The validate check above can fail: a manifest without its id does."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    manifest = (ROOT / "blender_manifest.toml").read_text()
+    (broken / "blender_manifest.toml").write_text(re.sub(r'(?m)^id = ".*"\n', "", manifest))
+    (broken / "__init__.py").write_text("")
+    code, log = run(
+        [BLENDER, "--factory-startup", "--command", "extension", "validate", broken], isolated_env(tmp_path)
+    )
+    assert code != 0 and 'missing "id"' in log, log
+
+
+def test_validate_built_zip(extension_zip, tmp_path):
+    names = zipfile.ZipFile(extension_zip).namelist()
+    assert "blender_manifest.toml" in names and "io_ms3d_mdl/blender/operators.py" in names, names
+    cmd = [BLENDER, "--factory-startup", "--command", "extension", "validate", extension_zip]
+    code, log = run(cmd, isolated_env(tmp_path))
+    assert code == 0 and "Success parsing TOML" in log and not bad_lines(log), log
+
+
+def test_installed_zip_enables_from_the_user_repository(installed, tmp_path):
+    """install-file put it in the isolated user repository, and a plain start (user preferences) enables it."""
+    script = SCRIPTS / "addon_state.py"
+    code, log = run([BLENDER, "--background", "--python-exit-code", "1", "--python", script], installed)
+    assert code == 0 and not bad_lines(log), log
+    state = json.loads(log.split("STATE ", 1)[1].splitlines()[0])
+    assert state["enabled"], f"the extension is installed but not enabled:\n{log}"
+    assert state["file"] and Path(state["file"]).is_relative_to(tmp_path / "user"), state  # not the checkout
+    assert all(state["classes"].values()) and state["menu"] and state["preferences"], state
+    assert not crash_files(installed)
+
+
+# --- the operators on real files -----------------------------------------------------------------------------------
+
+
+def test_operators_import_real_files(installed, tmp_path):
+    models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF)]
+    out = tmp_path / "imports.json"
+    command = [BLENDER, "--background", "--python-exit-code", "1", "--python", SCRIPTS / "import_samples.py", "--"]
+    code, log = run([*command, out, *models], installed)
+    assert code == 0 and out.is_file(), log
+    assert not bad_lines(log, importer_warnings(*models)), log
+    result = json.loads(out.read_text())
+    assert result["enabled"] and result["operators"] == [True, True], result
+    assert Path(result["module_file"]).is_relative_to(tmp_path / "user"), result["module_file"]
+    box, civilian, dwarf = (result["models"][m.name] for m in models)
+    for name, model in result["models"].items():
+        assert model["result"] == ["FINISHED"], (name, model)
+    assert box["meshes"] == 1 and box["triangles"] == 5064 and box["source_models"] == ["metal_box"], box
+    colour = [size for name, size in box["images"].items() if name.startswith("metal_box_color")]
+    assert colour == [[1024, 1024]], box["images"]  # decoded from the VTF (the image's format may change)
+    assert civilian["armatures"] == 1 and civilian["bones"] == 59 and civilian["triangles"] == 8902, civilian
+    assert civilian["objects"] == 15 and civilian["actions"] >= 1, civilian
+    assert dwarf["armatures"] == 1 and dwarf["bones"] == 44 and dwarf["actions"] == 1, dwarf
+    assert dwarf["triangles"] == 1664 and dwarf["images"].get("dwarf.jpg") == [512, 512], dwarf
+    assert not crash_files(installed)
+
+
+# --- scripts/batch_import.py inside Blender, with the extension enabled at the same time -----------------------------
+
+
+BATCH_CLASH = (
+    "known bug: with --jobs 1 the batch registers the checkout's copy of the add-on in the same process as the "
+    "enabled extension (classes 'registered before, unregistering previous'); the extension's unregister then "
+    "raises RuntimeError (missing bl_rna) and removes the shared Collection properties, so later files fail with "
+    "AttributeError 'io_ms3d_mdl_animations' and the script ends in a traceback, yet Blender exits 0"
+)
+
+
+@pytest.mark.parametrize("jobs", [pytest.param(1, marks=pytest.mark.xfail(reason=BATCH_CLASH, strict=False)), 2])
+def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
+    """The checkout's batch script, run as documented (``blender --background --python scripts/batch_import.py --
+    ARGS``), in a Blender whose user preferences enable the installed extension: two copies of the add-on's code in
+    one process must not clash, and any traceback counts even when the exit status is 0."""
+    models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF)]
+    out = tmp_path / "converted"
+    script = ROOT / "scripts" / "batch_import.py"
+    command = [BLENDER, "--background", "--python", script, "--", "--jobs", jobs, "-o", out, *models]
+    code, log = run(command, installed, timeout=300)
+    problems = [f"exit status {code}"] if code else []
+    problems += bad_lines(log, importer_warnings(*models))
+    if "3 of 3 files converted" not in log:
+        problems.append("no '3 of 3 files converted' summary")
+    report = out / "report.json"
+    statuses = [f["status"] for f in json.loads(report.read_text())["files"]] if report.is_file() else None
+    if statuses != ["ok"] * 3:
+        problems.append(f"report.json statuses: {statuses}")
+    blends = sorted(p.name for p in out.rglob("*.blend"))
+    if blends != ["civilian.blend", "dwarf.blend", "metal_box.blend"]:
+        problems.append(f"outputs: {blends}")
+    if crash_files(installed):
+        problems.append(f"crash files: {crash_files(installed)}")
+    summary = "\n".join(problems)
+    assert not problems, f"batch_import.py --jobs {jobs}:\n{summary}\n--- full output ---\n{log}"
+
+
+# --- the user interface in a window ------------------------------------------------------------------------------
+
+GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "object_tab", "collection_tab", "sidebar")
+GUI_SHOTS += ("material_preview",)
+DOC_WIDTH = 900  # README images: at most this wide,
+DOC_BYTES = 200_000  # and this large
+
+
+def image_spread(path: Path, crop: list[int]) -> float:
+    """Standard deviation (0..1) of the cropped screenshot's pixels: about 0 for a blank (one-colour) image."""
+    x, y, w, h = crop
+    command = ["convert", path, "-crop", f"{w}x{h}+{x}+{y}", "+repage", "-format", "%[fx:standard_deviation]", "info:"]
+    return float(subprocess.run([str(c) for c in command], capture_output=True, text=True, check=True).stdout)
+
+
+def small_png(source: Path, crop: list[int], target: Path) -> None:
+    """Crop, shrink to DOC_WIDTH and write a PNG under DOC_BYTES (fewer colours, then smaller, when needed)."""
+    x, y, w, h = crop
+    base = ["convert", str(source), "-crop", f"{w}x{h}+{x}+{y}", "+repage", "-strip"]
+    for width, palette in ((DOC_WIDTH, False), (DOC_WIDTH, True), (700, True), (500, True)):
+        resize = ["-resize", f"{width}x>"] if w > width else []
+        colours = ["-colors", "256", f"PNG8:{target}"] if palette else [str(target)]
+        subprocess.run([*base, *resize, *colours], check=True)
+        if target.stat().st_size <= DOC_BYTES:
+            return
+    raise AssertionError(f"{target} stays over {DOC_BYTES} bytes")
+
+
+@pytest.fixture
+def gui_tools():
+    missing = [tool for tool in ("xvfb-run", "import", "convert", "xdotool") if shutil.which(tool) is None]
+    if missing or not os.access(BLENDER_GUI, os.X_OK):
+        skip_or_fail(
+            f"the GUI tour needs {BLENDER_GUI} and {', '.join(missing) or 'its tools'} (setup.sh installs them)"
+        )
+
+
+def test_gui_tour(gui_tools, installed, tmp_path):
+    """File > Import, both file browsers with their options, the three Source Model panels and Material Preview in
+    a real window: no Python error, traceback or warning in Blender's log, every panel drew, every screenshot has
+    content. Screenshots stay in ``tmp_path/shots``; small crops go to ``tmp_path/crops`` and, when
+    IO_MS3D_MDL_SCREENSHOTS is set, to that folder."""
+    mdl, ms3d = sample(METAL_BOX), sample(DWARF)
+    shots = tmp_path / "shots"
+    command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
+    code, log = run(command, installed, timeout=400)
+    print(f"GUI tour screenshots: {shots}\n{log}")
+    (shots / "blender.log").write_text(log)
+    result_file = shots / "result.json"
+    assert result_file.is_file(), f"the tour wrote no result (exit status {code}):\n{log}"
+    result = json.loads(result_file.read_text())
+    assert not result["errors"], "\n".join(result["errors"])
+    assert code == 0 and result["finished"], log
+    assert not bad_lines(log, importer_warnings(mdl)), log
+    assert not crash_files(installed)
+
+    checks = result["checks"]
+    assert checks["import"] == ["FINISHED"] and checks["model"] == "metal_box", checks
+    assert checks["ms3d_browser_operator"] == "IMPORT_SCENE_OT_ms3d", checks
+    assert checks["source_browser_operator"] == "IMPORT_SCENE_OT_source_mdl", checks
+    assert checks["sidebar_category"] == "Source" and checks["shading"] == "MATERIAL", checks
+    assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew
+
+    assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    docs = os.environ.get("IO_MS3D_MDL_SCREENSHOTS")
+    for name, shot in result["shots"].items():
+        path = Path(shot["path"])
+        assert path.is_file() and path.stat().st_size > 10_000, f"{name}: no screenshot"
+        assert image_spread(path, shot["crop"]) > 0.02, f"{name}: the screenshot is blank ({path})"
+        small_png(path, shot["crop"], crops / f"{name}.png")
+    if docs:
+        target = Path(docs) if Path(docs).is_absolute() else ROOT / docs
+        target.mkdir(parents=True, exist_ok=True)
+        for name in GUI_SHOTS:
+            shutil.copy(crops / f"{name}.png", target / f"{name}.png")
