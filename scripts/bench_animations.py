@@ -73,7 +73,8 @@ def main() -> int:
     out: dict = {"curve": [], "models": {}}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            print(f"{'included':>9} {'default s':>10} {'off s':>8} {'all s':>8} {'default/off':>12} {'all/default':>12}")
+            header = ("included", "default s", "off s", "all s", "default/off", "all/default")
+            print(" ".join(f"{h:>{w}}" for h, w in zip(header, (9, 10, 8, 8, 12, 12), strict=True)))
             for count in (1, 10, 100, 500, 1000, 2000):
                 path = model_with_includes(Path(tmp) / str(count), count)
                 default, off = timed(bpy, path, args.runs), timed(bpy, path, args.runs, animations="NONE")
@@ -83,7 +84,8 @@ def main() -> int:
                     f"{everything / default:>12.1f}"
                 )
                 out["curve"].append({"included": count, "default": default, "none": off, "all": everything})
-            models = [("synthetic, 2,000 included", path)] + ([("civilian.mdl", CIVILIAN)] if CIVILIAN.exists() else [])
+            models = [("synthetic, 2,000 included", path)]
+            models += [("civilian.mdl", CIVILIAN)] if CIVILIAN.exists() else []
             for label, model in models:
                 row = {
                     "default": timed(bpy, model, args.runs),
