@@ -97,14 +97,14 @@ def test_eye_shaders_find_their_iris(addon, tmp_path, shader):
 def test_an_undecodable_texture_leaves_no_broken_image(addon, tmp_path, capsys):
     header = np.zeros(1, VTF_HEADER)
     header["signature"], header["version"], header["header_size"] = b"VTF\0", (7, 2), 80
-    header["width"], header["height"], header["format"], header["mip_count"], header["depth"] = 8, 8, 70, 1, 1
+    header["width"], header["height"], header["format"], header["mip_count"], header["depth"] = 8, 8, 24, 1, 1
     (game(tmp_path) / "materials" / "models" / "test" / "odd.vtf").write_bytes(header.tobytes() + bytes(256))
     vmt(tmp_path, "body", '"VertexLitGeneric"\n{\n"$basetexture" "models/test/odd"\n}\n')
     import_model(tmp_path)
     assert not [i for i in bpy.data.images if i.filepath.lower().endswith(".vtf")]  # Blender never tries to read it
     placeholder = bpy.data.images["odd.vtf"]
     assert placeholder.source == "GENERATED" and placeholder["io_ms3d_mdl_missing"]
-    assert capsys.readouterr().out.count("image format 70 is not decoded") == 2  # once in the log, once shown
+    assert capsys.readouterr().out.count("image format 24 is not decoded") == 2  # once in the log, once shown
 
 
 def test_a_missing_milkshape_alpha_map_leaves_the_surface_opaque(addon, tmp_path):

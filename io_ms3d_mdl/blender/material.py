@@ -15,9 +15,13 @@ import numpy as np
 from ..access import shown
 from ..errors import Warnings
 from ..scene.types import ImageRef, MaterialData
+from . import dds
 from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
+# Games pack masks (self-illumination, envmap, phong) into alpha as often as opacity: decoded textures keep colour
+# and alpha independent, or a mask of ~0 would multiply the colour away. Opacity still comes from the Alpha output.
+CHANNEL_PACKED = "CHANNEL_PACKED"
 
 
 class ImageLoader:
@@ -39,7 +43,9 @@ class ImageLoader:
 
     def _load(self, ref: ImageRef) -> bpy.types.Image:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
-        if ref.pixels is not None:
+        if ref.blocks is not None and dds.decodes_as_ours(ref.blocks):
+            return _image_from_pixels(name, ref.blocks)  # Blender's decoder, compressed in the .blend
+        if ref.pixels is not None:  # decoded by us (blocks Blender cannot take are decoded here, in numpy)
             return _image_from_pixels(name, ref.pixels)
         if ref.resolved_path and ref.loadable:
             try:
@@ -77,22 +83,46 @@ def texture_output(folder: str | None) -> Iterator[None]:
         _png_folder.pop()
 
 
-def _image_from_pixels(name: str, pixels: np.ndarray) -> bpy.types.Image:
-    """An already decoded texture (e.g. a VTF) as an image packed into the .blend file, or saved as a PNG."""
-    height, width = pixels.shape[:2]
-    image = bpy.data.images.new(os.path.splitext(name)[0] + ".png", width, height, alpha=True)
-    # Games pack masks (self-illumination, envmap, phong) into alpha as often as opacity: keep colour and alpha
-    # independent, or a mask of ~0 would multiply the colour away. Opacity still comes from the Alpha output.
-    image.alpha_mode = "CHANNEL_PACKED"
-    flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32) / 255.0  # Blender's rows start at the bottom
-    image.pixels.foreach_set(flipped.ravel())
+def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.Image:
+    """A texture we decoded (e.g. a VTF), or block-compressed data Blender decodes itself, as an image packed into
+    the .blend file (blocks stay compressed there), or saved as a PNG."""
+    stem = os.path.splitext(name)[0]
+    if isinstance(pixels, np.ndarray):
+        image = _image_from_array(stem + ".png", pixels)
+    else:
+        image = dds.load(stem + ".dds", pixels)
+        image.alpha_mode = CHANNEL_PACKED
     folder = _png_folder[-1]
+    if folder and image.packed_file is not None:
+        return _dds_as_png(image, folder, name)
     if folder:
         path = _save_png(image, folder, _file_stem(name))
         image.source = "FILE"
         image.filepath = bpy.path.relpath(path)  # moves with the .blend
-    else:
+    elif image.packed_file is None:
         image.pack()
+    return image
+
+
+def _dds_as_png(image: bpy.types.Image, folder: str, name: str) -> bpy.types.Image:
+    """The PNG of a DDS-packed image (decoded by Blender), in place of it."""
+    image.size[0]  # reading the size makes Blender decode it: saving needs the pixels in memory
+    path = _save_png(image, folder, _file_stem(name))
+    bpy.data.images.remove(image)  # (unpacking instead would print to the console)
+    image = bpy.data.images.load(path, check_existing=False)
+    image.name = os.path.splitext(name)[0] + ".png"
+    image.alpha_mode = CHANNEL_PACKED
+    image.filepath = bpy.path.relpath(path)  # moves with the .blend
+    return image
+
+
+def _image_from_array(name: str, pixels: np.ndarray) -> bpy.types.Image:
+    """A generated image holding ``pixels`` (top row first, as decoders give them)."""
+    height, width = pixels.shape[:2]
+    image = bpy.data.images.new(name, width, height, alpha=True)
+    image.alpha_mode = CHANNEL_PACKED
+    flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32) / 255.0  # Blender's rows start at the bottom
+    image.pixels.foreach_set(flipped.ravel())
     return image
 
 

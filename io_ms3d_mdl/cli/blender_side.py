@@ -61,10 +61,10 @@ def addon_registered() -> Iterator[None]:
     """The builders keep data in the add-on's registered properties (the animation list on a model's collection),
     so its classes are registered while files import, and unregistered after: the bpy module hangs or crashes at
     exit with classes still registered. Left alone when something (a test session) registered them already."""
-    import bpy
-
     from .. import blender as addon
     from ..blender.operators import IMPORT_SCENE_OT_ms3d
+
+    bpy = sys.modules["bpy"]
 
     # Registered already: by a test session, or by the installed extension when run inside Blender (registering
     # this copy over it would replace its classes, and unregistering it would break the extension).

@@ -1,4 +1,5 @@
-"""Source materials resolved from the game tree: VMT → Principled values, VTF → RGBA pixels. No ``bpy``.
+"""Source materials resolved from the game tree: VMT → Principled values, VTF → RGBA pixels (or compressed blocks
+that Blender decodes itself). No ``bpy``.
 
 Lookup as the engine does it: for a texture name, the first ``materials/<cdmaterials dir>/<name>.vmt`` that exists,
 trying the material folders in order, under the model's game root (the folder holding ``models/``) and then under
@@ -54,7 +55,8 @@ class Finder:
         return None
 
     def texture(self, name: str, warnings: list[str], cache: dict[str, ImageRef]) -> ImageRef | None:
-        """A VTF decoded to RGBA (top row first), cached per path; failures are warnings, never errors."""
+        """A VTF decoded to RGBA (top row first), or kept as its compressed blocks for Blender's own decoder, cached
+        per path; failures are warnings, never errors."""
         name = name.replace("\\", "/").strip().removesuffix(".vtf")
         if not name:
             return None
@@ -73,9 +75,13 @@ class Finder:
             )
         else:
             try:
-                image = read_vtf_bytes(read_file(path), path, min(budget.texture_pixels, self.pixels_left))
-                ref.pixels = image.faces[0]
-                self.pixels_left -= sum(face.shape[0] * face.shape[1] for face in image.faces)
+                limit = min(budget.texture_pixels, self.pixels_left)
+                image = read_vtf_bytes(read_file(path), path, limit, keep_blocks=True)
+                if image.blocks:
+                    ref.blocks = image.blocks[0]
+                else:
+                    ref.pixels = image.faces[0]
+                self.pixels_left -= image.width * image.height * image.face_count
             except UnsupportedTexture as exc:
                 warnings.append(f"texture '{os.path.basename(path)}': {exc}")
             except BudgetExceeded:

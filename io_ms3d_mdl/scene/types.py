@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import Warnings
+
+if TYPE_CHECKING:
+    from ..formats.source.vtf import BlockImage
 
 Props = dict[str, Any]  # custom properties: str, int, float or lists of them
 
@@ -18,8 +21,22 @@ class ImageRef:
 
     raw_path: str
     resolved_path: str | None  # None: not found on disk
-    pixels: np.ndarray | None = None  # (height, width, 4) uint8 RGBA, top row first: already decoded (e.g. VTF)
     loadable: bool = True  # Blender can read the file itself (False for VTF: without pixels it is a placeholder)
+    # Block-compressed data kept as stored (e.g. a DXT or BC7 VTF): Blender decodes it itself, and ``pixels``
+    # decodes it in numpy only when asked.
+    blocks: BlockImage | None = None
+    decoded: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pixels(self) -> np.ndarray | None:
+        """(height, width, 4) uint8 RGBA, top row first, when the texture was decoded (or has blocks to decode)."""
+        if self.decoded is None and self.blocks is not None:
+            self.decoded = self.blocks.decode()
+        return self.decoded
+
+    @pixels.setter
+    def pixels(self, value: np.ndarray | None) -> None:
+        self.decoded = value
 
 
 @dataclass
