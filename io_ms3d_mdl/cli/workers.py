@@ -178,7 +178,10 @@ class Workers:
                 thread.start()
             reported = 0
             while reported < len(tasks):
-                kind, payload = self.events.get()
+                try:  # a bounded wait: the main thread comes back to Python often, so Ctrl-C is never missed
+                    kind, payload = self.events.get(timeout=0.2)
+                except queue.Empty:
+                    continue
                 if kind == "start":
                     started(payload)
                 else:
