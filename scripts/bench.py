@@ -10,6 +10,11 @@
     synthetic grids and the Source ``civilian.mdl``.
 (d) Keyframes: dwarf.ms3d's action written our way (``keyframe_points.add`` + ``foreach_set``) against the same
     keys written with one ``keyframe_insert`` per key, on the same armature.
+(e) Animations: Source models imported with every animation, ours against the code before vectorising (copies
+    of it kept here and in ``tests/test_keys_*.py``): decode + convert, curves, and the whole import
+    (``--animation-only`` runs just this).
+(e) VTF textures per format: our numpy decoder, srctools' compiled one, and the import's path through Blender's own
+    DDS decoder (packed as DDS; and with its first decode forced), against the old numpy-and-PNG import.
 
 Runs A and B alternate so drift hits both; ratios are ours / peer (below 1.0 means we are faster).
 """
@@ -26,15 +31,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import bpy
+    import numpy as np
+
+    from io_ms3d_mdl.blender.animation import Limits
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples"
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from io_ms3d_mdl.scene.types import SceneData  # noqa: E402 - after the path set-up
+from io_ms3d_mdl.scene.types import ActionData, SceneData, SkeletonData  # noqa: E402 - after the path set-up
 
 
 def median_pair(
@@ -302,32 +315,339 @@ def bench_decode(paths: list[Path], runs: int) -> tuple[int, float]:
     return poses, poses / seconds
 
 
-def bench_vtf(paths: list[Path], runs: int) -> tuple[int, float, float]:
-    """Megapixels per second decoding every texture srctools can read: ours and srctools (the reference)."""
+VTF_PATHS = ("numpy", "srctools", "Blender import", "Blender decoded", "old import", "srctools import")
+
+
+def bench_vtf(paths: list[Path], runs: int) -> list[tuple[str, int, float, dict[str, float | None]]]:
+    """Megapixels per second per VTF format over the sample textures, every path side by side (alternating, medians):
+    our numpy decoder; srctools (the compiled reference; None where it cannot read the format); the import as it is
+    now: block formats go to Blender's own decoder, packed behind a DDS header (Blender decodes them when first
+    shown: "Blender import"), then "Blender decoded" with that first decode forced; the "old import" (numpy
+    decoding into a generated image packed as PNG), and the same with srctools decoding ("srctools import": what an
+    importer built on srctools pays). Rows: (format, textures, megapixels, {path: MP/s})."""
+    import bpy
+    import numpy as np
     from srctools.vtf import VTF
 
+    from io_ms3d_mdl.blender.material import ImageLoader
+    from io_ms3d_mdl.errors import Warnings
     from io_ms3d_mdl.formats.source.vtf import read_vtf_bytes
+    from io_ms3d_mdl.scene.types import ImageRef
 
-    blobs = []
+    groups: dict[str, list[bytes]] = {}
     for path in paths:
         data = path.read_bytes()
+        groups.setdefault(read_vtf_bytes(data, keep_blocks=True).format, []).append(data)
+
+    def srctools(blobs: list[bytes], into_blender: bool = False) -> None:
+        loader = ImageLoader(Warnings())
+        for i, data in enumerate(blobs):
+            vtf = VTF.read(io.BytesIO(data))
+            frame = vtf.get()
+            frame.load()
+            if into_blender:
+                pixels = np.frombuffer(bytes(frame._data), np.uint8).reshape(vtf.height, vtf.width, 4)
+                loader.get(ImageRef(f"bench{i}.vtf", None, loadable=False, decoded=pixels))
+
+    def load(blobs: list[bytes], keep_blocks: bool, decode: bool = False) -> None:
+        loader = ImageLoader(Warnings())
+        for i, data in enumerate(blobs):
+            vtf = read_vtf_bytes(data, keep_blocks=keep_blocks)
+            ref = ImageRef(f"bench{i}.vtf", None, loadable=False, blocks=vtf.blocks[0] if vtf.blocks else None)
+            ref.pixels = vtf.faces[0] if vtf.faces else None
+            image = loader.get(ref)
+            if decode:
+                image.size[0]  # reading the size makes Blender decode a DDS-packed image
+
+    def clear() -> None:
+        for image in list(bpy.data.images):
+            bpy.data.images.remove(image)
+
+    rows = []
+    for fmt, blobs in sorted(groups.items()):
         try:
-            VTF.read(io.BytesIO(data)).get().load()
-        except KeyError:  # a format the reference cannot read either
-            continue
-        blobs.append(data)
+            srctools(blobs)
+            peer = True
+        except KeyError:  # a format srctools cannot read
+            peer = False
+        paths_run = {
+            "numpy": lambda b=blobs: [read_vtf_bytes(d) for d in b],
+            "srctools": (lambda b=blobs: srctools(b)) if peer else None,
+            "Blender import": lambda b=blobs: load(b, keep_blocks=True),
+            "Blender decoded": lambda b=blobs: load(b, keep_blocks=True, decode=True),
+            "old import": lambda b=blobs: load(b, keep_blocks=False),
+            "srctools import": (lambda b=blobs: srctools(b, into_blender=True)) if peer else None,
+        }
+        seconds = median_each({k: fn for k, fn in paths_run.items() if fn is not None}, runs, clear)
+        images = [read_vtf_bytes(d) for d in blobs]
+        megapixels = sum(image.width * image.height for image in images) / 1e6
+        rates = {k: (megapixels / seconds[k] if k in seconds else None) for k in VTF_PATHS}
+        rows.append((fmt, len(blobs), megapixels, rates))
+    clear()
+    return rows
 
-    def ours() -> None:
-        for data in blobs:
-            read_vtf_bytes(data)
 
-    def reference() -> None:
-        for data in blobs:
-            VTF.read(io.BytesIO(data)).get().load()
+def median_each(fns: dict[str, Callable[[], object]], runs: int, setup: Callable[[], object]) -> dict[str, float]:
+    """Median seconds of every function, taking turns within each run (as ``median_pair`` does for two)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():  # warm-up
+        setup()
+        fn()
+    for _ in range(runs):
+        for name, fn in fns.items():
+            setup()
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
-    pixels = sum(image.width * image.height for image in (read_vtf_bytes(d) for d in blobs))
-    a, b = median_pair(ours, reference, runs)
-    return len(blobs), pixels / a / 1e6, pixels / b / 1e6
+
+def vtf_table(rows: list[tuple[str, int, float, dict[str, float | None]]]) -> list[str]:
+    """MP/s per path, and each path's time against srctools' (below 1 is faster than srctools)."""
+
+    def rate(value: float | None) -> str:
+        return "—" if value is None else f"{value:,.1f}"
+
+    def ratio(value: float | None, peer: float | None) -> str:
+        return "—" if value is None or peer is None else f"{peer / value:.2f}"
+
+    out = [
+        "\n### VTF textures: MP/s per path (samples by format; time ÷ srctools in brackets, below 1 is faster)\n",
+        "| format | textures | MP | numpy | srctools 2.7.0 | Blender import | Blender decoded | old import "
+        "| srctools import |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fmt, count, megapixels, rates in rows:
+        peer = rates["srctools"]
+        cells = [
+            rate(rates[k]) + (f" ({ratio(rates[k], peer)})" if peer and k != "srctools" else "") for k in VTF_PATHS
+        ]
+        out.append(f"| {fmt} | {count} | {megapixels:.2f} | " + " | ".join(cells) + " |")
+    return out
+
+
+# --- (e) animation import: ours against the code before vectorising --------------------------------------------------
+
+ANIMATION_MODELS = (
+    "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl",  # 130 actions, 128 of them from its $includemodel
+    "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl",  # 97 actions from .ani blocks
+    "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl",  # 11 actions, up to 841 frames
+)
+
+
+def legacy_curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[str, int, str], bpy.types.FCurve]:
+    """``curve_factory`` as it was (this and the three below: verbatim copies of the code before)."""
+    import bpy
+
+    anim = owner.animation_data or owner.animation_data_create()
+    if not hasattr(action, "layers"):
+        return lambda path, index, group: action.fcurves.new(path, index=index, action_group=group)
+    anim.action = action
+    slot = anim.action_slot
+    if slot is None:
+        slot = action.slots.new(id_type=owner.id_type, name=owner.name)
+        anim.action_slot = slot
+    layer = action.layers[0] if action.layers else action.layers.new("Layer")
+    strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
+    bag = strip.channelbag(slot, ensure=True)
+    if bpy.app.version >= (5, 0, 0):
+        return lambda path, index, group: bag.fcurves.new(path, index=index, group_name=group)
+    groups: dict[str, bpy.types.ActionGroup] = {}
+
+    def new(path: str, index: int, group: str) -> bpy.types.FCurve:
+        fcurve = bag.fcurves.new(path, index=index)
+        if group not in groups:
+            groups[group] = bag.groups.new(group)
+        fcurve.group = groups[group]
+        return fcurve
+
+    return new
+
+
+def legacy_write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
+    import numpy as np
+
+    count = len(frames)
+    points = fcurve.keyframe_points
+    points.add(count)
+    co = np.empty(count * 2, dtype=np.float32)
+    co[0::2] = frames
+    co[1::2] = values
+    points.foreach_set("co", co)
+    points.foreach_set("interpolation", np.full(count, 1, dtype=np.int32))
+    fcurve.update()
+
+
+def legacy_build_action(
+    armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData, limits: Limits | None = None
+) -> bpy.types.Action:
+    import bpy
+
+    from io_ms3d_mdl.blender.animation import Limits
+
+    action = bpy.data.actions.new(data.name)
+    new_curve = legacy_curve_factory(action, armature)
+    dropped = 0
+    for channels in data.channels:
+        name = skeleton.bones[channels.bone].name
+        base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+        rot_frames, rotations, lost_r = legacy_showable(channels.rotation_frames, channels.rotations)
+        loc_frames, locations, lost_l = legacy_showable(channels.location_frames, channels.locations)
+        dropped += lost_r + lost_l
+        for i in range(4 if len(rot_frames) else 0):
+            legacy_write_keys(new_curve(f"{base}.rotation_quaternion", i, name), rot_frames, rotations[:, i])
+        for i in range(3 if len(loc_frames) else 0):
+            legacy_write_keys(new_curve(f"{base}.location", i, name), loc_frames, locations[:, i])
+    if dropped and limits is not None:
+        limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", dropped)
+    armature.animation_data_create().action = action
+    return action
+
+
+def legacy_showable(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    import numpy as np
+
+    from io_ms3d_mdl.blender.animation import Limits
+
+    keep = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
+    if keep.all():
+        return frames, values, 0
+    return frames[keep], values[keep], int((~keep).sum())
+
+
+@contextmanager
+def legacy_animation(on: bool = True) -> Iterator[None]:
+    """The import as it was before: per-bone decode and conversion (copies kept in ``tests/test_keys_decode.py``
+    and ``tests/test_keys_reduce.py``, where they are the reference) and one numpy set-up per F-curve."""
+    from test_keys_decode import legacy_decode_animation
+    from test_keys_reduce import legacy_action
+
+    from io_ms3d_mdl.blender import scene_builder
+    from io_ms3d_mdl.scene import source_animation
+
+    patches = [
+        (source_animation, "decode_animation", legacy_decode_animation),
+        (source_animation, "_action", legacy_action),
+        (scene_builder, "build_action", legacy_build_action),
+    ]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
+    try:
+        for module, name, value in patches if on else []:
+            setattr(module, name, value)
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+def timed(fn: Callable[[], object], legacy: bool) -> Callable[[], object]:
+    def run() -> object:
+        with legacy_animation(legacy):
+            return fn()
+
+    return run
+
+
+def bench_animation(path: Path, runs: int) -> dict[str, float]:
+    """One model with every animation built, ours and before, alternating in one process (medians):
+    decode + convert (the scene with all animations less the scene with none), curves (``build_action`` for every
+    action on a fresh armature), their sum, and the whole ``import_scene.source_mdl`` with all and with none."""
+    import bpy
+
+    from io_ms3d_mdl.blender import scene_builder
+    from io_ms3d_mdl.blender.armature import build_armature
+    from io_ms3d_mdl.scene.from_source import SourceOptions
+    from io_ms3d_mdl.scene.load import load_source
+
+    def scene(animations: str) -> Callable[[], object]:
+        return lambda: load_source(str(path), SourceOptions(animations=animations))
+
+    out: dict[str, float] = {}
+    out["scene_none"], _ = median_pair(scene("NONE"), lambda: None, runs)
+    out["scene"], out["scene_before"] = median_pair(timed(scene("ALL"), False), timed(scene("ALL"), True), runs)
+    ours, before = scene("ALL")(), timed(scene("ALL"), True)()
+    state: dict = {}
+
+    def fresh() -> None:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        collection = bpy.data.collections.new("bench")
+        bpy.context.scene.collection.children.link(collection)
+        state["arm"] = build_armature(bpy.context, collection, ours.skeleton)
+
+    def curves(data: object, legacy: bool) -> Callable[[], None]:
+        def run() -> None:
+            with legacy_animation(legacy):
+                for action in data.actions:
+                    scene_builder.build_action(state["arm"], action, data.skeleton)
+
+        return run
+
+    out["curves"], out["curves_before"] = median_pair(curves(ours, False), curves(before, True), runs, setup=fresh)
+
+    def empty() -> None:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+
+    def operator(animations: str) -> Callable[[], object]:
+        return lambda: bpy.ops.import_scene.source_mdl(filepath=str(path), animations=animations)
+
+    out["import"], out["import_before"] = median_pair(
+        timed(operator("ALL"), False), timed(operator("ALL"), True), runs, setup=empty
+    )
+    out["import_none"], _ = median_pair(operator("NONE"), lambda: None, runs, setup=empty)
+    out["actions"] = len(ours.actions)
+    out["keys"] = sum(4 * len(c.rotation_frames) + 3 * len(c.location_frames) for a in ours.actions for c in a.channels)
+    out["keys_before"] = sum(
+        4 * len(c.rotation_frames) + 3 * len(c.location_frames) for a in before.actions for c in a.channels
+    )
+    out["curves_count"] = sum(
+        (4 if len(c.rotation_frames) else 0) + (3 if len(c.location_frames) else 0)
+        for a in ours.actions
+        for c in a.channels
+    )
+    return out
+
+
+def animation_tables(runs: int) -> list[str]:
+    from io_ms3d_mdl import blender as addon  # registered as the package itself, so the copies can stand in
+
+    models = [SAMPLES / "source" / r for r in ANIMATION_MODELS if (SAMPLES / "source" / r).is_file()]
+    if not models:
+        return []
+    addon.register()
+    try:
+        rows = [(p.name, bench_animation(p, runs)) for p in models]
+    finally:
+        addon.unregister()
+    out = [
+        "\n### Animations, every one built: ours vs the code before (per-bone decode and conversion, a key on every "
+        "frame, one numpy set-up per F-curve)\n",
+        "Per-frame keys: one key per frame per channel, what the code before wrote. Decode + curves: the scene with "
+        "all animations less the scene with none, plus `build_action` for every action on a fresh armature.\n",
+        "| model | actions | F-curves | per-frame keys | keys written | decode + convert s (÷ before) "
+        "| curves s (÷ before) | decode + curves s (÷ before) | per-frame keys/s | written keys/s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, m in rows:
+        convert, convert_before = m["scene"] - m["scene_none"], m["scene_before"] - m["scene_none"]
+        total, total_before = convert + m["curves"], convert_before + m["curves_before"]
+        out.append(
+            f"| {name} | {m['actions']:.0f} | {m['curves_count']:,.0f} | {m['keys_before']:,.0f} | {m['keys']:,.0f} "
+            f"| {convert:.3f} ({convert / convert_before:.2f}) "
+            f"| {m['curves']:.3f} ({m['curves'] / m['curves_before']:.2f}) "
+            f"| {total:.3f} ({total / total_before:.2f}) | {m['keys_before'] / total / 1e6:.2f} M "
+            f"| {m['keys'] / total / 1e6:.2f} M |"
+        )
+    out += [
+        "\n| model | `import_scene.source_mdl`, all animations: ours s | before s | ours ÷ before | no animations s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    out += [
+        f"| {name} | {m['import']:.3f} | {m['import_before']:.3f} | {m['import'] / m['import_before']:.2f} "
+        f"| {m['import_none']:.3f} |"
+        for name, m in rows
+    ]
+    return out
 
 
 def keys_table(what: str, measured: tuple[int, float, float]) -> list[str]:
@@ -344,6 +664,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--output", help="also write the markdown tables to this file")
+    parser.add_argument("--animation-only", action="store_true", help="only (e): animations, ours vs before")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
         venv = subprocess.run(
@@ -357,6 +678,9 @@ def main() -> int:
 
     out: list[str] = []
     median = statistics.median
+    if args.animation_only:
+        out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
+        return _report(out + animation_tables(args.runs), args.output)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         ms3d = sorted((SAMPLES / "ms3d").rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
@@ -399,13 +723,7 @@ def main() -> int:
 
         textures = sorted((SAMPLES / "source").rglob("*.vtf")) if SAMPLES.is_dir() else []
         if textures:
-            count, ours_mp, ref_mp = bench_vtf(textures, args.runs)
-            out += [
-                "\n### VTF decoding: ours vs srctools 2.7.0 (the sample textures it can read)\n",
-                "| textures | ours MP/s | srctools MP/s | ours ÷ srctools time |",
-                "|---:|---:|---:|---:|",
-                f"| {count} | {ours_mp:,.1f} | {ref_mp:,.1f} | {ref_mp / ours_mp:.2f} |",
-            ]
+            out += vtf_table(bench_vtf(textures, args.runs))
         dwarf = SAMPLES / "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
         if dwarf.is_file():
             out += keys_table("dwarf.ms3d's action (44 bones)", bench_keys(dwarf, max(3, args.runs // 3)))
@@ -444,10 +762,15 @@ def main() -> int:
                 )
             finally:
                 unregister()
+        out += animation_tables(args.runs)
+    return _report(out, args.output)
+
+
+def _report(out: list[str], output: str | None) -> int:
     text = "\n".join(out) + "\n"
     print("\n" + text)
-    if args.output:
-        Path(args.output).write_text(text)
+    if output:
+        Path(output).write_text(text)
     return 0
 
 

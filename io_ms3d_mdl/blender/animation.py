@@ -50,16 +50,15 @@ def curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[st
     return new
 
 
-def write_keys(fcurve: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
-    """All keys of one curve in three bulk calls."""
-    count = len(frames)
+def write_keys(fcurve: bpy.types.FCurve, co: np.ndarray, linear: np.ndarray) -> None:
+    """One curve's keys in bulk: ``co`` is (frame, value) pairs as float32, ``linear`` as many LINEAR codes as
+    uint8 (slices of per-action buffers, so no array is made per curve). ``update()`` sorts and sets the handles:
+    LINEAR keys evaluate without them, but the Graph Editor frames curves by their handles too (and a switch to
+    Bezier starts from them), so they are kept valid, for 4–8 % of an import."""
     points = fcurve.keyframe_points
-    points.add(count)
-    co = np.empty(count * 2, dtype=np.float32)
-    co[0::2] = frames
-    co[1::2] = values
+    points.add(len(linear))
     points.foreach_set("co", co)
-    points.foreach_set("interpolation", np.full(count, LINEAR, dtype=np.int32))
+    points.foreach_set("interpolation", linear)
     fcurve.update()
 
 
@@ -91,31 +90,51 @@ class Limits:
 def build_action(
     armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData, limits: Limits | None = None
 ) -> bpy.types.Action:
+    """One action: its keys laid out for every curve at once, then per curve only the RNA calls that make it."""
     action = bpy.data.actions.new(data.name)
     new_curve = curve_factory(action, armature)
-    dropped = 0
-    for channels in data.channels:
+    rotations = _CurveKeys([(c.rotation_frames, c.rotations) for c in data.channels], 4)
+    locations = _CurveKeys([(c.location_frames, c.locations) for c in data.channels], 3)
+    # Keyframe.interpolation is a byte in Blender: a uint8 buffer is copied as is (other types item by item).
+    linear = np.full(max(rotations.longest, locations.longest), LINEAR, dtype=np.uint8)
+    for j, channels in enumerate(data.channels):
         name = skeleton.bones[channels.bone].name
         base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
-        rot_frames, rotations, lost_r = _showable(channels.rotation_frames, channels.rotations)
-        loc_frames, locations, lost_l = _showable(channels.location_frames, channels.locations)
-        dropped += lost_r + lost_l
-        for i in range(4 if len(rot_frames) else 0):
-            write_keys(new_curve(f"{base}.rotation_quaternion", i, name), rot_frames, rotations[:, i])
-        for i in range(3 if len(loc_frames) else 0):
-            write_keys(new_curve(f"{base}.location", i, name), loc_frames, locations[:, i])
+        for keys, path in ((rotations, f"{base}.rotation_quaternion"), (locations, f"{base}.location")):
+            codes = linear[: keys.counts[j]]
+            for i, co in enumerate(keys.curves[j]):
+                write_keys(new_curve(path, i, name), co, codes)
+    dropped = rotations.dropped + locations.dropped
     if dropped and limits is not None:
         limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", dropped)
     armature.animation_data_create().action = action
     return action
 
 
-def _showable(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """Keys on frames Blender can show (finite, within ±MAX_FRAME), and how many were not."""
-    keep = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
-    if keep.all():
-        return frames, values, 0
-    return frames[keep], values[keep], int((~keep).sum())
+class _CurveKeys:
+    """The keys of one kind of channel (rotations or locations) of every bone of an action, laid out once as
+    float32 (frame, value) pairs per component, so each curve's keys are a contiguous slice. Keys on frames
+    Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
+
+    def __init__(self, channels: list[tuple[np.ndarray, np.ndarray]], width: int) -> None:
+        sizes = [len(f) for f, _ in channels]
+        frames = np.concatenate([np.zeros(0), *(f for f, _ in channels)])
+        values = np.concatenate([np.zeros((0, width)), *(v for _, v in channels if len(v))])
+        owner = np.repeat(np.arange(len(channels)), sizes)
+        showable = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
+        self.dropped = len(frames) - int(showable.sum())
+        if self.dropped:
+            frames, values, owner = frames[showable], values[showable], owner[showable]
+        counts = np.bincount(owner, minlength=len(channels))
+        pairs = np.empty((width, len(frames), 2), dtype=np.float32)
+        pairs[:, :, 0] = frames
+        pairs[:, :, 1] = values.T
+        self.counts = counts.tolist()
+        self.longest = int(counts.max()) if len(counts) else 0
+        flat = [pairs[i].reshape(-1) for i in range(width)]
+        ends = np.cumsum(2 * counts).tolist()
+        # Per channel, the (frame, value) pairs of each of its curves (none without keys): views, no copies.
+        self.curves = [[f[e - 2 * n : e] for f in flat] if n else [] for n, e in zip(self.counts, ends, strict=True)]
 
 
 def stash_actions(

@@ -64,6 +64,44 @@ def quaternion_to_matrix(q: np.ndarray) -> np.ndarray:
     return m
 
 
+def conjugate(q: np.ndarray) -> np.ndarray:
+    """(…, 4) inverse rotations of unit quaternions."""
+    return np.asarray(q, dtype=np.float64) * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(…, 4) Hamilton products ``a ⊗ b`` (the rotation ``b`` then ``a``, as ``R(a)·R(b)``)."""
+    return np.einsum("...ij,...j->...i", left_matrix(a), np.asarray(b, dtype=np.float64))
+
+
+def left_matrix(p: np.ndarray) -> np.ndarray:
+    """(…, 4, 4) L with ``L·q = p ⊗ q``."""
+    return np.asarray(p, dtype=np.float64)[..., _PRODUCT_INDEX] * _LEFT_SIGNS
+
+
+def right_matrix(r: np.ndarray) -> np.ndarray:
+    """(…, 4, 4) R with ``R·q = q ⊗ r``."""
+    return np.asarray(r, dtype=np.float64)[..., _PRODUCT_INDEX] * _RIGHT_SIGNS
+
+
+# Both product matrices hold each component once per row and column: which one, and with which sign.
+_PRODUCT_INDEX = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]])
+_LEFT_SIGNS = np.array([[1, -1, -1, -1], [1, 1, -1, 1], [1, 1, 1, -1], [1, -1, 1, 1]], dtype=np.float64)
+_RIGHT_SIGNS = np.array([[1, -1, -1, -1], [1, 1, 1, -1], [1, -1, 1, 1], [1, 1, -1, 1]], dtype=np.float64)
+
+
+def canonical_sign(q: np.ndarray) -> np.ndarray:
+    """(…) ±1: the sign :func:`matrix_to_quaternion` gives each rotation (the component of its branch positive: w
+    unless the turn is near 180°). Its branch tests, made on the diagonal :func:`quaternion_to_matrix` would give,
+    without building either matrix."""
+    q = np.asarray(q, dtype=np.float64)
+    q = q / np.sqrt(np.einsum("...i,...i->...", q, q))[..., None]
+    xx, yy, zz = q[..., 1] * q[..., 1], q[..., 2] * q[..., 2], q[..., 3] * q[..., 3]
+    m00, m11, m22 = 1 - 2 * (yy + zz), 1 - 2 * (xx + zz), 1 - 2 * (xx + yy)
+    branch = np.where(m00 + m11 + m22 > 0, 0, np.where((m00 > m11) & (m00 > m22), 1, np.where(m11 > m22, 2, 3)))
+    return np.where(np.take_along_axis(q, branch[..., None], axis=-1)[..., 0] < 0, -1.0, 1.0)
+
+
 def make_continuous(q: np.ndarray) -> np.ndarray:
     """Flip signs along a key sequence (…, K, 4) so neighbours have a positive dot product: interpolating
     component-wise then never takes the long way round."""

@@ -8,6 +8,7 @@ already relative (``L(t)`` is the delta), so their basis is ``Xᵀ·L(t)·X`` an
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,15 @@ from ..errors import BudgetExceeded, FormatError
 from ..formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile
-from .rotations import make_continuous, matrix_to_quaternion, quaternion_to_matrix
+from .rotations import (
+    canonical_sign,
+    conjugate,
+    left_matrix,
+    make_continuous,
+    matrix_to_quaternion,
+    quaternion_to_matrix,
+    right_matrix,
+)
 from .types import ActionData, AnimationEntry, BoneChannels, SceneData
 
 BUILD_CHOICES = ("NONE", "DEFAULT", "OWN", "ALL")
@@ -189,29 +198,101 @@ def _action(
     anim: DecodedAnimation, rest_rot: np.ndarray, rest_pos: np.ndarray, x: np.ndarray, scale: float, frame_scale: float
 ) -> ActionData:
     frames = np.arange(len(anim.rotations), dtype=np.float64) * frame_scale
-    channels = []
     # A non-delta animation defines the whole pose: bones without data sit at their bind pose. Keying them (one
     # identity key each) keeps a previously played action from leaving them posed; deltas add, so they don't.
     bones = np.nonzero(anim.animated)[0] if anim.delta else np.arange(len(anim.animated))
-    for bone in bones.tolist():
-        rot = quaternion_to_matrix(anim.rotations[:, bone])  # (F, 3, 3)
-        pos = anim.positions[:, bone]
-        if anim.delta:
-            local_rot, local_pos = rot, pos
-        else:
-            local_rot = np.einsum("ji,fjk->fik", rest_rot[bone], rot)  # R0ᵀ·R(t)
-            local_pos = (pos - rest_pos[bone]) @ rest_rot[bone]  # R0ᵀ·(p - p0)
-        xb = x[bone]
-        quats = make_continuous(matrix_to_quaternion(np.einsum("ji,fjk,kl->fil", xb, local_rot, xb)))
-        locs = scale * (local_pos @ xb)
-        rf, rq = _collapse(frames, quats)
-        lf, lv = _collapse(frames, locs)
-        channels.append(BoneChannels(bone, rf, rq, lf, lv))
+    quats, locs = _pose_channels(anim, bones, rest_rot, rest_pos, x, scale)
+    rot_frames, rotations = _split(frames, quats, _needed_keys(quats, ROTATION_TOLERANCE))
+    loc_frames, locations = _split(frames, locs, _needed_keys(locs, LOCATION_TOLERANCE * abs(scale)))
+    channels = list(map(BoneChannels, bones.tolist(), rot_frames, rotations, loc_frames, locations))
     return ActionData(anim.name, channels, (0.0, float(frames[-1]) if len(frames) else 0.0), additive=anim.delta)
 
 
-def _collapse(frames: np.ndarray, values: np.ndarray, tolerance: float = 1e-7) -> tuple[np.ndarray, np.ndarray]:
-    """A channel that never moves needs one key, not one per frame."""
-    if len(values) > 1 and np.abs(values - values[0]).max() <= tolerance:
-        return frames[:1], values[:1]
-    return frames, values
+def _pose_channels(
+    anim: DecodedAnimation, bones: np.ndarray, rest_rot: np.ndarray, rest_pos: np.ndarray, x: np.ndarray, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every frame of the pose channels of ``bones`` at once: (B, F, 4) sign-continuous quaternions of
+    ``(R0·X)ᵀ·R(t)·X`` and (B, F, 3) locations ``scale·(p(t) − p0)·R0·X`` (a delta has no R0, p0).
+
+    The rotations stay quaternions: ``conj(q(R0·X)) ⊗ q(t) ⊗ q(X)`` is one 4×4 matrix per bone applied to every
+    frame (X is a rotation: the bone frame seen from the Source frame). The first key takes the sign a rotation
+    matrix would give it, the others follow it."""
+    sandwich, left = (a[bones] for a in _bone_conversions(rest_rot, x, anim.delta))
+    q = anim.rotations[:, bones].swapaxes(0, 1)  # (B, F, 4)
+    quats = (q / np.sqrt(np.einsum("bfi,bfi->bf", q, q))[..., None]) @ sandwich.swapaxes(1, 2)
+    quats *= canonical_sign(quats[:, 0])[:, None, None]
+    pos = anim.positions[:, bones] if anim.delta else anim.positions[:, bones] - rest_pos[bones]
+    return make_continuous(quats), scale * (pos.swapaxes(0, 1) @ left)
+
+
+def _bone_conversions(rest_rot: np.ndarray, x: np.ndarray, delta: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per bone: the 4×4 quaternion map of :func:`_pose_channels` and the 3×3 ``R0·X`` (``X`` for a delta). The
+    same for every animation of a model, so made once (cached on the arrays' contents)."""
+    as_bytes = [np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in (rest_rot, x)]
+    return _conversions(*as_bytes, len(x), delta)
+
+
+@functools.lru_cache(maxsize=8)
+def _conversions(rest_rot: bytes, x: bytes, count: int, delta: bool) -> tuple[np.ndarray, np.ndarray]:
+    axes = np.frombuffer(x).reshape(count, 3, 3)
+    left = axes if delta else np.frombuffer(rest_rot).reshape(count, 3, 3) @ axes
+    return left_matrix(conjugate(matrix_to_quaternion(left))) @ right_matrix(matrix_to_quaternion(axes)), left
+
+
+def _split(frames: np.ndarray, values: np.ndarray, keep: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each channel's kept frames and values, as views into one gathered array (a gather per action, not per
+    bone)."""
+    counts = keep.sum(axis=1)
+    spans = list(zip((np.cumsum(counts) - counts).tolist(), np.cumsum(counts).tolist(), strict=True))
+    kept_frames = np.broadcast_to(frames, keep.shape)[keep]
+    kept = values[keep]
+    return [kept_frames[a:b] for a, b in spans], [kept[a:b] for a, b in spans]
+
+
+ROTATION_TOLERANCE = 1e-5  # per quaternion component (about 2e-5 rad): a third of Quaternion48's finest step
+LOCATION_TOLERANCE = 1e-5  # Source units (inches), times the import scale: far below RLE position steps
+
+
+def _needed_keys(values: np.ndarray, tolerance: float) -> np.ndarray:
+    """(C, F, D) samples → (C, F) the keys to write: linear interpolation between them reproduces every sample
+    within ``tolerance`` per component. A channel that never moves keeps its first key, a linear run its ends.
+
+    All channels at once: a frame its neighbours' midpoint reproduces is dropped; where dropped runs bend away
+    from the line through the keys around them (errors add up along a slow curve), every local peak of the error
+    above the tolerance is put back, step by step, until no frame is off. A channel holding values that are not
+    numbers keeps every key (the scene's finite guard repairs them one by one).
+    """
+    count, frames = values.shape[:2]
+    keep = np.zeros((count, frames), dtype=bool)
+    keep[:, 0] = True
+    if frames < 2:
+        return keep
+    broken = ~np.isfinite(values).all(axis=(1, 2))
+    keep[broken] = True
+    rows = np.flatnonzero(~broken & (np.abs(values - values[:, :1]).max(axis=(1, 2)) > tolerance))
+    moving = values[rows]
+    keep[rows, -1] = True
+    keep[rows, 1:-1] = np.abs(moving[:, :-2] + moving[:, 2:] - 2 * moving[:, 1:-1]).max(axis=2) > 2 * tolerance
+    while len(rows):
+        error = _interpolation_error(values[rows], keep[rows])
+        over = error > tolerance
+        off = over.any(axis=1)
+        rows, error, over = rows[off], error[off], over[off]
+        inner = error[:, 1:-1]
+        over[:, 1:-1] &= (inner >= error[:, :-2]) & (inner >= error[:, 2:])
+        keep[rows] |= over
+    return keep
+
+
+def _interpolation_error(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """(C, F) largest component error of each frame against linear interpolation between the kept keys around it;
+    every row keeps its last frame, so in the flattened rows the next key is always in the same row (frames are
+    evenly spaced: key indices stand in for times)."""
+    flat = values.reshape(-1, values.shape[2])
+    keys = np.flatnonzero(keep)
+    segment = np.cumsum(keep.ravel()) - 1
+    before = keys[segment]
+    after = keys[np.minimum(segment + 1, len(keys) - 1)]
+    t = ((np.arange(len(flat)) - before) / np.maximum(after - before, 1))[:, None]
+    start = flat[before]
+    return np.abs(start + (flat[after] - start) * t - flat).max(axis=1).reshape(keep.shape)

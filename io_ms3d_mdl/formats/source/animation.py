@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,9 @@ RAWPOS, RAWROT, ANIMPOS, ANIMROT, DELTA, RAWROT2 = 0x01, 0x02, 0x04, 0x08, 0x10,
 STUDIO_DELTA, STUDIO_FRAMEANIM = 0x04, 0x40
 BONE_FIXED_ALIGNMENT = 0x100000
 MAX_FRAMES = 100_000
+CHUNK_VALUES = 1 << 16  # frames × nodes decoded per step: bounds the temporaries of long animations
+NODE = struct.Struct("<BBh")  # mstudioanim_t: bone, flags, nextoffset
+IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
 
 @dataclass
@@ -43,18 +47,31 @@ class SkippedAnimation(Exception):
 
 
 def quaternion48(raw: bytes) -> np.ndarray:
-    x, y, zw = np.frombuffer(raw, "<u2", 3).astype(np.int64)
-    q = np.array([(x - 32768) / 32768.0, (y - 32768) / 32768.0, ((zw & 0x7FFF) - 16384) / 16384.0])
-    w = np.sqrt(max(0.0, 1.0 - float(q @ q)))
-    return np.array([-w if zw >> 15 else w, *q])
+    return quaternion48_words(np.frombuffer(raw, "<u2", 3)[None])[0]
 
 
 def quaternion64(raw: bytes) -> np.ndarray:
-    bits = int.from_bytes(raw, "little")
-    xyz = [((bits >> shift) & 0x1FFFFF) for shift in (0, 21, 42)]
-    q = np.array([(c - 1048576) / 1048576.5 for c in xyz])
-    w = np.sqrt(max(0.0, 1.0 - float(q @ q)))
-    return np.array([-w if bits >> 63 else w, *q])
+    return quaternion64_words(np.frombuffer(raw, "<u8", 1))[0]
+
+
+def quaternion48_words(words: np.ndarray) -> np.ndarray:
+    """(N, 3) little-endian words of ``Quaternion48`` → (N, 4) wxyz: 16-bit x and y, 15-bit z, w's sign on top."""
+    x, y, zw = (words[:, i].astype(np.int64) for i in range(3))
+    xyz = np.stack([(x - 32768) / 32768.0, (y - 32768) / 32768.0, ((zw & 0x7FFF) - 16384) / 16384.0], axis=-1)
+    return _with_w(xyz, (zw >> 15) != 0)
+
+
+def quaternion64_words(bits: np.ndarray) -> np.ndarray:
+    """(N,) 64-bit ``Quaternion64`` words → (N, 4) wxyz: three 21-bit components, w's sign in the top bit."""
+    bits = np.asarray(bits, dtype=np.uint64)
+    xyz = np.stack([((bits >> np.uint64(s)) & np.uint64(0x1FFFFF)).astype(np.int64) for s in (0, 21, 42)], axis=-1)
+    return _with_w((xyz - 1048576) / 1048576.5, (bits >> np.uint64(63)) != 0)
+
+
+def _with_w(xyz: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """The unit quaternion whose vector part is stored: w from the norm, its sign from the stored flag."""
+    w = np.sqrt(np.maximum(0.0, 1.0 - np.einsum("ni,ni->n", xyz, xyz)))
+    return np.concatenate([np.where(negative, -w, w)[:, None], xyz], axis=1)
 
 
 def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:
@@ -74,26 +91,74 @@ def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:
 
 
 def rle_track(cur: Cursor, offset: int, frames: int) -> np.ndarray:
-    """Every frame's value of one ``mstudioanimvalue_t`` stream (``ExtractAnimValue`` for frames 0..n-1).
+    """Every frame's value of one ``mstudioanimvalue_t`` stream (see :func:`rle_tracks`)."""
+    return rle_tracks(cur, np.array([offset]), frames)[0]
 
-    The stream is runs of ``{valid, total}`` headers, each followed by ``valid`` shorts; a run covers ``total``
-    frames and repeats its last valid value for the rest. Walked run by run, never frame by frame.
+
+def rle_tracks(cur: Cursor, starts: np.ndarray, frames: int) -> np.ndarray:
+    """(T,) stream offsets → (T, frames): ``ExtractAnimValue`` for frames 0..n-1 of many streams at once.
+
+    A stream is runs of ``{valid, total}`` headers, each followed by ``valid`` shorts; a run covers ``total``
+    frames and repeats its last valid value for the rest. Streams hold a few runs each, so all of them advance one
+    run per step (never frame by frame), then every value is gathered in one indexing operation. Work is bounded
+    by T × frames (every run covers a frame), which the caller budgets; reads are checked like ``Cursor`` reads.
     """
-    out = np.zeros(frames, dtype=np.float64)
-    frame = 0
-    while frame < frames:
-        header = cur.array_at(np.dtype("u1"), offset, 2, "animation value run")
-        valid, total = int(header[0]), int(header[1])
-        if total == 0:  # corrupt: the SDK returns 0 for the rest
-            break
-        values = cur.array_at(np.dtype("<i2"), offset + 2, valid, "animation values").astype(np.float64)
-        span = min(total, frames - frame)
-        if valid:
-            take = np.minimum(np.arange(span), valid - 1)
-            out[frame : frame + span] = values[take]
-        frame += total
-        offset += 2 * (valid + 1)
+    buf = np.frombuffer(cur.data, np.uint8)
+    track = np.arange(len(starts))
+    offset = np.asarray(starts, dtype=np.int64)
+    frame = np.zeros(len(starts), dtype=np.int64)
+    runs = []
+    while len(track):
+        _check(cur, offset, 2, "animation value run")
+        valid, total = buf[offset].astype(np.int64), buf[offset + 1].astype(np.int64)
+        go = total > 0  # corrupt: the SDK returns 0 for the rest
+        if not go.all():
+            track, offset, frame, valid, total = track[go], offset[go], frame[go], valid[go], total[go]
+        runs.append((track, frame, np.minimum(total, frames - frame), valid, offset + 2))
+        frame, offset = frame + total, offset + 2 * (valid + 1)
+        more = frame < frames
+        if not more.all():
+            track, offset, frame = track[more], offset[more], frame[more]
+    return _expand_runs(cur, buf, runs, len(starts), frames)
+
+
+def _expand_runs(
+    cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]], count: int, frames: int
+) -> np.ndarray:
+    """Runs ``(track, first frame, span, valid, values offset)`` → (count, frames), frames past a run's valid
+    values holding its last one and frames no run covers holding 0. Every run's values must lie in the data
+    (as the SDK reads them all), checked once for all runs."""
+    out = np.zeros((count, frames))
+    if not runs:
+        return out
+    track, first, span, valid, at = (np.concatenate(column) for column in zip(*runs, strict=True))
+    _check(cur, at, 2 * valid, "animation values")
+    filled = valid > 0
+    track, first, span, valid, at = track[filled], first[filled], span[filled], valid[filled], at[filled]
+    run = np.repeat(np.arange(len(span)), span)
+    step = np.arange(len(run)) - np.repeat(np.cumsum(span) - span, span)
+    byte = at[run] + 2 * np.minimum(step, valid[run] - 1)
+    words = buf[byte].astype(np.uint16) | (buf[byte + 1].astype(np.uint16) << np.uint16(8))
+    out[track[run], first[run] + step] = words.view(np.int16)
     return out
+
+
+def _check(cur: Cursor, offsets: np.ndarray, nbytes: np.ndarray | int, what: str) -> None:
+    """Every ``nbytes`` read at ``offsets`` lies inside the data, or the first that does not is reported."""
+    bad = (offsets < 0) | (offsets + nbytes > cur.size)
+    if bad.any():
+        i = int(np.argmax(bad))
+        size = int(np.broadcast_to(nbytes, bad.shape)[i])
+        raise cur.error(
+            f"{what}: {size} bytes at offset {int(offsets[i])} run past the end of the {cur.size}-byte file",
+            int(offsets[i]),
+        )
+
+
+def _gather(cur: Cursor, offsets: np.ndarray, nbytes: int, what: str) -> np.ndarray:
+    """(N, nbytes) raw bytes at each offset, bounds-checked first; ``.view`` gives little-endian words."""
+    _check(cur, offsets, nbytes, what)
+    return np.frombuffer(cur.data, np.uint8)[offsets[:, None] + np.arange(nbytes)]
 
 
 def _data_offset(
@@ -151,76 +216,148 @@ def decode_animation(
     for section, start, length in spans:
         if length <= 0:
             continue
-        located = _data_offset(anim, section, mdl_cur, ani, mdl)
-        cur, offset = located
-        _decode_nodes(cur, offset, start, length, bones, delta, rotations, positions, animated, anim.name)
+        cur, offset = _data_offset(anim, section, mdl_cur, ani, mdl)
+        nodes = _read_nodes(cur, offset, count, anim.name)
+        # Nodes in groups whose decoded frames stay small (a long animation in one section could hold 100k frames)
+        chunk = max(1, CHUNK_VALUES // length)
+        for first in range(0, len(nodes[0]), chunk):
+            part = tuple(column[first : first + chunk] for column in nodes)
+            _decode_nodes(cur, part, start, length, bones, rotations, positions, animated)
     return DecodedAnimation(anim.name, anim.fps if anim.fps > 0 else 30.0, delta, rotations, positions, animated)
 
 
-def _value_tracks(cur: Cursor, pointer: int, length: int, scale: np.ndarray, what: str) -> np.ndarray:
-    """The three RLE streams a value pointer names (offsets relative to the pointer; ≤ 0 means the axis is 0),
-    times the bone's per-axis scale; frames are local to the section."""
-    offsets = cur.array_at(np.dtype("<i2"), pointer, 3, f"{what} value offsets")
-    values = np.zeros((length, 3))
-    for axis in range(3):
-        if int(offsets[axis]) > 0:
-            values[:, axis] = rle_track(cur, pointer + int(offsets[axis]), length) * float(scale[axis])
-    return values
+def _read_nodes(cur: Cursor, offset: int, count: int, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The section's linked list of ``{bone, flags, nextoffset}`` nodes → (bone, flags, data offset) arrays.
+
+    One small read per node (a list cannot be walked in bulk); the data the nodes point at is decoded for all
+    bones at once by :func:`_decode_nodes`."""
+    bones, flags, data = [], [], []
+    while True:
+        if offset < 0 or offset + NODE.size > cur.size:
+            raise cur.error(
+                f"node of animation '{name}': 1 × 4 bytes at offset {offset} run past the end of the "
+                f"{cur.size}-byte file",
+                offset,
+            )
+        bone, flag, step = NODE.unpack_from(cur.data, offset)
+        if bone == 255:
+            break
+        if bone >= count:
+            raise FormatError(cur.path, offset, f"animation '{name}' animates bone {bone} of {count}")
+        bones.append(bone)
+        flags.append(flag)
+        data.append(offset + NODE.size)
+        if step == 0 or len(bones) > count:
+            break
+        offset += step
+    return np.array(bones, np.int64), np.array(flags, np.int64), np.array(data, np.int64)
 
 
 def _decode_nodes(
     cur: Cursor,
-    offset: int,
+    nodes: tuple[np.ndarray, np.ndarray, np.ndarray],
     start: int,
     length: int,
     bones: np.ndarray,
-    delta: bool,
     rotations: np.ndarray,
     positions: np.ndarray,
     animated: np.ndarray,
-    name: str,
 ) -> None:
-    seen = 0
-    frames = slice(start, start + length)
-    while True:
-        (node,) = cur.array_at(S.ANIM_NODE, offset, 1, f"node of animation '{name}'")
-        bone, flags, step = int(node["bone"]), int(node["flags"]), int(node["nextoffset"])
-        if bone == 255:
-            break
-        if bone >= len(bones):
-            raise FormatError(cur.path, offset, f"animation '{name}' animates bone {bone} of {len(bones)}")
-        animated[bone] = True
-        node_delta = bool(flags & DELTA)
-        payload = offset + 4
-        b = bones[bone]
-        if flags & RAWROT:
-            q = np.broadcast_to(quaternion48(cur.bytes_at(payload, 6, "Quaternion48")), (length, 4))
-            payload += 6
-        elif flags & RAWROT2:
-            q = np.broadcast_to(quaternion64(cur.bytes_at(payload, 8, "Quaternion64")), (length, 4))
-            payload += 8
-        elif flags & ANIMROT:
-            angles = _value_tracks(cur, payload, length, b["rotscale"], "rotation")
-            if not node_delta:
-                angles += b["rot"].astype(np.float64)
-            q = euler_to_quaternion(angles)
-            payload += 6
-        else:
-            q = np.broadcast_to(
-                (1.0, 0.0, 0.0, 0.0) if node_delta else b["quat"].astype(np.float64)[[3, 0, 1, 2]], (length, 4)
-            )
-        if int(b["flags"]) & BONE_FIXED_ALIGNMENT and not node_delta:
-            align = b["qalignment"].astype(np.float64)[[3, 0, 1, 2]]
-            q = np.where((q @ align)[:, None] < 0, -q, q)
-        rotations[frames, bone] = q
-        if flags & RAWPOS:
-            positions[frames, bone] = half_to_float(np.frombuffer(cur.bytes_at(payload, 6, "Vector48"), "<u2"))
-        elif flags & ANIMPOS:
-            pos = _value_tracks(cur, payload, length, b["posscale"], "position")
-            positions[frames, bone] = pos if node_delta else pos + b["pos"].astype(np.float64)
-        else:
-            positions[frames, bone] = 0.0 if node_delta else b["pos"].astype(np.float64)
-        seen += 1
-        if step == 0 or seen > len(bones):
-            break
-        offset += step
+    """Write the frames ``start..start+length`` of every bone the nodes name: all RLE streams (rotations and
+    positions) walked together, raw values read in one gather each; a bone named twice keeps its last node."""
+    bone, flags, data = nodes
+    if not len(bone):
+        return
+    delta = (flags & DELTA) != 0
+    rot_kind = np.select([(flags & mask) != 0 for mask in (RAWROT, RAWROT2, ANIMROT)], [1, 2, 3], 0)
+    pos_at = data + np.array([0, 6, 8, 6])[rot_kind]
+    rle_rot = rot_kind == 3
+    rle_pos = ((flags & RAWPOS) == 0) & ((flags & ANIMPOS) != 0)
+    tracks = _value_tracks(
+        cur,
+        np.concatenate([data[rle_rot], pos_at[rle_pos]]),
+        length,
+        np.concatenate([bones["rotscale"][bone[rle_rot]], bones["posscale"][bone[rle_pos]]]).astype(np.float64),
+    )
+    rot = _node_rotations(cur, bones, bone, rot_kind, data, delta, tracks[: rle_rot.sum()], length)
+    pos = _node_positions(cur, bones, bone, flags, pos_at, delta, tracks[rle_rot.sum() :], length)
+    last = _last_per_bone(bone)
+    rotations[start : start + length, bone[last]] = rot[last].swapaxes(0, 1)
+    positions[start : start + length, bone[last]] = pos[last].swapaxes(0, 1)
+    animated[bone] = True
+
+
+def _value_tracks(cur: Cursor, pointers: np.ndarray, length: int, scale: np.ndarray) -> np.ndarray:
+    """(N,) value pointers → (N, length, 3): the three RLE streams each names (offsets relative to the pointer;
+    ≤ 0 means the axis is 0), times the bone's per-axis ``scale`` (N, 3); frames are local to the section."""
+    offsets = _gather(cur, pointers, 6, "animation value offsets").view("<i2").astype(np.int64)
+    values = np.zeros((len(pointers), length, 3))
+    used = offsets > 0
+    if used.any():
+        streams = rle_tracks(cur, (pointers[:, None] + offsets)[used], length)
+        values.swapaxes(1, 2)[used] = streams * scale[used][:, None]
+    return values
+
+
+def _node_rotations(
+    cur: Cursor,
+    bones: np.ndarray,
+    bone: np.ndarray,
+    kind: np.ndarray,
+    data: np.ndarray,
+    delta: np.ndarray,
+    angles: np.ndarray,
+    length: int,
+) -> np.ndarray:
+    """(N, length, 4) per node: raw Quaternion48/64, RLE Euler angles (plus the bind ``rot`` unless delta), or the
+    bind pose (identity in a delta); bones with a fixed alignment keep their quaternions on its side."""
+    out = np.empty((len(bone), length, 4))
+    out[:] = np.where(delta[:, None], IDENTITY, bones["quat"][bone][:, [3, 0, 1, 2]].astype(np.float64))[:, None]
+    raw48, raw64 = kind == 1, kind == 2
+    if raw48.any():
+        out[raw48] = quaternion48_words(_gather(cur, data[raw48], 6, "Quaternion48").view("<u2"))[:, None]
+    if raw64.any():
+        out[raw64] = quaternion64_words(_gather(cur, data[raw64], 8, "Quaternion64").view("<u8")[:, 0])[:, None]
+    rle = kind == 3
+    if rle.any():
+        bind = np.where(delta[rle, None], 0.0, bones["rot"][bone[rle]].astype(np.float64))
+        out[rle] = euler_to_quaternion(angles + bind[:, None])
+    aligned = ((bones["flags"][bone].astype(np.int64) & BONE_FIXED_ALIGNMENT) != 0) & ~delta
+    if aligned.any():
+        align = bones["qalignment"][bone[aligned]][:, [3, 0, 1, 2]].astype(np.float64)
+        q = out[aligned]
+        q[np.einsum("nfi,ni->nf", q, align) < 0] *= -1.0
+        out[aligned] = q
+    return out
+
+
+def _node_positions(
+    cur: Cursor,
+    bones: np.ndarray,
+    bone: np.ndarray,
+    flags: np.ndarray,
+    at: np.ndarray,
+    delta: np.ndarray,
+    tracks: np.ndarray,
+    length: int,
+) -> np.ndarray:
+    """(N, length, 3) per node: a raw Vector48 (absolute), RLE streams (plus the bind ``pos`` unless delta), or
+    the bind position (zero in a delta)."""
+    bind = np.where(delta[:, None], 0.0, bones["pos"][bone].astype(np.float64))
+    out = np.empty((len(bone), length, 3))
+    out[:] = bind[:, None]
+    raw = (flags & RAWPOS) != 0
+    if raw.any():
+        out[raw] = half_to_float(_gather(cur, at[raw], 6, "Vector48").view("<u2"))[:, None]
+    rle = ~raw & ((flags & ANIMPOS) != 0)
+    if rle.any():
+        out[rle] = tracks + bind[rle, None]
+    return out
+
+
+def _last_per_bone(bone: np.ndarray) -> np.ndarray:
+    """Indices of each bone's last node (file order): later nodes overwrite earlier ones, as the SDK's do."""
+    if len(np.unique(bone)) == len(bone):
+        return np.arange(len(bone))
+    _, first_from_end = np.unique(bone[::-1], return_index=True)
+    return len(bone) - 1 - first_from_end

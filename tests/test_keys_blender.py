@@ -1,0 +1,106 @@
+"""Keys as Blender holds them after a bulk write: every F-curve LINEAR, sorted, with handles Blender set, and
+playing every original frame of the per-frame reference within the tolerance; laid out right for channels of any
+length (none, unsorted, duplicated, beyond Blender's frame range), on 4.2 (legacy curves), 4.5 and 5.0 (slots)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import bpy, samples_dir
+from source_writer import character_spec, write_source
+from test_blender_hostile_names import fcurves
+from test_keys_reduce import dense_and_reduced
+
+from io_ms3d_mdl.scene.from_source import INCH, SourceOptions
+from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.source_animation import LOCATION_TOLERANCE, ROTATION_TOLERANCE
+from io_ms3d_mdl.scene.types import ActionData, BoneChannels
+
+pytestmark = pytest.mark.blender
+
+FLOAT32 = 2.5e-7  # relative: keys are stored and interpolated as float32 (a half step is 6e-8 of the value)
+LINEAR = 1
+
+
+def curve_keys(fcurve: bpy.types.FCurve) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(keys, 2) co, interpolation codes, left and right handles of one curve."""
+    points = fcurve.keyframe_points
+    arrays = {name: np.zeros(len(points) * 2) for name in ("co", "handle_left", "handle_right")}
+    for name, array in arrays.items():
+        points.foreach_get(name, array)
+    interpolation = np.zeros(len(points), dtype=np.int32)
+    points.foreach_get("interpolation", interpolation)
+    co, left, right = (arrays[n].reshape(-1, 2) for n in ("co", "handle_left", "handle_right"))
+    return co, interpolation, left, right
+
+
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl",
+        "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl",  # rates differ: keys on fractional frames
+    ],
+)
+def test_curves_play_every_original_frame(blender, monkeypatch, relative):
+    path = samples_dir() / "source" / relative
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    dense, _ = dense_and_reduced(path, monkeypatch)
+    names = [b.name for b in load_source(str(path)).skeleton.bones]
+    checked = 0
+    for reference in dense:
+        action = next(a for a in blender.data.actions if a["source_animation"] == reference.name)
+        curves = {(c.data_path, c.array_index): c for c in fcurves(action)}
+        frames = max((f for c in reference.channels for f in (c.rotation_frames, c.location_frames)), key=len)
+        for channel in reference.channels:
+            base = f'pose.bones["{names[channel.bone]}"]'
+            for prop, keys, values, tolerance in (
+                ("rotation_quaternion", channel.rotation_frames, channel.rotations, ROTATION_TOLERANCE),
+                ("location", channel.location_frames, channel.locations, LOCATION_TOLERANCE * INCH),
+            ):
+                for i in range(values.shape[1]):
+                    curve = curves.pop((f"{base}.{prop}", i))
+                    co, interpolation, left, right = curve_keys(curve)
+                    assert (interpolation == LINEAR).all() and (np.diff(co[:, 0]) > 0).all()
+                    assert (left[:, 0] <= co[:, 0]).all() and (co[:, 0] <= right[:, 0]).all()  # update() ran
+                    expected = np.interp(frames, keys, values[:, i])
+                    played = np.array([curve.evaluate(f) for f in frames.tolist()])
+                    slack = tolerance + FLOAT32 * max(1.0, float(np.abs(expected).max()))
+                    assert np.abs(played - expected).max() <= slack, (reference.name, curve.data_path)
+                    checked += 1
+        assert not curves  # no curve beyond the reference's
+    assert checked > 200
+
+
+def test_channels_of_any_length_land_on_their_own_curves(blender, tmp_path):
+    """No keys, one key, unsorted and duplicated frames, frames Blender cannot show: each curve gets its own keys
+    (sorted and deduplicated by Blender), unshowable ones are dropped and counted."""
+    from io_ms3d_mdl.blender.animation import Limits, build_action
+
+    path = write_source(character_spec(), tmp_path, "guy")
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="NONE") == {"FINISHED"}
+    armature = blender.data.objects["guy"]
+    skeleton = load_source(str(path), SourceOptions()).skeleton
+    turn = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    channels = [
+        BoneChannels(0, np.array([0.0, 2.0, 1.0]), turn, np.zeros(0), np.zeros((0, 3))),  # unsorted, no location
+        BoneChannels(
+            1, np.array([5.0]), turn[:1], np.array([0.0, np.nan, 3.0, 3.0, 2e6]), np.arange(15.0).reshape(5, 3)
+        ),
+    ]
+    limits = Limits()
+    action = build_action(armature, ActionData("mixed", channels, (0.0, 5.0)), skeleton, limits)
+    got = {
+        (c.data_path.split(".")[-1], c.data_path.split('"')[1], c.array_index): curve_keys(c)[0]
+        for c in fcurves(action)
+    }
+    pelvis, spine = skeleton.bones[0].name, skeleton.bones[1].name
+    assert sorted(got) == sorted(
+        [("rotation_quaternion", pelvis, i) for i in range(4)]
+        + [("rotation_quaternion", spine, i) for i in range(4)]
+        + [("location", spine, i) for i in range(3)]
+    )
+    np.testing.assert_array_equal(got[("rotation_quaternion", pelvis, 1)], [[0, 0], [1, 0], [2, 1]])  # sorted
+    np.testing.assert_array_equal(got[("rotation_quaternion", spine, 0)], [[5, 1]])
+    location = got[("location", spine, 2)]
+    assert location[0].tolist() == [0, 2] and location[-1, 0] == 3 and len(location) == 2  # one key per frame
+    assert limits.notes == {"keys beyond frame ±1,048,574 dropped": 2}  # NaN and 2,000,000
