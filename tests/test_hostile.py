@@ -395,3 +395,16 @@ def test_a_degenerate_attachment_matrix_never_becomes_nan(addon, tmp_path):
     assert bpy.ops.import_scene.source_mdl(filepath=str(hostile.source(tmp_path, spec))) == {"FINISHED"}
     odd = bpy.data.objects["odd"]
     assert all(math.isfinite(v) for row in odd.matrix_world for v in row)
+
+
+def test_huge_hitbox_sizes_are_bounded_before_blender():
+    """A hitbox whose box spans ±10³⁸ is finite, yet its scale overflows Blender's float32 matrix (fuzz finding)."""
+    import numpy as np
+
+    from io_ms3d_mdl.scene.finite import MAX_COORDINATE, replace_non_finite
+    from io_ms3d_mdl.scene.types import EmptyData, SceneData
+
+    scene = SceneData("m", empties=[EmptyData("box", np.eye(4), scale=(3e38, 1.0, -3e38), size=1e30)])
+    replace_non_finite(scene)
+    assert scene.empties[0].scale == (MAX_COORDINATE, 1.0, -MAX_COORDINATE) and scene.empties[0].size == MAX_COORDINATE
+    assert scene.warnings

@@ -127,3 +127,15 @@ def test_reports_count_missing_materials_apart_and_fold_repeats(addon, tmp_path,
         "Warning: model.mdl: material 'body' was not found in the model's material folders (and 2 more like it)"
     ]
     assert out.count("Info: model.mdl: material '") == 3  # the full list stays in the Info log
+
+
+def test_source_axes_turn_the_whole_model(addon, tmp_path):
+    """Forward -X: a character's face (Source's +X) looks down Blender's -Y, toward the Front view; rig and all."""
+    from mathutils import Vector
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    path = str(source(tmp_path))
+    assert bpy.ops.import_scene.source_mdl(filepath=path, axis_forward="-X", axis_up="Z") == {"FINISHED"}
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    assert (armature.matrix_world.to_3x3() @ Vector((1, 0, 0)) - Vector((0, -1, 0))).length < 1e-6
+    assert all(o.parent is not None or o == armature or o.type == "EMPTY" for o in bpy.data.objects)

@@ -151,6 +151,7 @@ def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: 
 UNIT_SCALES = {"INCHES": INCH, "HAMMER": 0.01905, "SOURCE": 1.0}
 
 
+@orientation_helper(axis_forward="Y", axis_up="Z")
 class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     """Import Valve Source models (.mdl with .vvd and .vtx)"""
 
@@ -260,6 +261,8 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             find_materials=self.find_materials,
             search_roots=search_roots(bpy.context),
             work_limit=self.work_limit,
+            axis_forward=self.axis_forward,
+            axis_up=self.axis_up,
         )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
@@ -274,7 +277,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     def draw(self, context: bpy.types.Context) -> None:
         self.layout.use_property_split = True
         self.layout.use_property_decorate = False
-        draw_panel(self.layout, self, "Transform", ("units", "scale"))
+        draw_panel(self.layout, self, "Transform", ("units", "scale", "axis_forward", "axis_up"))
         draw_panel(self.layout, self, "Geometry", ("lod", "all_lods"))
         draw_panel(
             self.layout,

@@ -81,6 +81,11 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         _build_animation(context, scene, armature)
         fill_animation_list(collection, scene.animations)
         objects.insert(0, armature)
+    if scene.root_matrix is not None:  # the chosen axes turn the whole model: rig, keys and all
+        turn = Matrix(scene.root_matrix.tolist()).to_4x4()
+        for obj in objects + extras:
+            if obj.parent is None:
+                obj.matrix_world = turn @ obj.matrix_world
     # Hide the other body-group choices only now: edit mode (the armature) needs visible collections.
     for coll in hidden:
         coll.hide_render = True

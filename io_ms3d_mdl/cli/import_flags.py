@@ -43,6 +43,8 @@ OPERATOR_FLAGS: dict[str, dict[str, str]] = {
         "import_hitboxes": "--hitboxes",
         "import_animations": "--animation-list",
         "animations": "--animations",
+        "axis_forward": "--source-axis-forward",
+        "axis_up": "--source-axis-up",
         "find_materials": "--materials",
         "texture_output": "--textures",
         "work_limit": "--work-limit",
@@ -146,6 +148,17 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
     )
     source = parser.add_argument_group("Source (.mdl) options")
     source.add_argument(
+        "--source-axis-forward",
+        choices=AXES,
+        default="Y",
+        metavar="AXIS",
+        help="the model's axis that becomes Blender's forward (default Y, Source's own; -X turns a character's face "
+        "to Blender's Front view; write a negative axis as --source-axis-forward=-X)",
+    )
+    source.add_argument(
+        "--source-axis-up", choices=AXES, default="Z", metavar="AXIS", help="the model's up axis (default Z)"
+    )
+    source.add_argument(
         "--units",
         choices=tuple(UNIT_SCALES),
         help="inches: 0.0254 m per unit (default); hammer: 0.01905 m; source: unscaled",
@@ -198,6 +211,11 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         check_range("--scale", args.scale, 1e-6, 1e6)
     if not 0 <= args.lod <= 7:
         raise ValueError(f"--lod must be 0 to 7, not {args.lod}")
+    if args.source_axis_forward[-1] == args.source_axis_up[-1]:
+        raise ValueError(
+            f"--source-axis-forward {args.source_axis_forward} and --source-axis-up {args.source_axis_up} must be "
+            "different axes"
+        )
     if args.axis_forward[-1] == args.axis_up[-1]:
         raise ValueError(f"--axis-forward {args.axis_forward} and --axis-up {args.axis_up} must be different axes")
     roots = tuple(str(Path(root).resolve()) for root in args.root)
@@ -227,6 +245,8 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         find_materials=args.materials,
         search_roots=roots,
         work_limit=args.work_limit,
+        axis_forward=args.source_axis_forward,
+        axis_up=args.source_axis_up,
     )
     return ImportChoices(ms3d, source, args.textures, args.animations)
 

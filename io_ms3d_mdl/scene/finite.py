@@ -135,6 +135,11 @@ def replace_non_finite(scene: SceneData) -> None:
         count += bad
         empty.size, bad = _number(empty.size, 1.0)
         empty.scale, bad_scale = _numbers(tuple(empty.scale), 1.0)
+        bounded = tuple(min(max(v, -MAX_COORDINATE), MAX_COORDINATE) for v in empty.scale)  # float32 maths
+        bad_scale += bounded != empty.scale
+        empty.scale = bounded
+        if abs(empty.size) > MAX_COORDINATE:
+            empty.size, bad = MAX_COORDINATE, bad + 1
         count += bad + bad_scale + _props(empty.props)
     if scene.skeleton is not None:
         for bone in scene.skeleton.bones:

@@ -18,6 +18,7 @@ from ..access import current, game_root
 from ..budget import current_budget
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
+from .axes import axis_conversion_matrix
 from .bones import bone_frames, unique_names
 from .finite import replace_non_finite
 from .rotations import compose, quaternion_to_matrix
@@ -53,6 +54,10 @@ class SourceOptions:
     find_materials: bool = True  # VMT/VTF from the game tree; False: one plain material per texture name
     search_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
     work_limit: float = 1.0  # scales every work budget (budget.py)
+    # The model's axes that become Blender's forward (+Y) and up (+Z). Source's own (Y, Z) by default, for round
+    # trips; characters face Source's +X, so forward "-X" turns their face to Blender's Front view.
+    axis_forward: str = "Y"
+    axis_up: str = "Z"
 
 
 def source_to_scene(
@@ -96,6 +101,8 @@ def source_to_scene(
         _eyeballs(mdl, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
+    if (options.axis_forward, options.axis_up) != ("Y", "Z"):
+        scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
     replace_non_finite(scene)
     return scene
 

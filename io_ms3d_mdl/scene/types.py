@@ -198,6 +198,7 @@ class SceneData:
     collections: list[CollectionData] = field(default_factory=list)  # objects not listed go in the top collection
     empties: list[EmptyData] = field(default_factory=list)
     animations: list[AnimationEntry] = field(default_factory=list)  # every animation on offer, built or not
+    root_matrix: np.ndarray | None = None  # (3, 3) rotation of the whole model (its top-level objects), if any
     # Skin families: family → (skin-table column → index into ``materials``); meshes name their column per slot
     # in MeshData.material_refs so the active family can be switched after import.
     skin_families: list[list[int]] = field(default_factory=list)
