@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -167,6 +168,9 @@ class Workers:
     def run(
         self, tasks: list[Task], count: int, started: Callable[[Task], None], finished: Callable[[dict], None]
     ) -> None:
+        if threading.current_thread() is threading.main_thread():
+            # Python's own Ctrl-C handler again: importing bpy may have put Blender's in its place, which swallows it.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self.job_file.write_text(json.dumps(self.settings.to_json()), encoding="utf-8")
         self.pending.extend(tasks)
         self.drivers = count
