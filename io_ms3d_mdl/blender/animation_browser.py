@@ -121,7 +121,7 @@ class IO_MS3D_MDL_UL_source_animations(bpy.types.UIList):
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         row = layout.row(align=True)
-        row.label(text=item.name, icon="ACTION" if built_action_cached(data, item.name) else "BLANK1")
+        row.label(text=item.name, icon="ACTION" if is_built(data, item.name) else "BLANK1")
         if item.delta:
             row.label(text="", icon="MOD_OFFSET")
         if item.source:
@@ -129,7 +129,7 @@ class IO_MS3D_MDL_UL_source_animations(bpy.types.UIList):
         row.label(text=f"{item.frames}")
 
 
-def built_action_cached(collection: bpy.types.Collection, name: str) -> bool:
+def is_built(collection: bpy.types.Collection, name: str) -> bool:
     armature = armature_of(collection)
     return armature is not None and built_action(armature, name) is not None
 

@@ -265,7 +265,7 @@ def _model_object(
             refs.append(np.full(len(local), mesh.material, dtype=np.int64))
     if not tris:
         return None
-    tris_global = np.concatenate(tris)
+    tris_global, mesh_refs = np.concatenate(tris), np.concatenate(refs)
     budget = current_budget()
     budget.check(mdl.path, "triangles over all objects", scene.triangle_count + len(tris_global), budget.triangles)
     if int(tris_global.max()) >= len(pool) or int(tris_global.min()) < 0:
@@ -277,14 +277,13 @@ def _model_object(
     solid = (a != b) & (b != c) & (a != c)
     if not solid.all():
         scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
-        tris_global, refs = tris_global[solid], [np.concatenate(refs)[solid]]
+        tris_global, mesh_refs = tris_global[solid], mesh_refs[solid]
         if not len(tris_global):
             return None
     used, inverse = np.unique(tris_global, return_inverse=True)  # dedupe by VVD index, compact to this LOD
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     triangles = inverse.reshape(-1, 3).astype(np.int32)
     verts = pool[used]
-    mesh_refs = np.concatenate(refs)
     slot_refs = list(dict.fromkeys(mesh_refs.tolist()))
     family0 = scene.skin_families[0] if scene.skin_families else []
     slots = [family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs]
