@@ -257,7 +257,8 @@ def test_an_interrupted_run_keeps_its_report_and_resume_finishes_it(tmp_path, jo
 
 @needs_blender
 def test_real_workers_past_the_memory_bound_or_the_timeout_are_killed_and_the_batch_goes_on(tmp_path):
-    civilian = samples_dir() / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"  # takes seconds
+    # the report names inputs by their resolved paths (the samples may sit behind a link)
+    civilian = (samples_dir() / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl").resolve()
     for limit, error in (
         (["--max-memory", "100"], "MB of memory, more than --max-memory 100"),  # Blender alone holds more
         (["--timeout", "0.5"], "timed out after 0.5 s (--timeout)"),
