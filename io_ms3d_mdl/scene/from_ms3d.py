@@ -13,6 +13,7 @@ import numpy as np
 from ..access import is_absolute_name, shown
 from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
 from .axes import axis_conversion_matrix, transform_points
+from .decoded_textures import TextureDecoder
 from .finite import replace_non_finite
 from .ms3d_armature import build_action, build_skeleton, parse_clips
 from .ms3d_rig import effective_fps, hierarchy, skin_weights
@@ -61,10 +62,11 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
 
     used_materials = sorted({m for m in material_of_group if m >= 0})
     scene_material = {}
+    textures = TextureDecoder(scene.warnings)  # PCX skins: decoded here, Blender has no reader for them
     for mi in used_materials:
         scene_material[mi] = len(scene.materials)
         scene.materials.append(
-            _material(model.materials[mi], mi, stem, model_dir if options.find_textures else None, scene)
+            _material(model.materials[mi], mi, stem, model_dir if options.find_textures else None, scene, textures)
         )
 
     in_any_group = np.zeros(len(model.triangles), dtype=bool)
@@ -204,7 +206,9 @@ def _roughness_from_shininess(shininess: float) -> float:
     return float(np.sqrt(np.sqrt(2.0 / (n + 2.0))))
 
 
-def _material(mat: Ms3dMaterial, index: int, stem: str, model_dir: str | None, scene: SceneData) -> MaterialData:
+def _material(
+    mat: Ms3dMaterial, index: int, stem: str, model_dir: str | None, scene: SceneData, textures: TextureDecoder
+) -> MaterialData:
     name = mat.name or f"{stem}_material{index}"
     diffuse = np.clip(mat.diffuse[:3], 0.0, 1.0)
     specular = np.clip(mat.specular[:3], 0.0, 1.0)
@@ -220,7 +224,7 @@ def _material(mat: Ms3dMaterial, index: int, stem: str, model_dir: str | None, s
             absolute = is_absolute_name(raw)
             hint = " (absolute paths are followed only when allowed in the preferences)" if absolute else ""
             scene.warnings.add(f"material '{shown(name)}': {what} '{shown(raw)}' was not found{hint}")
-        return ImageRef(raw, resolved)
+        return textures.attach(ImageRef(raw, resolved))
 
     props: dict = {
         "ms3d_ambient": [float(x) for x in mat.ambient],
