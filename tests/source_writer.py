@@ -76,6 +76,8 @@ class SAnimation:
     fps: float = 30.0
     delta: bool = False
     section_frames: int = 0  # > 0: sectioned (each section restarts the RLE streams; the last frame alone)
+    frame_bones: dict[int, SFrameBone] | None = None  # set: frame-major (STUDIO_FRAMEANIM, v49), nodes unused
+    in_ani: bool = False  # the data goes to the .ani file (block 1, see write_ani), not the .mdl
 
 
 @dataclass
@@ -100,6 +102,10 @@ class SourceSpec:
     animations: list[SAnimation] = field(default_factory=list)
     rotscale: float = 1.0 / 1024  # every bone's rotscale/posscale (per axis)
     posscale: float = 1.0 / 64
+    # Titanfall: version=52 writes 44–49 records (give write_source vtx_suffix=".dx11.vtx"); version=53 writes its
+    # own header, bones, textures and animation descriptors, with the .vtx/.vvd (and these) inside the .mdl
+    vertex_colors: bool = False  # also write a .vvc (embedded in v53)
+    embedded_phy: bytes = b""  # v53: physics data to embed as is
 
 
 class Blob:
@@ -128,15 +134,18 @@ def pool_of(spec: SourceSpec) -> list[SVertex]:
 
 
 def write_mdl(spec: SourceSpec) -> bytes:
-    blob = Blob(S.STUDIOHDR.itemsize)
-    header = _records(S.STUDIOHDR, 1)
+    layout = S.LAYOUTS.get(spec.version, S.LAYOUT_44)
+    blob = Blob(layout.header.itemsize)
+    header = _records(layout.header, 1)
     h = header[0]
     h["id"], h["version"], h["checksum"] = S.MDL_MAGIC, spec.version, spec.checksum
     h["name"] = spec.name.encode()[:63].ljust(64, b"\0")
     h["flags"] = S_STATIC if spec.static else 0
-    if spec.hdr2:
+    if spec.hdr2 and "studiohdr2index" in layout.header.names:
         h["studiohdr2index"] = blob.add(bytes(S.STUDIOHDR2.itemsize))
-    bones = _records(S.BONE, len(spec.bones))
+    bones = _records(layout.bone, len(spec.bones))
+    if "scale" in layout.bone.names:
+        bones["scale"] = 1.0
     h["numbones"], h["boneindex"] = len(spec.bones), blob.add(bytes(bones.nbytes))
     for i, b in enumerate(spec.bones):
         bones[i]["parent"], bones[i]["pos"], bones[i]["quat"] = b.parent, b.pos, b.quat
@@ -175,12 +184,12 @@ def write_mdl(spec: SourceSpec) -> bytes:
         blob.put(models_off, models.tobytes())
     blob.put(int(h["bodypartindex"]), body_parts.tobytes())
     for i, b in enumerate(spec.bones):
-        bones[i]["sznameindex"] = blob.string(b.name) - (int(h["boneindex"]) + i * S.BONE.itemsize)
+        bones[i]["sznameindex"] = blob.string(b.name) - (int(h["boneindex"]) + i * layout.bone.itemsize)
     blob.put(int(h["boneindex"]), bones.tobytes())
-    textures = _records(S.TEXTURE, len(spec.textures))
+    textures = _records(layout.texture, len(spec.textures))
     h["numtextures"], h["textureindex"] = len(spec.textures), blob.add(bytes(textures.nbytes))
     for i, t in enumerate(spec.textures):
-        textures[i]["sznameindex"] = blob.string(t) - (int(h["textureindex"]) + i * S.TEXTURE.itemsize)
+        textures[i]["sznameindex"] = blob.string(t) - (int(h["textureindex"]) + i * layout.texture.itemsize)
     blob.put(int(h["textureindex"]), textures.tobytes())
     cd = [blob.string(c) for c in spec.cd_materials]
     h["numcdtextures"], h["cdtextureindex"] = len(cd), blob.add(struct.pack(f"<{len(cd)}i", *cd))
@@ -198,7 +207,14 @@ def write_mdl(spec: SourceSpec) -> bytes:
     for i, name in enumerate(spec.includes):
         groups[i]["sznameindex"] = blob.string(name) - (int(h["includemodelindex"]) + i * S.MODELGROUP.itemsize)
     blob.put(int(h["includemodelindex"]), groups.tobytes())
-    _write_animations(spec, blob, h)
+    _write_animations(spec, blob, h, layout.animdesc)
+    if spec.version == 53:
+        h["sznameindex"] = blob.string(spec.name)  # absolute
+        embedded = {"vtx": write_vtx(spec), "vvd": write_vvd(spec), "phy": spec.embedded_phy}
+        embedded["vvc"] = write_vvc(spec) if spec.vertex_colors else b""
+        for kind in S.EMBEDDED_53:
+            if embedded[kind]:
+                h[f"{kind}index"], h[f"{kind}size"] = blob.add(embedded[kind], 16), len(embedded[kind])
     h["length"] = len(blob.buf) + (-len(blob.buf) % 4)
     blob.add(b"", 4)
     blob.put(0, header.tobytes())
@@ -231,6 +247,24 @@ def write_vvd(spec: SourceSpec) -> bytes:
     h["vertexdatastart"] = S.VVD_HEADER.itemsize + fixups.nbytes
     h["tangentdatastart"] = int(h["vertexdatastart"]) + verts.nbytes
     return header.tobytes() + fixups.tobytes() + verts.tobytes() + tangents.tobytes()
+
+
+def vertex_colors_of(spec: SourceSpec) -> np.ndarray:
+    """The RGBA8 colour written for each pool vertex: its index spread over the channels."""
+    index = np.arange(len(pool_of(spec)))
+    return np.stack([index % 256, (index * 7) % 256, (index * 13) % 256, np.full_like(index, 255)], 1).astype("u1")
+
+
+def write_vvc(spec: SourceSpec) -> bytes:
+    colors = vertex_colors_of(spec)
+    uv2 = np.zeros((len(colors), 2), "<f4")
+    header = _records(S.VVC_HEADER, 1)
+    h = header[0]
+    h["id"], h["version"], h["checksum"], h["numlods"] = S.VVC_MAGIC, 1, spec.checksum, 1
+    h["numlodvertexes"][0] = len(colors)
+    h["colordatastart"] = S.VVC_HEADER.itemsize
+    h["uv2datastart"] = S.VVC_HEADER.itemsize + colors.nbytes
+    return header.tobytes() + colors.tobytes() + uv2.tobytes()
 
 
 def write_vtx(spec: SourceSpec) -> bytes:
@@ -294,8 +328,13 @@ def write_vtx(spec: SourceSpec) -> bytes:
 def write_source(spec: SourceSpec, folder: Path, stem: str = "model", vtx_suffix: str = ".dx90.vtx") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{stem}.mdl").write_bytes(write_mdl(spec))
-    (folder / f"{stem}.vvd").write_bytes(write_vvd(spec))
-    (folder / f"{stem}{vtx_suffix}").write_bytes(write_vtx(spec))
+    if spec.version != 53:  # v53 carries them inside the .mdl
+        (folder / f"{stem}.vvd").write_bytes(write_vvd(spec))
+        (folder / f"{stem}{vtx_suffix}").write_bytes(write_vtx(spec))
+        if spec.vertex_colors:
+            (folder / f"{stem}.vvc").write_bytes(write_vvc(spec))
+    if any(a.in_ani for a in spec.animations):
+        (folder / f"{stem}.ani").write_bytes(write_ani(spec))
     return folder / f"{stem}.mdl"
 
 
@@ -401,14 +440,17 @@ def _node_list(nodes: list[SNode], frames: slice) -> bytes:
     return bytes(out)
 
 
-def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray) -> None:
-    descs = _records(S.ANIMDESC, len(spec.animations))
+def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray, animdesc: np.dtype = S.ANIMDESC) -> None:
+    descs = _records(animdesc, len(spec.animations))
     h["numlocalanim"], h["localanimindex"] = len(descs), blob.add(bytes(descs.nbytes))
     for i, anim in enumerate(spec.animations):
-        off = int(h["localanimindex"]) + i * S.ANIMDESC.itemsize
+        off = int(h["localanimindex"]) + i * animdesc.itemsize
         d = descs[i]
         d["fps"], d["numframes"], d["flags"] = anim.fps, anim.frames, 0x04 if anim.delta else 0
         d["sznameindex"] = blob.string(anim.name) - off
+        if anim.frame_bones is not None or anim.in_ani:
+            _write_frame_animation(spec, i, d, blob, off)
+            continue
         if anim.section_frames:
             sf = anim.section_frames
             d["sectionframes"] = sf
@@ -427,3 +469,143 @@ def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray) -> None:
         else:
             d["animindex"] = blob.add(_node_list(anim.nodes, slice(0, anim.frames))) - off
     blob.put(int(h["localanimindex"]), descs.tobytes())
+    _write_ani_blocks(spec, blob, h)
+
+
+# --- frame-major (v49 STUDIO_FRAMEANIM) animations and the .ani file ------------------------------------------------
+
+
+@dataclass
+class SFrameBone:
+    """One bone's channels in a frame-major animation, each ``(kind, value)`` or None (the bind pose).
+    ``rot`` kinds: "anim" (Quaternion48 per frame; value: one (w, x, y, z) per frame of the animation), "anim2"
+    (Quaternion48S per frame), "const" (one Quaternion48), "const2" (one Quaternion48S). ``pos`` kinds: "anim"
+    (Vector48 per frame), "full" (3 floats per frame), "const" (one Vector48), "const2" (3 floats). In a section of
+    one frame, per-frame kinds become constants, as studiomdl writes them. ``extra``: flag bits stored without
+    data, outranked by the kinds above (the engine reads the first source its flags name)."""
+
+    rot: tuple | None = None
+    pos: tuple | None = None
+    extra: int = 0
+
+
+ANI_FIRST_BLOCK = 416  # block 0 is a dummy; real .ani files start their first block after a 416-byte header
+FRAME_KINDS = {  # (channel, kind) → (flag, stored per frame?, encoder)
+    ("rot", "anim"): (0x08, True, lambda q: encode_q48(q)),
+    ("rot", "anim2"): (0x80, True, lambda q: encode_q48s(q)),
+    ("rot", "const"): (0x02, False, lambda q: encode_q48(q)),
+    ("rot", "const2"): (0x40, False, lambda q: encode_q48s(q)),
+    ("pos", "anim"): (0x04, True, lambda v: encode_v48(v)),
+    ("pos", "full"): (0x10, True, lambda v: struct.pack("<3f", *v)),
+    ("pos", "const"): (0x01, False, lambda v: encode_v48(v)),
+    ("pos", "const2"): (0x20, False, lambda v: struct.pack("<3f", *v)),
+}
+ONE_FRAME = {"anim": "const", "anim2": "const2", "full": "const2"}
+
+
+def encode_q48s(q: tuple[float, float, float, float]) -> bytes:
+    """Quaternion48S: the largest component is dropped (recreated from the norm; its sign in the top bit of the
+    third word); the three after it, cyclically in x, y, z, w order, are kept in 15 bits each, and the index of
+    the first of them in the top bits of the first two words."""
+    w, x, y, z = q
+    xyzw = (x, y, z, w)
+    largest = max(range(4), key=lambda i: abs(xyzw[i]))
+    first = (largest + 1) % 4
+    parts = [min(max(round(xyzw[(first + k) % 4] * 23168.0) + 16384, 0), 0x7FFF) for k in range(3)]
+    words = [parts[0] | (first >> 1) << 15, parts[1] | (first & 1) << 15, parts[2] | (xyzw[largest] < 0) << 15]
+    return struct.pack("<3H", *words)
+
+
+def _frame_section(anim: SAnimation, frames: slice, bone_count: int) -> bytes:
+    """``mstudio_frame_anim_t``, the per-bone flags, the constants, then the frames; a section that is not the
+    animation's last also stores the next section's first frame (the engine blends towards it)."""
+    rows = list(range(frames.start, min(frames.stop + 1, anim.frames)))
+    flags, constants, per_frame = bytearray(bone_count), b"", [b""] * len(rows)
+    for bone, channels in sorted(anim.frame_bones.items()):
+        flags[bone] |= channels.extra
+        for channel in ("rot", "pos"):
+            item = getattr(channels, channel)
+            if item is None:
+                continue
+            kind, value = item
+            if len(rows) == 1 and kind in ONE_FRAME:
+                kind, value = ONE_FRAME[kind], value[rows[0]]
+            flag, framed, encode = FRAME_KINDS[channel, kind]
+            flags[bone] |= flag
+            if framed:
+                per_frame = [data + encode(value[f]) for data, f in zip(per_frame, rows, strict=True)]
+            else:
+                constants += encode(value)
+    constants_at = 24 + bone_count + (-(24 + bone_count) % 4)
+    frames_at = constants_at + len(constants) + (-len(constants) % 4)
+    head = struct.pack("<6i", constants_at, frames_at, len(per_frame[0]), 0, 0, 0) + bytes(flags)
+    return head.ljust(constants_at, b"\0") + constants.ljust(frames_at - constants_at, b"\0") + b"".join(per_frame)
+
+
+def _section_slices(anim: SAnimation) -> list[tuple[int, slice]]:
+    """(section, frames) of every stored section; section -1: the animation is not sectioned."""
+    if not anim.section_frames:
+        return [(-1, slice(0, anim.frames))]
+    sf, out = anim.section_frames, []
+    for section in range(anim.frames // sf + 2):
+        if section == anim.frames // sf + 1:
+            frames = slice(anim.frames - 1, anim.frames)  # the last frame, alone
+        else:
+            frames = slice(section * sf, min((section + 1) * sf, anim.frames))
+        if frames.start < frames.stop:
+            out.append((section, frames))
+    return out
+
+
+def _section_data(spec: SourceSpec, anim: SAnimation, frames: slice) -> bytes:
+    if anim.frame_bones is not None:
+        return _frame_section(anim, frames, len(spec.bones))
+    return _node_list(anim.nodes, frames)
+
+
+def _ani_layout(spec: SourceSpec) -> tuple[bytes, dict[tuple[int, int], int]]:
+    """The .ani file and, per (animation, section), its data's offset in block 1."""
+    ani, where = Blob(ANI_FIRST_BLOCK), {}
+    ani.put(0, b"IDAG" + struct.pack("<i", spec.version))
+    for i, anim in enumerate(spec.animations):
+        if anim.in_ani:
+            for section, frames in _section_slices(anim):
+                where[i, section] = ani.add(_section_data(spec, anim, frames)) - ANI_FIRST_BLOCK
+    ani.add(b"", 4)
+    return bytes(ani.buf), where
+
+
+def write_ani(spec: SourceSpec) -> bytes:
+    """The .ani file holding the animations marked ``in_ani`` (what ``write_mdl`` points them at)."""
+    return _ani_layout(spec)[0]
+
+
+def _write_frame_animation(spec: SourceSpec, index: int, d: np.void, blob: Blob, off: int) -> None:
+    """A frame-major animation, or any animation kept in the .ani: data in the .mdl or in block 1."""
+    anim = spec.animations[index]
+    d["flags"] |= 0x40 if anim.frame_bones is not None else 0
+    where = _ani_layout(spec)[1] if anim.in_ani else {}
+
+    def place(section: int, frames: slice) -> tuple[int, int]:
+        if anim.in_ani:
+            return 1, where[index, section]
+        return 0, blob.add(_section_data(spec, anim, frames)) - off
+
+    if not anim.section_frames:
+        d["animblock"], d["animindex"] = place(-1, slice(0, anim.frames))
+        return
+    d["sectionframes"] = anim.section_frames
+    sections = _records(S.ANIM_SECTION, anim.frames // anim.section_frames + 2)
+    d["sectionindex"] = blob.add(bytes(sections.nbytes)) - off
+    for section, frames in _section_slices(anim):
+        sections[section]["animblock"], sections[section]["animindex"] = place(section, frames)
+    blob.put(off + int(d["sectionindex"]), sections.tobytes())
+
+
+def _write_ani_blocks(spec: SourceSpec, blob: Blob, h: np.void) -> None:
+    """The header's animation blocks (a dummy block 0, then the whole .ani data as block 1) and file name."""
+    if not any(a.in_ani for a in spec.animations):
+        return
+    blocks = np.array([[0, 0], [ANI_FIRST_BLOCK, len(write_ani(spec))]], dtype="<i4")
+    h["numanimblocks"], h["animblockindex"] = 2, blob.add(blocks.tobytes())
+    h["szanimblocknameindex"] = blob.string(spec.name.rsplit(".", 1)[0] + ".ani")

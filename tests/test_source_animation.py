@@ -158,8 +158,10 @@ def test_bind_pose_helper_matches_rest():
     np.testing.assert_allclose(anim.rotations[0, 1], quat_about_z(0.25), atol=1e-7)
 
 
-def test_frame_major_animations_are_reported_as_skipped():
-    from io_ms3d_mdl.formats.source.animation import SkippedAnimation
+def test_frame_major_flag_over_node_data_is_reported_not_raised():
+    """A node list read as frame-major data (test_frame_animation.py decodes real ones): an error naming the
+    byte, one warning in the import, the other animations kept."""
+    from io_ms3d_mdl.errors import FormatError
     from io_ms3d_mdl.scene.from_source import SourceOptions, source_to_scene
 
     spec = character_spec(animations=[SAnimation("csgo", 2, []), SAnimation("fine", 2, [])])
@@ -168,8 +170,8 @@ def test_frame_major_animations_are_reported_as_skipped():
     flags_at = mdl.animations[0].offset + 12  # mstudioanimdesc_t.flags
     data[flags_at : flags_at + 4] = (0x40).to_bytes(4, "little")  # STUDIO_FRAMEANIM
     mdl = read_mdl_bytes(bytes(data), "anim.mdl")
-    with pytest.raises(SkippedAnimation, match="STUDIO_FRAMEANIM"):
+    with pytest.raises(FormatError, match="frame animation"):
         decode_animation(mdl, 0)
     scene = source_to_scene(mdl, None, None, SourceOptions(animations="ALL"))
     assert [a.name for a in scene.actions] == ["fine"]
-    assert any("animation 'csgo' was skipped" in w for w in scene.warnings)
+    assert any("animation 'csgo' could not be decoded" in w for w in scene.warnings)

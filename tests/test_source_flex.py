@@ -61,13 +61,17 @@ def model_meshes(mdl):
 def test_rule_expressions():
     fake = MdlFile.__new__(MdlFile)
     fake.flex_controllers = [("open", "", 0.0, 1.0), ("smile", "", -1.0, 1.0)]
-    assert rule_expression([(2, 0), (1, 0.5), (6, 0)], fake) == ("(c0*0.5)", {"c0": "open"})
-    assert rule_expression([(2, 0), (2, 1), (13, 0), (8, 0)], fake) == ("(-max(c0,c1))", {"c0": "open", "c1": "smile"})
-    assert rule_expression([(2, 0), (17, 3)], fake) == (None, {})  # n-way rules are not simple
-    assert rule_expression([(2, 9)], fake) == (None, {})  # no such controller
+    fake.flex_names = ["a", "b"]
+    controllers = {"c0": ("controller", 0), "c1": ("controller", 1)}
+    assert rule_expression([(2, 0), (1, 0.5), (6, 0)], fake) == ("c0*0.5", {"c0": ("controller", 0)})
+    assert rule_expression([(2, 0), (2, 1), (13, 0), (8, 0)], fake) == ("-max(c0,c1)", controllers)
+    # n-way: 0 outside 0..1, rising to 1 at 0.25, falling from 0.5; the ramp's controller (1) times controller 0
+    nway = [(1, 0.0), (1, 0.25), (1, 0.5), (1, 1.0), (1, 1), (17, 0)]
+    assert rule_expression(nway, fake) == ("clamp(min(c1/0.25,(1-c1)/0.5),0,1)*c0", controllers)
+    assert rule_expression([(2, 9)], fake) == ("0", {})  # no such controller: the engine skips the op
     # (c0 * c0) / (c0 + c1): the engine divides only by more than 0.0001, else 0 — never 0/0
     expression, variables = rule_expression([(2, 0), (2, 0), (6, 0), (2, 0), (2, 1), (4, 0), (7, 0)], fake)
-    assert variables == {"c0": "open", "c1": "smile"}
+    assert variables == controllers
     assert eval(expression, {}, {"c0": 0.0, "c1": 0.0}) == 0.0
     assert eval(expression, {}, {"c0": 0.5, "c1": 0.5}) == 0.25
     assert eval(expression, {}, {"c0": 0.00005, "c1": 0.0}) == 0.0
@@ -77,7 +81,7 @@ def test_rule_expressions():
 def test_scout_in_blender(addon):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_scene.source_mdl(filepath=str(samples_dir() / SCOUT))
-    obj = next(o for o in bpy.data.objects if o.type == "MESH")
+    obj = next(o for o in bpy.data.objects if o.type == "MESH" and o.data.shape_keys)  # not a collision solid
     blocks = obj.data.shape_keys.key_blocks
     assert len(blocks) == 39 and blocks[0].name == "Basis"
     assert all(

@@ -211,6 +211,11 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
     import_hitboxes: BoolProperty(  # type: ignore[valid-type]
         name="Hitboxes", description="Hitboxes as box empties following their bones", default=False
     )
+    import_physics: BoolProperty(  # type: ignore[valid-type]
+        name="Collision",
+        description="The .phy collision solids as wireframe meshes following their bones, in a hidden collection",
+        default=True,
+    )
     import_animations: BoolProperty(  # type: ignore[valid-type]
         name="Animations",
         description="Offer the model's animations (its own, its .ani file's and its includes') in the Source panel's "
@@ -255,6 +260,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             bone_orientation=self.bone_orientation,
             import_attachments=self.import_attachments,
             import_hitboxes=self.import_hitboxes,
+            import_physics=self.import_physics,
             armature_for_static_props=self.armature_for_static_props,
             import_animations=self.import_animations,
             animations=self.animations,
@@ -286,7 +292,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             ("bone_orientation", "armature_for_static_props", "import_animations", "animations"),
         )
         draw_panel(self.layout, self, "Materials", ("find_materials", "texture_output"))
-        draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes"))
+        draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes", "import_physics"))
         draw_panel(self.layout, self, "Limits", ("work_limit",))
 
 

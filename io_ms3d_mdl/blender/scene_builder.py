@@ -64,6 +64,8 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         if data.mesh.material_refs is not None:
             obj["source_skin_refs"] = list(data.mesh.material_refs)
         _shape_keys(obj, data)
+        if data.display != "TEXTURED":
+            obj.display_type = data.display
         target.get(index, collection).objects.link(obj)
         objects.append(obj)
     if scene.skin_families:
@@ -76,6 +78,7 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         for data, obj in zip(scene.objects, objects, strict=True):
             if data.skin is not None:
                 apply_skin(obj, data.skin, scene.skeleton, armature)
+        _follow_bones(scene.objects, objects, armature)
     extras = _build_empties(scene.empties, collection, armature)
     if armature is not None:
         _build_animation(context, scene, armature)
@@ -112,7 +115,7 @@ def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy
 
 
 def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:
-    """Shape keys in bulk, controller properties with their ranges, and drivers for the simple flex rules."""
+    """Shape keys in bulk, controller properties with their ranges, and the flex rules' drivers."""
     if not data.mesh.shape_keys:
         return
     obj.shape_key_add(name="Basis", from_mix=False)
@@ -125,17 +128,29 @@ def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:
     for name, (low, high) in data.controls.items():
         obj[name] = 0.0
         obj.id_properties_ui(name).update(min=low, max=high, soft_min=low, soft_max=high)
-    for key, expression, variables in data.drivers:
-        if key not in blocks:
+    for driven, expression, variables in data.drivers:
+        if isinstance(driven, tuple):  # ("PROP", name): a weight other rules read; unranged, so never clamped
+            obj[driven[1]] = 0.0
+            driver = obj.driver_add(f'["{bpy.utils.escape_identifier(driven[1])}"]').driver
+        elif driven in blocks:
+            # The engine never clamps a flex weight; Blender clamps a key's value to its slider range (at most ±10)
+            blocks[driven].slider_min, blocks[driven].slider_max = -10.0, 10.0
+            driver = blocks[driven].driver_add("value").driver
+        else:
             continue
-        driver = blocks[key].driver_add("value").driver
         driver.type = "SCRIPTED"
-        for var_name, prop in variables.items():
+        for var_name, target in variables.items():
             var = driver.variables.new()
             var.name, var.type = var_name, "SINGLE_PROP"
-            var.targets[0].id_type = "OBJECT"
-            var.targets[0].id = obj
-            var.targets[0].data_path = f'["{bpy.utils.escape_identifier(prop)}"]'
+            if isinstance(target, tuple):  # ("KEY", name): another shape key's value
+                var.targets[0].id_type = "KEY"
+                var.targets[0].id = obj.data.shape_keys
+                path = f'key_blocks["{bpy.utils.escape_identifier(blocks[target[1]].name)}"].value'
+            else:
+                var.targets[0].id_type = "OBJECT"
+                var.targets[0].id = obj
+                path = f'["{bpy.utils.escape_identifier(target)}"]'
+            var.targets[0].data_path = path
         driver.expression = expression
 
 
@@ -162,6 +177,22 @@ def find_layer_collection(
         if found is not None:
             return found
     return None
+
+
+def _follow_bones(datas: list[ObjectData], objects: list[bpy.types.Object], armature: bpy.types.Object) -> None:
+    """Objects that name a bone (collision solids) follow it rigidly, where they were built in armature space."""
+    for data, obj in zip(datas, objects, strict=True):
+        if data.bone is None or data.skin is not None:
+            continue
+        obj.parent = armature
+        bone = armature.data.bones.get(data.bone)
+        if bone is None:
+            continue
+        obj.parent_type = "BONE"
+        obj.parent_bone = data.bone
+        # A bone's children hang from its tail (as in _build_empties).
+        tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
+        obj.matrix_basis = tail.inverted_safe()
 
 
 def _build_empties(

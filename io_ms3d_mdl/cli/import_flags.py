@@ -41,6 +41,7 @@ OPERATOR_FLAGS: dict[str, dict[str, str]] = {
         "armature_for_static_props": "--armature-for-static-props",
         "import_attachments": "--attachments",
         "import_hitboxes": "--hitboxes",
+        "import_physics": "--physics",
         "import_animations": "--animation-list",
         "animations": "--animations",
         "axis_forward": "--source-axis-forward",
@@ -184,6 +185,12 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
         "--hitboxes", action=argparse.BooleanOptionalAction, default=False, help="hitboxes as empties (default off)"
     )
     source.add_argument(
+        "--physics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the .phy collision solids as wireframe meshes in a hidden collection (default on)",
+    )
+    source.add_argument(
         "--animation-list",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -239,6 +246,7 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         bone_orientation=args.bone_orientation.upper(),
         import_attachments=args.attachments,
         import_hitboxes=args.hitboxes,
+        import_physics=args.physics,
         armature_for_static_props=args.armature_for_static_props,
         import_animations=args.animation_list,
         animations=args.animations.upper(),

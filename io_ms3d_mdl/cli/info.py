@@ -72,8 +72,12 @@ def mdl_info(path: str) -> dict[str, Any]:
         "attachments": [a.name for a in m.attachments],
         "includes": m.include_models,
         "companions": {k: os.path.basename(v) if v else None for k, v in vars(sidecars).items()},
+        "embedded": {k: {"offset": off, "size": size} for k, (off, size) in m.embedded.items()},
         "warnings": list(m.warnings),
     }
+
+
+GAMES = {52: "Titanfall (Respawn)", 53: "Titanfall 2 (Respawn)"}  # versions whose layout is not Valve's
 
 
 READERS = {".ms3d": ms3d_info, ".mdl": mdl_info}
@@ -145,9 +149,15 @@ def mdl_text(info: dict[str, Any]) -> list[str]:
     deltas = sum(a["delta"] for a in animations)
     skins = info["skins"]
     companions = info["companions"]
+    embedded = info.get("embedded", {})
     found = [name for name in companions.values() if name]
-    missing = [f".{kind}" for kind, name in companions.items() if not name]
-    lines = [f"  bones: {info['bones']:,}", f"  body parts: {len(info['body_parts'])}"]
+    optional = {"vvc", *embedded}  # Titanfall's vertex colours are rare even there; v53 embeds its own
+    missing = [f".{kind}" for kind, name in companions.items() if not name and kind not in optional]
+    lines = [f"  game: {GAMES[info['version']]}"] if info["version"] in GAMES else []
+    if embedded:
+        parts = (f".{k} ({plural(e['size'], 'byte')} at offset {e['offset']:,})" for k, e in embedded.items())
+        lines.append(f"  embedded in the .mdl: {inline(parts)}")
+    lines += [f"  bones: {info['bones']:,}", f"  body parts: {len(info['body_parts'])}"]
     lines += table(
         [
             (bp["name"], plural(len(bp["options"]), "option") + ":", ", ".join(option(o) for o in bp["options"]))

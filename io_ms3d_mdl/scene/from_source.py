@@ -18,6 +18,7 @@ from ..access import current, game_root
 from ..budget import current_budget
 from ..formats.source.includes import Included
 from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
+from ..formats.source.phy import PhyFile
 from .axes import axis_conversion_matrix
 from .bones import bone_frames, unique_names
 from .finite import replace_non_finite
@@ -25,6 +26,7 @@ from .rotations import compose, quaternion_to_matrix
 from .source_animation import add_source_animations
 from .source_flex import add_shape_keys
 from .source_materials import add_materials
+from .source_physics import add_physics
 from .types import (
     BoneData,
     CollectionData,
@@ -58,6 +60,7 @@ class SourceOptions:
     # trips; characters face Source's +X, so forward "-X" turns their face to Blender's Front view.
     axis_forward: str = "Y"
     axis_up: str = "Z"
+    import_physics: bool = True  # the .phy collision solids, in a hidden collection
 
 
 def source_to_scene(
@@ -67,9 +70,11 @@ def source_to_scene(
     options: SourceOptions = SourceOptions(),
     ani: tuple[bytes, str] | None = None,
     includes: list[Included] = (),
+    phy: PhyFile | None = None,
 ) -> SceneData:
     """``ani``: the ``.ani`` file's bytes and path, when the model keeps animation blocks there; ``includes``: the
-    models named by ``$includemodel``, already loaded (see ``formats.source.includes``)."""
+    models named by ``$includemodel``, already loaded (see ``formats.source.includes``); ``phy``: the collision
+    model (``formats.source.phy``), if any."""
     stem = os.path.splitext(os.path.basename(mdl.path or mdl.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(mdl))
     scene.warnings.extend(mdl.warnings)
@@ -101,6 +106,9 @@ def source_to_scene(
         _eyeballs(mdl, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
+    if phy is not None and options.import_physics:
+        names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+        add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
     replace_non_finite(scene)

@@ -10,10 +10,11 @@ import os
 
 from ..access import Confinement, confined
 from ..budget import Budget
-from ..errors import Warnings
+from ..errors import FormatError, Warnings
 from ..formats.ms3d import read_ms3d
-from ..formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
+from ..formats.source import find_sidecars, read_mdl, read_mesh_companions
 from ..formats.source.includes import load_ani, load_includes
+from ..formats.source.phy import PhyFile, read_phy, read_phy_bytes
 from .finite import replace_non_finite
 from .from_ms3d import Ms3dOptions, ms3d_to_scene
 from .from_source import SourceOptions, source_skeleton, source_to_scene
@@ -34,13 +35,31 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
         mdl = read_mdl(path)
         sidecars = find_sidecars(path)
-        vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
-        vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
+        vvd, vtx, notes = read_mesh_companions(mdl, sidecars)  # v53: from inside the .mdl
         warnings = Warnings()
+        for note in notes:
+            warnings.add(note)
         ani, includes = _animation_sources(path, mdl, options, warnings)
-        scene = source_to_scene(mdl, vvd, vtx, options, ani, includes)
+        phy = _physics(mdl, sidecars.phy, options, warnings)
+        scene = source_to_scene(mdl, vvd, vtx, options, ani, includes, phy)
         scene.warnings.extend(warnings)
         return scene
+
+
+def _physics(mdl, phy_path: str | None, options: SourceOptions, warnings: Warnings) -> PhyFile | None:
+    """The collision model: the ``.phy`` beside the model, or the one a v53 model embeds. A missing or broken one
+    costs only the physics objects, with a warning, never the model."""
+    if not options.import_physics:
+        return None
+    embedded = getattr(mdl, "embedded", {}).get("phy")
+    try:
+        if embedded is not None:
+            offset, size = embedded
+            return read_phy_bytes(mdl.data[offset : offset + size], mdl.path)
+        return read_phy(phy_path) if phy_path else None
+    except FormatError as exc:
+        warnings.add(f"the collision model was not imported: {exc.message}")
+        return None
 
 
 def _animation_sources(path: str, mdl, options: SourceOptions, warnings: Warnings) -> tuple:

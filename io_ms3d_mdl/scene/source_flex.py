@@ -3,8 +3,8 @@
 Each flex descriptor becomes one shape key per model, merged over the model's meshes: the fp16 deltas are added to
 the LOD0 positions through the same compaction as the mesh. A stereo flex (``flexpair``) is shared out by each
 vertex's side weight s: the descriptor gets ``(1 - s)`` of the delta and its pair gets ``s``, as the engine blends
-them. Flex rules are reverse-polish programs over controllers; the simple ones (constants, controllers,
-arithmetic, min/max) become driver expressions, the rest are listed as not driven.
+them. Every flex rule drives its key with an expression that computes what the engine computes
+(:mod:`.flex_rules`); a rule another rule reads (FETCH2) is read from its key.
 
 Names come from the file, so they are made safe for Blender here: shape keys and controller properties fit its 63
 bytes and are unique (the file's names, when they differ, are listed on the object), and controllers live under
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats.source.model import MdlFile, MdlModel
+from ..formats.source.model import MdlFile, MdlFlexRule, MdlModel
 from .bones import NAME_BYTES, unique_names
-from .types import ObjectData
+from .flex_rules import FETCH2, Term, flex_weight, rule_term, stored_weight
+from .types import DriverTarget, ObjectData
 
-CONST, FETCH1, FETCH2, ADD, SUB, MUL, DIV, NEG, MAX, MIN = 1, 2, 3, 4, 5, 6, 7, 8, 13, 14
-BINARY = {ADD: "+", SUB: "-", MUL: "*", DIV: "/"}
 CONTROLLER_PREFIX = "flex:"  # every controller property is named "flex:<controller>"
+WEIGHT_PREFIX = "flex weight:"  # a flex weight other rules read, when no shape key holds it: "flex weight:<flex>"
 BASIS = "Basis"  # the builder's rest key; no flex may take its name
 MAX_EXPRESSION = 255  # Blender's driver expressions hold 255 bytes; a longer one would be cut into nonsense
 
@@ -63,7 +63,7 @@ def controller_properties(names: list[str]) -> dict[str, str]:
 
 
 def _controls(mdl: MdlFile, obj: ObjectData, key_of: dict[int, str]) -> None:
-    """Controller properties with their ranges, and a driver for every rule simple enough to state."""
+    """Controller properties with their ranges, and a driver on every key a rule computes."""
     names = [c[0] for c in mdl.flex_controllers]
     prop_of = controller_properties(names)
     for name, _kind, lo, hi in mdl.flex_controllers:
@@ -71,16 +71,77 @@ def _controls(mdl: MdlFile, obj: ObjectData, key_of: dict[int, str]) -> None:
     distinct = list(prop_of)
     _record_renames(obj, "source_flex_controller_names", distinct, [prop_of[n] for n in distinct], CONTROLLER_PREFIX)
     undriven = 0
-    for rule in mdl.flex_rules:
-        if rule.flex not in key_of:
-            continue
-        expression, variables = rule_expression(rule.ops, mdl)
-        if expression is None or len(expression) > MAX_EXPRESSION:
+    driven, stored = _rule_weights(mdl, key_of)
+    for target, term in driven:
+        if term is None:
             undriven += 1
             continue
-        obj.drivers.append((key_of[rule.flex], expression, {v: prop_of[c] for v, c in variables.items()}))
+        variables = {
+            var: _variable(kind, index, prop_of, names, key_of, stored) for var, kind, index in sorted(term.uses)
+        }
+        obj.drivers.append((target, term.text, variables))
     if undriven:
         obj.props["source_undriven_flex_rules"] = undriven
+
+
+def _variable(
+    kind: str, index: int, prop_of: dict[str, str], names: list[str], key_of: dict[int, str], stored: dict[int, str]
+) -> DriverTarget:
+    """What a variable reads: a controller property, a shape key's value, or a stored weight's property."""
+    if kind == "controller":
+        return prop_of[names[index]]
+    if kind == "flex":
+        return ("KEY", key_of[index])
+    return stored[index]
+
+
+def _rule_weights(
+    mdl: MdlFile, key_of: dict[int, str]
+) -> tuple[list[tuple[DriverTarget, Term | None]], dict[int, str]]:
+    """What each rule drives (a shape key, or a custom property holding a weight other rules read) with its
+    expression (None: not stated), and the property of each stored weight by rule index.
+
+    The engine runs the rules in order into weights zeroed first; a later rule for the same flex overwrites the
+    weight, and FETCH2 reads what the rules before it left. So the last rule of a flex drives its key. A weight
+    that a later rule reads is read from that key when the key holds it, else from an intermediate custom property
+    driven by the rule (flexes without a shape key in this model, or overwritten later): repeating the expression
+    in every reader would outgrow Blender's 255 bytes."""
+    # rules for no flex the engine skips
+    rules = [(i, r) for i, r in enumerate(mdl.flex_rules) if 0 <= r.flex < len(mdl.flex_names)]
+    last = {rule.flex: i for i, rule in rules}
+    read = _weights_read(rules)
+    kept = [i for i, rule in rules if i in read and not (last[rule.flex] == i and rule.flex in key_of)]
+    short = unique_names(
+        [mdl.flex_names[mdl.flex_rules[i].flex] for i in kept], "flex", limit=NAME_BYTES - len(WEIGHT_PREFIX)
+    )
+    stored = {i: WEIGHT_PREFIX + name for i, name in zip(kept, short, strict=True)}
+    weights: dict[int, Term | None] = {}
+    out: list[tuple[DriverTarget, Term | None]] = []
+    for i, rule in rules:
+        term = rule_term(rule.ops, mdl.flex_controllers, len(mdl.flex_names), weights)
+        if term is not None and len(term.text) > MAX_EXPRESSION:
+            term = None
+        weights[rule.flex] = term
+        if last[rule.flex] == i and rule.flex in key_of:
+            out.append((key_of[rule.flex], term))
+            if term is not None and term.const is None:
+                weights[rule.flex] = flex_weight(rule.flex)
+        elif i in stored and term is not None and term.const is None:
+            out.append((("PROP", stored[i]), term))
+            weights[rule.flex] = stored_weight(i)
+    return out, stored
+
+
+def _weights_read(rules: list[tuple[int, MdlFlexRule]]) -> set[int]:
+    """The rules whose weight a later rule fetches (FETCH2) before another rule of that flex overwrites it."""
+    latest: dict[int, int] = {}
+    read = set()
+    for i, rule in rules:
+        for op, value in rule.ops:
+            if op == FETCH2 and int(value) in latest:
+                read.add(latest[int(value)])
+        latest[rule.flex] = i
+    return read
 
 
 def _range(lo: float, hi: float) -> tuple[float, float]:
@@ -101,36 +162,12 @@ def _record_renames(obj: ObjectData, prop: str, file_names: list[str], names: li
         obj.props[prop] = renamed
 
 
-def rule_expression(ops: list[tuple[int, float]], mdl: MdlFile) -> tuple[str | None, dict[str, str]]:
-    """A driver expression for a flex rule, or None when it uses operations a simple expression cannot say.
-
-    Written compactly (no spaces, controllers as ``c<index>``) because Blender keeps 255 bytes of it."""
-    stack: list[str] = []
-    variables: dict[str, str] = {}
-    for op, value in ops:
-        if op == CONST:
-            stack.append(f"{float(value):g}")
-        elif op == FETCH1:
-            index = int(value)
-            if not 0 <= index < len(mdl.flex_controllers):
-                return None, {}
-            var = f"c{index}"
-            variables[var] = mdl.flex_controllers[index][0]
-            stack.append(var)
-        elif op == DIV and len(stack) >= 2:
-            # The engine divides only by a denominator above 0.0001 and yields 0 otherwise (0/0 at rest), where a
-            # plain division would raise and Blender stop evaluating the driver. No conditional expression:
-            # Blender's Python-free evaluator must accept it.
-            b, a = stack.pop(), stack.pop()
-            stack.append(f"(({b}>0.0001)*{a}/max({b},0.0001))")
-        elif op in BINARY and len(stack) >= 2:
-            b, a = stack.pop(), stack.pop()
-            stack.append(f"({a}{BINARY[op]}{b})")
-        elif op == NEG and stack:
-            stack.append(f"(-{stack.pop()})")
-        elif op in (MAX, MIN) and len(stack) >= 2:
-            b, a = stack.pop(), stack.pop()
-            stack.append(f"{'max' if op == MAX else 'min'}({a},{b})")
-        else:  # FETCH2 (another flex's weight), 2-way, n-way, combo, dominate, eyelid rules
-            return None, {}
-    return (stack[0], variables) if len(stack) == 1 else (None, {})
+def rule_expression(
+    ops: list[tuple[int, float]], mdl: MdlFile, weights: dict[int, Term | None] | None = None
+) -> tuple[str | None, dict[str, tuple[str, int]]]:
+    """A rule's driver expression and its variables (``c<i>``: ("controller", i); ``k<d>``: ("flex", d)), or
+    (None, {}) when it cannot be stated in Blender's 255 bytes."""
+    term = rule_term(ops, mdl.flex_controllers, len(mdl.flex_names), weights)
+    if term is None or len(term.text) > MAX_EXPRESSION:
+        return None, {}
+    return term.text, {var: (kind, index) for var, kind, index in sorted(term.uses)}

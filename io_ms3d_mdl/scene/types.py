@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from ..formats.source.vtf import BlockImage
 
 Props = dict[str, Any]  # custom properties: str, int, float or lists of them
+# What a driver drives or reads: a shape key's value (a name to drive, ("KEY", name) to read) or a custom float
+# property of the object (a name to read, ("PROP", name) to drive; created unranged, so never clamped).
+DriverTarget = str | tuple[str, str]
 
 
 @dataclass
@@ -91,9 +94,12 @@ class ObjectData:
     mesh: MeshData
     props: Props = field(default_factory=dict)
     skin: SkinData | None = None
-    # Custom float properties with their range, and drivers: (shape key, Python expression, {variable: property}).
+    # Custom float properties with their range, and drivers: (driven, simple expression, {variable: what it reads}).
     controls: dict[str, tuple[float, float]] = field(default_factory=dict)
-    drivers: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
+    drivers: list[tuple[DriverTarget, str, dict[str, DriverTarget]]] = field(default_factory=list)
+    # Follows this bone (rigidly, no skin weights), keeping its armature-space placement: collision solids.
+    bone: str | None = None
+    display: str = "TEXTURED"  # Object.display_type ("WIRE" for collision solids, so they never hide the model)
 
 
 @dataclass

@@ -7,7 +7,8 @@
   streams (times ``rotscale``, plus the bone's ``rot`` unless delta), positions raw Vector48 or RLE streams;
 - bones without a node keep their bind pose, or identity in a delta animation.
 
-``STUDIO_FRAMEANIM`` (v49 frame-major) data is not decoded: such animations are reported as skipped.
+``STUDIO_FRAMEANIM`` (v49 frame-major, CS:GO) sections hold per-bone flags, constants and fixed-size frames
+instead of nodes; ``frame_animation`` decodes them into the same arrays, with the same sections.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
 from .animation_values import half_to_float
+from .frame_animation import decode_frame_section
 from .model import MdlAnimation, MdlFile
 
 RAWPOS, RAWROT, ANIMPOS, ANIMROT, DELTA, RAWROT2 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
@@ -188,8 +190,6 @@ def decode_animation(
     mdl: MdlFile, index: int, ani_data: bytes | None = None, ani_path: str | None = None
 ) -> DecodedAnimation:
     anim = mdl.animations[index]
-    if anim.flags & STUDIO_FRAMEANIM:
-        raise SkippedAnimation("it uses the frame-major STUDIO_FRAMEANIM layout, which is not decoded yet")
     frames = anim.num_frames
     if not 0 < frames <= MAX_FRAMES:
         raise FormatError(mdl.path, anim.offset, f"animation '{anim.name}' declares {frames} frames")
@@ -217,6 +217,9 @@ def decode_animation(
         if length <= 0:
             continue
         cur, offset = _data_offset(anim, section, mdl_cur, ani, mdl)
+        if anim.flags & STUDIO_FRAMEANIM:
+            decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, animated)
+            continue
         nodes = _read_nodes(cur, offset, count, anim.name)
         # Nodes in groups whose decoded frames stay small (a long animation in one section could hold 100k frames)
         chunk = max(1, CHUNK_VALUES // length)

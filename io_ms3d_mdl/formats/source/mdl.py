@@ -1,7 +1,11 @@
-"""Read a Source ``.mdl`` (versions 44–49). Foreign files get a refusal that says what they are.
+"""Read a Source ``.mdl`` (versions 44–49, and Respawn's 52 and 53). Foreign files get a refusal that says what
+they are.
 
 Offsets in the MDL are relative to the struct that holds them (notes §1.1); every one is checked against the
-file size before it is followed, and every count against the bytes its records would need.
+file size before it is followed, and every count against the bytes its records would need. The version picks
+the record layouts (``structs.LAYOUTS``); v53 records are converted to the 44–49 layouts, so everything after
+this reader assembles every version alike. What v53 holds beyond them (the embedded sidecars) is read from its
+header, never guessed.
 """
 
 from __future__ import annotations
@@ -44,14 +48,20 @@ def read_mdl(path: str | os.PathLike[str]) -> MdlFile:
     return read_mdl_bytes(read_file(path), os.fspath(path))
 
 
+VERSIONS_TEXT = "44–49, 52 and 53"
+
+
 def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
     cur = Cursor(data, path)
-    header = _header(cur)
+    header, raw = _header(cur)
     version = int(header["version"])
-    name = _name(cur, header)
-    bones = _records(cur, header, "numbones", "boneindex", S.BONE, "bones")
+    layout = S.LAYOUTS[version]
+    name = _name(cur, header, raw)
+    bones = _as_layout(_records(cur, header, "numbones", "boneindex", layout.bone, "bones"), S.BONE)
     bone_names = [
-        cur.string_at(_rel(cur, int(header["boneindex"]) + i * S.BONE.itemsize, b["sznameindex"]), f"name of bone {i}")
+        cur.string_at(
+            _rel(cur, int(header["boneindex"]) + i * layout.bone.itemsize, b["sznameindex"]), f"name of bone {i}"
+        )
         for i, b in enumerate(bones)
     ]
     parents = bones["parent"]
@@ -59,7 +69,7 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         bad = int(np.nonzero((parents >= np.arange(len(bones))) | (parents < -1))[0][0])
         raise cur.error(
             f"bone {bad} ('{bone_names[bad]}') has parent {int(parents[bad])}; parents must come first",
-            int(header["boneindex"]) + bad * S.BONE.itemsize + 4,
+            int(header["boneindex"]) + bad * layout.bone.itemsize + 4,
         )
     mdl = MdlFile(
         path=path,
@@ -70,14 +80,14 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         bones=bones,
         bone_names=bone_names,
         body_parts=_body_parts(cur, header),
-        textures=_textures(cur, header),
+        textures=_textures(cur, header, layout.texture),
         cd_materials=_cd_materials(cur, header),
         skins=_skins(cur, header),
         attachments=_attachments(cur, header, len(bones)),
         hitbox_sets=_hitbox_sets(cur, header),
         include_models=_includes(cur, header),
-        animations=_animations(cur, header),
-        sequences=_sequences(cur, header),
+        animations=_animations(cur, header) if version != 53 else [],
+        sequences=_sequences(cur, header, layout.seqdesc_size) if version != 53 else [],
         flex_names=[
             cur.string_at(_rel(cur, int(header["flexdescindex"]) + 4 * i, r["szfacsindex"]), "flex name")
             for i, r in enumerate(_records(cur, header, "numflexdesc", "flexdescindex", S.FLEXDESC, "flexes"))
@@ -90,36 +100,54 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         data=bytes(data),
         flex_controllers=_flex_controllers(cur, header),
         flex_rules=_flex_rules(cur, header),
+        embedded=_embedded(cur, raw) if version == 53 else {},
     )
+    if version == 53:
+        _skip_v53_animations(cur, header, mdl)
     if int(header["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(header['length'])} bytes but it is {cur.size}")
     return mdl
 
 
-def _header(cur: Cursor) -> np.ndarray:
+def _header(cur: Cursor) -> tuple[np.void, np.void]:
+    """The header in the 44–49 layout (fields v53 lacks are zero), and as the file's version lays it out."""
     if cur.size < 8:
         raise cur.error(f"not a Source model: {cur.size} bytes is too short for a header", 0)
     magic = bytes(cur.data[:4])
     version = int(np.frombuffer(cur.data, "<i4", 1, 4)[0])
     if magic in FOREIGN:
-        raise cur.error(f"this is {FOREIGN[magic]}; only Source models (IDST, versions 44–49) can be imported", 0)
+        raise cur.error(
+            f"this is {FOREIGN[magic]}; only Source models (IDST, versions {VERSIONS_TEXT}) can be imported", 0
+        )
     if magic != S.MDL_MAGIC:
         raise cur.error(f"not a Source model: expected the identifier 'IDST', found {magic!r}", 0)
     if version == 10:
         raise cur.error(
-            "this is a GoldSrc (Half-Life 1) model, version 10; only Source models (44–49) are supported", 4
+            f"this is a GoldSrc (Half-Life 1) model, version 10; only Source models ({VERSIONS_TEXT}) are supported", 4
         )
-    if version in (52, 53):
-        raise cur.error(f"this is a Titanfall (Respawn) model, version {version}; only versions 44–49 are supported", 4)
     if version not in S.SUPPORTED_MDL_VERSIONS:
-        raise cur.error(f"unsupported Source model version {version} (versions 44–49 are supported)", 4)
-    (header,) = cur.array_at(S.STUDIOHDR, 0, 1, "studiohdr_t header")
-    return header
+        raise cur.error(f"MDL version {version} is not supported; this importer reads {VERSIONS_TEXT}", 4)
+    layout = S.LAYOUTS[version]
+    raw = cur.array_at(layout.header, 0, 1, f"version {version} studiohdr_t header")
+    return _as_layout(raw, S.STUDIOHDR)[0], raw[0]
 
 
-def _name(cur: Cursor, header: np.ndarray) -> str:
+def _as_layout(records: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``records`` in the 44–49 layout ``dtype``: fields of the same name and type are copied, others stay zero."""
+    if records.dtype == dtype:
+        return records
+    out = np.zeros(len(records), dtype=dtype)
+    for name in dtype.names:
+        if name in records.dtype.names and records.dtype.fields[name][0] == dtype.fields[name][0]:
+            out[name] = records[name]
+    return out
+
+
+def _name(cur: Cursor, header: np.void, raw_header: np.void) -> str:
     raw = header["name"].tobytes()
     name = raw.split(b"\0", 1)[0].decode("latin-1")
+    if "sznameindex" in raw_header.dtype.names:  # v53: the full name at an absolute offset
+        return cur.string_at(int(raw_header["sznameindex"]), "long model name", optional=True) or name
     index = int(header["studiohdr2index"])
     if index:
         (hdr2,) = cur.array_at(S.STUDIOHDR2, index, 1, "studiohdr2_t")
@@ -264,10 +292,10 @@ def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
     return out
 
 
-def _textures(cur: Cursor, header: np.ndarray) -> list[str]:
+def _textures(cur: Cursor, header: np.ndarray, dtype: np.dtype) -> list[str]:
     return [
         cur.string_at(_rel(cur, off, t["sznameindex"]), "texture name")
-        for off, t in _records_at(cur, header, "numtextures", "textureindex", S.TEXTURE, "textures")
+        for off, t in _records_at(cur, header, "numtextures", "textureindex", dtype, "textures")
     ]
 
 
@@ -346,14 +374,14 @@ def _animations(cur: Cursor, header: np.ndarray) -> list[MdlAnimation]:
     return out
 
 
-def _sequences(cur: Cursor, header: np.ndarray) -> list[MdlSequence]:
+def _sequences(cur: Cursor, header: np.ndarray, size: int = S.SEQDESC_SIZE) -> list[MdlSequence]:
     count, base = int(header["numlocalseq"]), int(header["localseqindex"])
     if count <= 0:
         return []
-    cur.array_at(np.dtype("u1"), base, count * S.SEQDESC_SIZE, "sequences")  # bounds check of the whole table
+    cur.array_at(np.dtype("u1"), base, count * size, "sequences")  # bounds check of the whole table
     out = []
     for i in range(count):
-        off = base + i * S.SEQDESC_SIZE
+        off = base + i * size
         (seq,) = cur.array_at(S.SEQDESC_HEAD, off, 1, f"sequence {i}")
         (grid,) = cur.array_at(S.SEQDESC_BLEND, off + 56, 1, f"blend grid of sequence {i}")
         cells = int(grid["groupsize"][0]) * int(grid["groupsize"][1])
@@ -383,3 +411,52 @@ def _sequences(cur: Cursor, header: np.ndarray) -> list[MdlSequence]:
             )
         )
     return out
+
+
+def _embedded(cur: Cursor, raw: np.void) -> dict[str, tuple[int, int]]:
+    """v53's embedded sidecars, (offset, size) by name, each inside the file and past the header."""
+    out = {}
+    start = raw.dtype.itemsize
+    for name in S.EMBEDDED_53:
+        offset, size = int(raw[f"{name}index"]), int(raw[f"{name}size"])
+        field_at = raw.dtype.fields[f"{name}index"][1]
+        if size < 0:
+            raise cur.error(f"the embedded .{name} data has a negative size {size}", raw.dtype.fields[f"{name}size"][1])
+        if size == 0:
+            continue  # absent (a model without vertex colours, or without physics)
+        if offset < start or offset + size > cur.size:
+            raise cur.error(
+                f"the embedded .{name} data ({size:,} bytes at offset {offset:,}) must lie between the end of the "
+                f"{start}-byte header and the end of the {cur.size:,}-byte file",
+                field_at,
+            )
+        out[name] = (offset, size)
+    return out
+
+
+def embedded_bytes(mdl: MdlFile, name: str) -> bytes | None:
+    """One of a v53 model's embedded sidecars (``"vtx"``, ``"vvd"``, ``"vvc"``, ``"phy"``), or None."""
+    where = mdl.embedded.get(name)
+    if where is None:
+        return None
+    offset, size = where
+    return mdl.data[offset : offset + size]
+
+
+def _skip_v53_animations(cur: Cursor, header: np.void, mdl: MdlFile) -> None:
+    """Titanfall 2 stores animation data in Respawn's own per-bone format (with scale tracks), which this importer
+    does not decode: the descriptors are counted and named in one warning instead of being read as 44–49 data."""
+    count, sequences = int(header["numlocalanim"]), int(header["numlocalseq"])
+    if count <= 0 and sequences <= 0:
+        return
+    names = [
+        cur.string_at(_rel(cur, off, a["sznameindex"]), "animation name", optional=True)
+        for off, a in _records_at(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC53, "animations")
+    ]
+    shown = ", ".join(f"'{n}'" for n in names[:5]) + (", …" if len(names) > 5 else "")
+    mdl.warnings.add(
+        f"Titanfall 2 (MDL v53) animations are not imported: {count} animation{'s' if count != 1 else ''}"
+        + (f" ({shown})" if shown else "")
+        + f" and {max(sequences, 0)} sequence{'s' if sequences != 1 else ''} use Respawn's animation format, "
+        "which this importer does not decode; meshes, bones, skins and attachments are imported"
+    )

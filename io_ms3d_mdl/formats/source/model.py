@@ -141,6 +141,9 @@ class MdlFile:
     flex_controllers: list[tuple[str, str, float, float]] = field(default_factory=list)  # (name, type, min, max)
     flex_rules: list[MdlFlexRule] = field(default_factory=list)
     warnings: Warnings = field(default_factory=Warnings)
+    # v53 (Titanfall 2) keeps its .vtx/.vvd/.vvc/.phy inside the .mdl: name → (offset, size) in ``data``, checked
+    # against the file; ``formats.source.mdl.embedded_bytes`` slices one out
+    embedded: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def is_static_prop(self) -> bool:

@@ -5,11 +5,18 @@ folders, or not a regular file, is treated as absent."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...access import current, game_root, listing
+from .mdl import embedded_bytes
+from .model import MdlFile, VtxFile, VvdFile
+from .vtx import read_vtx, read_vtx_bytes
+from .vvc import read_vvc, read_vvc_bytes
+from .vvd import read_vvd, read_vvd_bytes
 
-VTX_SUFFIXES = (".dx90.vtx", ".vtx", ".dx80.vtx", ".sw.vtx")  # preference order (notes §1.1)
+# preference order (notes §1.1); Titanfall (MDL v52) ships only ``.dx11.vtx``
+VTX_SUFFIXES = (".dx90.vtx", ".dx11.vtx", ".vtx", ".dx80.vtx", ".sw.vtx")
 
 
 @dataclass
@@ -18,6 +25,7 @@ class Sidecars:
     vtx: str | None
     phy: str | None
     ani: str | None
+    vvc: str | None = None  # Titanfall's vertex colours (v52; v53 embeds them in the .mdl)
 
 
 def find_sidecars(mdl_path: str) -> Sidecars:
@@ -35,7 +43,7 @@ def find_sidecars(mdl_path: str) -> Sidecars:
                     return found
         return None
 
-    return Sidecars(find(".vvd"), find(*VTX_SUFFIXES), find(".phy"), find(".ani"))
+    return Sidecars(find(".vvd"), find(*VTX_SUFFIXES), find(".phy"), find(".ani"), find(".vvc"))
 
 
 def find_ani(mdl_path: str, block_name: str) -> str | None:
@@ -46,3 +54,26 @@ def find_ani(mdl_path: str, block_name: str) -> str | None:
         if found:
             return found
     return find_sidecars(mdl_path).ani
+
+
+def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | None, VtxFile | None, list[str]]:
+    """The vertex pool and triangle lists: from inside a v53 model where its header says they are, else from the
+    files beside it; and notes on what was read but is not imported (Titanfall's vertex colours)."""
+    name = os.path.basename(mdl.path or "model.mdl")
+
+    def part(kind: str, from_bytes: Callable, from_file: Callable, path: str | None):
+        data = embedded_bytes(mdl, kind)
+        if data is not None:  # errors name the model and where the section starts in it
+            return from_bytes(data, f"{name} (.{kind} embedded at offset {mdl.embedded[kind][0]:,})")
+        return from_file(path) if path else None
+
+    vvd = part("vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
+    vtx = part("vtx", read_vtx_bytes, read_vtx, sidecars.vtx)
+    vvc = part("vvc", read_vvc_bytes, read_vvc, sidecars.vvc)
+    notes = []
+    if vvc is not None:
+        notes.append(
+            f"the vertex colours of the .vvc ({len(vvc.colors):,} vertices) were read but not imported: "
+            "the importer does not build colour attributes yet"
+        )
+    return vvd, vtx, notes

@@ -1,14 +1,18 @@
-"""Little-endian record layouts of Source studio models (MDL 44–49, VVD 4, VTX 7), from the SDK headers as
-distilled in the format notes (source-format.md §1). Sizes are asserted at import."""
+"""Little-endian record layouts of Source studio models (MDL 44–49 and Respawn's 52/53, VVD 4, VTX 7, VVC), from
+the SDK headers as distilled in the format notes (source-format.md §1) and, for Titanfall, Crowbar's
+``SourceModel52``/``SourceModel53`` readers checked against real files. Sizes are asserted at import."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 MDL_MAGIC = b"IDST"
 VVD_MAGIC = b"IDSV"
 ANI_MAGIC = b"IDAG"
-SUPPORTED_MDL_VERSIONS = range(44, 50)
+SUPPORTED_MDL_VERSIONS = (44, 45, 46, 47, 48, 49, 52, 53)
+VVC_MAGIC = b"IDCV"
 VTX_VERSION = 7
 VERTEX_SIZE = 48  # mstudiovertex_t: model.vertexindex is a byte offset into the VVD pool
 TANGENT_SIZE = 16
@@ -350,6 +354,118 @@ VTX_VERTEX = np.dtype(
 )
 STRIP_IS_TRILIST = 0x01
 
+
+# --- Titanfall (Respawn) models -------------------------------------------------------------------------------
+# v52 (Titanfall) keeps every field this importer reads where 44–49 have it: the header's unused slots hold a
+# fade distance and the offset of Maya strings, the bone's unused tail holds a surface-property lookup and two
+# unknown vectors, the animation descriptor's unused1 holds IK offsets. v53 (Titanfall 2) moves things: the
+# header gains a name offset at 12, drops the animation-block fields, takes studiohdr2_t's fields inline and ends
+# with the offsets and sizes of the VTX, VVD, VVC and PHY data embedded in the .mdl; bones grow by 28 bytes (a
+# scale vector before posscale and one after rotscale, two ints at the end); textures shrink to 44 bytes;
+# animation descriptors lose the animation block (92 bytes); sequences grow by 20 bytes (232).
+
+
+def _fields(dtype: np.dtype, first: str, last: str) -> list[tuple]:
+    """``dtype``'s fields from ``first`` to ``last`` inclusive, as (name, format[, shape]) for a new dtype."""
+    names = list(dtype.names)
+    out = []
+    for name in names[names.index(first) : names.index(last) + 1]:
+        base = dtype.fields[name][0]
+        out.append((name, base.subdtype[0], base.subdtype[1]) if base.subdtype else (name, base))
+    return out
+
+
+STUDIOHDR53 = np.dtype(
+    [
+        *_fields(STUDIOHDR, "id", "checksum"),
+        ("sznameindex", "<i4"),  # absolute offset of the full model name
+        *_fields(STUDIOHDR, "name", "ikchainindex"),
+        ("numrui", "<i4"),  # Respawn UI meshes, where 44–49 keep mouths
+        ("ruiindex", "<i4"),
+        *_fields(STUDIOHDR, "numlocalposeparameters", "virtualmodel"),
+        ("bonetablebynameindex", "<i4"),
+        *_fields(STUDIOHDR, "constdirectionallightdot", "unused0"),
+        ("fadedistance", "<f4"),
+        *_fields(STUDIOHDR, "numflexcontrollerui", "flexcontrolleruiindex"),
+        ("vertexbase", "<i4"),
+        ("indexbase", "<i4"),
+        ("mayaindex", "<i4"),
+        *_fields(STUDIOHDR2, "numsrcbonetransform", "illumpositionattachmentindex"),
+        ("linearboneindex", "<i4"),
+        ("boneflexdrivercount", "<i4"),
+        ("boneflexdriverindex", "<i4"),
+        ("pertriindex", "<i4"),
+        ("pertricounts", "<i4", 3),
+        ("unkstringindex", "<i4"),
+        ("vtxindex", "<i4"),  # the embedded sidecars: offsets, then sizes, in this order
+        ("vvdindex", "<i4"),
+        ("vvcindex", "<i4"),
+        ("phyindex", "<i4"),
+        ("vtxsize", "<i4"),
+        ("vvdsize", "<i4"),
+        ("vvcsize", "<i4"),
+        ("physize", "<i4"),
+        ("unksectionindex", "<i4"),
+        ("numunksections", "<i4"),
+        ("unknown", "<i4", 2),
+        ("reserved", "<i4", 60),
+    ]
+)
+EMBEDDED_53 = ("vtx", "vvd", "vvc", "phy")  # header order of the embedded sections
+BONE53 = np.dtype(
+    [
+        *_fields(BONE, "sznameindex", "rot"),
+        ("scale", *V3),  # (1, 1, 1) on real bones; Crowbar calls it unkVector
+        *_fields(BONE, "posscale", "rotscale"),
+        ("scalescale", *V3),  # Crowbar's unkVector1
+        *_fields(BONE, "posetobone", "contents"),
+        ("surfaceproplookup", "<i4"),
+        ("unk", "<i4"),
+        ("unused", "<i4", 7),
+    ]
+)
+TEXTURE53 = np.dtype([*_fields(TEXTURE, "sznameindex", "clientmaterial"), ("unused", "<i4", 5)])
+ANIMDESC53 = np.dtype(
+    [
+        *_fields(ANIMDESC, "baseptr", "movementindex"),
+        ("compressedikerrorindex", "<i4"),
+        *_fields(ANIMDESC, "animindex", "ikruleindex"),
+        *_fields(ANIMDESC, "numlocalhierarchy", "zeroframestalltime"),
+        ("unused", "<i4", 5),
+    ]
+)
+SEQDESC53_SIZE = 232
+
+VVC_HEADER = np.dtype(
+    [
+        ("id", "S4"),
+        ("version", "<i4"),
+        ("checksum", "<i4"),
+        ("numlods", "<i4"),
+        ("numlodvertexes", "<i4", 8),
+        ("colordatastart", "<i4"),  # RGBA8 per vertex
+        ("uv2datastart", "<i4"),  # a second UV set, float32 pairs
+        ("unused", "<i4", 2),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class MdlLayout:
+    """The record layouts one MDL version uses; fields this importer reads keep their names in every layout."""
+
+    header: np.dtype
+    bone: np.dtype
+    texture: np.dtype
+    animdesc: np.dtype
+    seqdesc_size: int
+
+
+LAYOUT_44 = MdlLayout(STUDIOHDR, BONE, TEXTURE, ANIMDESC, SEQDESC_SIZE)
+LAYOUTS = {v: LAYOUT_44 for v in (44, 45, 46, 47, 48, 49, 52)} | {
+    53: MdlLayout(STUDIOHDR53, BONE53, TEXTURE53, ANIMDESC53, SEQDESC53_SIZE)
+}
+
 for _dtype, _size in (
     (STUDIOHDR, 408),
     (STUDIOHDR2, 256),
@@ -386,7 +502,16 @@ for _dtype, _size in (
     (FLEXRULE, 12),
     (FLEXOP, 8),
     (EYEBALL, 172),
+    (STUDIOHDR53, 716),
+    (BONE53, 244),
+    (TEXTURE53, 44),
+    (ANIMDESC53, 92),
+    (VVC_HEADER, 64),
 ):
     assert _dtype.itemsize == _size, (_dtype, _size)
 assert STUDIOHDR.fields["surfacepropindex"][1] == 308 and STUDIOHDR.fields["studiohdr2index"][1] == 400
 assert MESH.fields["numlodvertexes"][1] == 52 and BONE.fields["posetobone"][1] == 96
+assert STUDIOHDR53.fields["numbones"][1] == 160 and STUDIOHDR53.fields["vtxindex"][1] == 428
+assert STUDIOHDR53.fields["bonetablebynameindex"][1] == 352 and STUDIOHDR53.fields["mayaindex"][1] == 380
+assert BONE53.fields["posetobone"][1] == 120 and BONE53.fields["flags"][1] == 184
+assert ANIMDESC53.fields["animindex"][1] == 32 and ANIMDESC53.fields["sectionindex"][1] == 52

@@ -1,0 +1,145 @@
+"""A ``.phy``'s collision solids as wireframe mesh objects in a hidden "physics" collection. No ``bpy``.
+
+One object per solid, its convex pieces joined. A ragdoll's solids are stored in their bones' spaces (notes §1.14,
+§6 item 21): each is moved by its bone's bind pose into model space and follows that bone. A prop's single solid
+is in the space of the model's root bone. The text section's mass, surface, damping and the joint limits of the
+ragdoll constraint that hangs the solid from its parent are kept as the object's custom properties.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..budget import current_budget
+from ..formats.source.phy import PhyFile, PhySolid
+from .types import CollectionData, MeshData, ObjectData, SceneData
+
+CONSTRAINT_KEYS = ("xmin", "xmax", "xfriction", "ymin", "ymax", "yfriction", "zmin", "zmax", "zfriction")
+
+
+def add_physics(
+    scene: SceneData,
+    phy: PhyFile,
+    world: np.ndarray,
+    bone_names: list[str],
+    file_bone_names: list[str],
+    scale: float,
+    checksum: int,
+) -> None:
+    """``world``: each bone's bind pose in model space (Source units); ``bone_names``: the skeleton's names in
+    Blender (empty when the model has no armature); ``file_bone_names``: the model's own names, to match solids."""
+    scene.warnings.extend(phy.warnings)
+    if phy.checksum != checksum:
+        scene.warnings.add(f"the physics file (.phy) checksum {phy.checksum} does not match the model's {checksum}")
+    lookup = {name.lower(): i for i, name in reversed(list(enumerate(file_bone_names)))}
+    collection = CollectionData(
+        f"{scene.name} physics",
+        hidden=True,
+        props=_collection_props(phy),
+    )
+    budget = current_budget()
+    for solid in phy.solids:
+        keys = phy.solid_keys(solid.index)
+        name = str(keys.get("name", "") or "")
+        bone = _bone_of(solid, name, lookup, len(world), len(phy.solids))
+        mesh = _solid_mesh(solid, world[bone] if bone >= 0 else np.eye(4), scale, f"{name or 'solid'}_physics")
+        if mesh is None:
+            scene.warnings.add(f"physics solid {solid.index} ('{name}') has no usable triangles; skipped")
+            continue
+        budget.check(phy.path, "vertices over all objects", scene.vertex_count + len(mesh.positions), budget.vertices)
+        budget.check(
+            phy.path, "triangles over all objects", scene.triangle_count + len(mesh.triangles), budget.triangles
+        )
+        obj = ObjectData(
+            mesh.name,
+            mesh,
+            props=_solid_props(phy, solid, keys),
+            bone=bone_names[bone] if 0 <= bone < len(bone_names) else None,
+            display="WIRE",
+        )
+        scene.objects.append(obj)
+        collection.objects.append(len(scene.objects) - 1)
+    scene.collections.append(collection)
+
+
+def _bone_of(solid: PhySolid, name: str, lookup: dict[str, int], bones: int, solids: int) -> int:
+    """The solid's bone: by the text section's name (ragdolls name solids after bones), else the bone the pieces
+    store, else the root (a prop's solid is in the model's root bone space)."""
+    found = lookup.get(name.lower())
+    if found is None and solids > 1 and 0 <= solid.bone < bones:
+        found = solid.bone
+    if found is None:
+        found = 0
+    return found if found < bones else -1
+
+
+def _solid_mesh(solid: PhySolid, bone_matrix: np.ndarray, scale: float, name: str) -> MeshData | None:
+    pieces = [p for p in solid.pieces if len(p.triangles) and np.isfinite(p.points).all()]
+    if not pieces:
+        return None
+    offsets = np.cumsum([0] + [len(p.points) for p in pieces[:-1]])
+    points = np.concatenate([p.points for p in pieces]).astype(np.float64)
+    triangles = np.concatenate([p.triangles.astype(np.int64) + o for p, o in zip(pieces, offsets, strict=True)])
+    model = points @ bone_matrix[:3, :3].T + bone_matrix[:3, 3]
+    # Pieces share their points in the file; merge the copies so the joined solid is one connected mesh.
+    unique, inverse = np.unique(model, axis=0, return_inverse=True)
+    triangles = inverse.reshape(-1)[triangles]
+    a, b, c = triangles.T
+    triangles = triangles[(a != b) & (b != c) & (a != c)]
+    # Two pieces touching along a face would give that face twice: keep one (Blender rejects duplicate faces).
+    _, first = np.unique(np.sort(triangles, axis=1), axis=0, return_index=True)
+    triangles = triangles[np.sort(first)]
+    if not len(triangles):
+        return None
+    used, compact = np.unique(triangles, return_inverse=True)
+    return MeshData(
+        name=name,
+        positions=np.ascontiguousarray(unique[used] * scale, dtype=np.float32),
+        triangles=np.ascontiguousarray(compact.reshape(-1, 3), dtype=np.int32),
+    )
+
+
+def _solid_props(phy: PhyFile, solid: PhySolid, keys: dict) -> dict:
+    props: dict = {"source_phy_solid": solid.index, "source_phy_pieces": len(solid.pieces)}
+    for key, value in keys.items():
+        if isinstance(value, str) and key != "index":
+            props[f"source_phy_{key}"] = _value(value)
+    constraint = phy.constraint_of(solid.index)
+    if constraint:
+        parent = _number(constraint.get("parent"))
+        if parent is not None:
+            parent_name = phy.solid_keys(int(parent)).get("name")
+            props["source_constraint_parent"] = str(parent_name) if isinstance(parent_name, str) else int(parent)
+        for key in CONSTRAINT_KEYS:
+            number = _number(constraint.get(key))
+            if number is not None:
+                props[f"source_constraint_{key}"] = number
+    return props
+
+
+def _collection_props(phy: PhyFile) -> dict:
+    props: dict = {"source_phy_solids": phy.solid_count, "source_phy_checksum": phy.checksum}
+    if phy.path:
+        props["source_phy"] = os.path.basename(phy.path)
+    for key, value in phy.block("editparams").items():
+        if isinstance(value, str):
+            props[f"source_phy_{key}"] = _value(value)
+    pairs = phy.block("collisionrules").get("collisionpair")
+    if pairs:
+        props["source_phy_collisionpairs"] = [str(p) for p in (pairs if isinstance(pairs, list) else [pairs])][:4096]
+    return props
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _value(text: str) -> float | str:
+    number = _number(text)
+    return number if number is not None else text[:1024]

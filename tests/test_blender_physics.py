@@ -1,0 +1,134 @@
+"""Collision solids (``.phy``) in real Blender: a hidden physics collection of wireframe meshes, each following its
+bone, placed on the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import samples_dir
+from mathutils import Matrix
+from phy_writer import PhySpec, PSolid, box, solid_text, write_phy
+from source_writer import character_spec, write_source
+
+pytestmark = pytest.mark.blender
+
+OTHER_COMPILE = {"monster_cube"}  # its .phy belongs to another compile (checksum differs): turned against the mesh
+PROPS = {"pushcart01a", "metal_box", "pipe02_45degree01"}
+
+
+def phy_models():
+    out = []
+    for phy in sorted(samples_dir().rglob("*"), key=lambda p: str(p).lower()):
+        if phy.suffix.lower() == ".phy":
+            mdl = next((p for p in phy.parent.iterdir() if p.name.lower() == phy.stem.lower() + ".mdl"), None)
+            if mdl is not None:
+                out.append((mdl, phy))
+    return out
+
+
+def hidden(bpy, coll) -> bool:
+    from io_ms3d_mdl.blender.scene_builder import find_layer_collection
+
+    return coll.hide_render and find_layer_collection(bpy.context.view_layer.layer_collection, coll).hide_viewport
+
+
+def world_points(obj) -> np.ndarray:
+    co = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    m = np.array(obj.matrix_world)
+    return co.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+
+
+def import_model(bpy, path, **options):
+    result = bpy.ops.import_scene.source_mdl(
+        filepath=str(path), import_animations=False, find_materials=False, **options
+    )
+    assert result == {"FINISHED"}
+    bpy.context.view_layer.update()
+    return next(c for c in bpy.data.collections if c.name.lower() == path.stem.lower())
+
+
+def physics_of(model):
+    found = [c for c in model.children if c.name.endswith(" physics")]
+    return found[0] if found else None
+
+
+def test_samples_build_hidden_wire_solids_on_their_bones(blender):
+    import struct
+
+    bpy = blender
+    for mdl, phy in phy_models():
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        model = import_model(bpy, mdl)
+        coll = physics_of(model)
+        count = struct.unpack_from("<i", phy.read_bytes(), 8)[0]
+        assert coll is not None and len(coll.objects) == count, mdl.name
+        assert hidden(bpy, coll)
+        solids = list(coll.objects)
+        for obj in solids:
+            assert obj.type == "MESH" and obj.display_type == "WIRE"
+            assert not obj.vertex_groups and not obj.modifiers
+            assert "source_phy_mass" in obj
+        if count > 1:  # a ragdoll: each solid on the bone it is named after
+            for obj in solids:
+                assert obj.parent_type == "BONE" and obj.parent_bone == obj["source_phy_name"], obj.name
+            assert sum("source_constraint_xmin" in o for o in solids) == count - 1
+        meshes = [o for o in model.all_objects if o.type == "MESH" and o not in solids]
+        points = np.concatenate([world_points(o) for o in meshes])
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        if mdl.stem.lower() in OTHER_COMPILE:
+            continue
+        margin = 0.05 * np.linalg.norm(hi - lo)
+        for obj in solids:
+            p = world_points(obj)
+            centre = (p.min(axis=0) + p.max(axis=0)) / 2
+            assert np.all(centre >= lo - margin) and np.all(centre <= hi + margin), (mdl.name, obj.name)
+        if mdl.stem.lower() in PROPS:
+            p = world_points(solids[0])
+            error = max(np.abs(p.min(axis=0) - lo).max(), np.abs(p.max(axis=0) - hi).max())
+            assert error <= 0.06 * np.linalg.norm(hi - lo), mdl.name
+
+
+def test_option_off_gives_no_physics_collection(blender):
+    bpy = blender
+    mdl = phy_models()[0][0]
+    model = import_model(bpy, mdl, import_physics=False)
+    assert physics_of(model) is None
+    assert not any(o.display_type == "WIRE" for o in bpy.data.objects)
+
+
+def test_solids_follow_their_bone_and_the_model_turn(blender, tmp_path):
+    """The spine solid, stored in the spine's space, sits on the spine; posing the spine moves it along."""
+    bpy = blender
+    path = write_source(character_spec(), tmp_path, "guy")
+    spec = PhySpec(
+        [PSolid([box((-1, -1, -1), (1, 1, 1), 0)]), PSolid([box((0, -0.5, -0.5), (2, 0.5, 0.5), 1)])],
+        text=solid_text(["pelvis", "spine"], [(0, 1, {"xmin": -10, "xmax": 20})]),
+    )
+    (tmp_path / "guy.phy").write_bytes(write_phy(spec))
+    model = import_model(bpy, path, units="SOURCE")
+    spine = bpy.data.objects["spine_physics"]
+    assert spine.parent_bone == "spine" and spine["source_constraint_xmax"] == 20.0
+    p = world_points(spine)
+    np.testing.assert_allclose(p.min(axis=0), (-0.5, 0, 1.5), atol=1e-4)
+    np.testing.assert_allclose(p.max(axis=0), (0.5, 2, 2.5), atol=1e-4)
+    arm = bpy.data.objects["guy"]
+    arm.pose.bones["spine"].location = (0.0, 0.0, 1.0)  # along the spine's own Z
+    bpy.context.view_layer.update()
+    moved = world_points(spine)
+    assert not np.allclose(moved, p, atol=1e-3)
+    arm.pose.bones["spine"].location = (0.0, 0.0, 0.0)
+    arm.matrix_world = Matrix.Rotation(np.pi / 2, 4, "Z") @ arm.matrix_world
+    bpy.context.view_layer.update()
+    turned = world_points(spine)
+    np.testing.assert_allclose(turned.min(axis=0), (-2, -0.5, 1.5), atol=1e-4)
+    assert physics_of(model) is not None
+
+
+def test_a_broken_phy_warns_and_the_model_imports(blender, tmp_path, capsys):
+    bpy = blender
+    path = write_source(character_spec(), tmp_path, "guy")
+    (tmp_path / "guy.phy").write_bytes(b"\x10\0\0\0\0\0\0\0\xff\xff\xff\x7f\0\0\0\0" + b"\0" * 40)
+    model = import_model(bpy, path)
+    assert "collision model was not imported" in capsys.readouterr().out
+    assert physics_of(model) is None and bpy.data.objects["body_ref"].type == "MESH"
