@@ -26,7 +26,7 @@ from .rotations import compose, quaternion_to_matrix
 from .source_animation import add_source_animations
 from .source_flex import add_shape_keys
 from .source_materials import add_materials
-from .source_physics import add_physics
+from .source_physics import add_physics, first_pose
 from .types import (
     BoneData,
     CollectionData,
@@ -108,7 +108,8 @@ def source_to_scene(
         _hitboxes(mdl, world, options, scene)
     if phy is not None and options.import_physics:
         names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
-        add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum)
+        pose = first_pose(mdl, ani) if len(phy.solids) == 1 else None
+        add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum, pose)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
     replace_non_finite(scene)

@@ -2,8 +2,10 @@
 
 One object per solid, its convex pieces joined. A ragdoll's solids are stored in their bones' spaces (notes §1.14,
 §6 item 21): each is moved by its bone's bind pose into model space and follows that bone. A prop's single solid
-is in the space of the model's root bone. The text section's mass, surface, damping and the joint limits of the
-ragdoll constraint that hangs the solid from its parent are kept as the object's custom properties.
+is in the model's space as its first animation poses it (the collision model is compiled in that pose: a cube whose
+idle turns its root bone has a hull turned the same way); it is put back into the bind pose and follows the root
+bone, so it sits exactly on the model again when that first frame plays. The text section's mass, surface, damping
+and the joint limits of the ragdoll constraint that hangs the solid from its parent are kept as custom properties.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ import os
 import numpy as np
 
 from ..budget import current_budget
+from ..errors import FormatError
+from ..formats.source.animation import SkippedAnimation, decode_animation
+from ..formats.source.model import MdlFile
 from ..formats.source.phy import PhyFile, PhySolid
+from .rotations import compose, quaternion_to_matrix
 from .types import CollectionData, MeshData, ObjectData, SceneData
 
 CONSTRAINT_KEYS = ("xmin", "xmax", "xfriction", "ymin", "ymax", "yfriction", "zmin", "zmax", "zfriction")
@@ -27,9 +33,11 @@ def add_physics(
     file_bone_names: list[str],
     scale: float,
     checksum: int,
+    prop_pose: np.ndarray | None = None,
 ) -> None:
     """``world``: each bone's bind pose in model space (Source units); ``bone_names``: the skeleton's names in
-    Blender (empty when the model has no armature); ``file_bone_names``: the model's own names, to match solids."""
+    Blender (empty when the model has no armature); ``file_bone_names``: the model's own names, to match solids;
+    ``prop_pose``: the root bone's transform in the first frame of the first animation (see :func:`first_pose`)."""
     scene.warnings.extend(phy.warnings)
     if phy.checksum != checksum:
         scene.warnings.add(f"the physics file (.phy) checksum {phy.checksum} does not match the model's {checksum}")
@@ -44,7 +52,10 @@ def add_physics(
         keys = phy.solid_keys(solid.index)
         name = str(keys.get("name", "") or "")
         bone = _bone_of(solid, name, lookup, len(world), len(phy.solids))
-        mesh = _solid_mesh(solid, world[bone] if bone >= 0 else np.eye(4), scale, f"{name or 'solid'}_physics")
+        placement = world[bone] if bone >= 0 else np.eye(4)
+        if len(phy.solids) == 1 and bone == 0 and prop_pose is not None:
+            placement = world[0] @ np.linalg.inv(prop_pose)
+        mesh = _solid_mesh(solid, placement, scale, f"{name or 'solid'}_physics")
         if mesh is None:
             scene.warnings.add(f"physics solid {solid.index} ('{name}') has no usable triangles; skipped")
             continue
@@ -62,6 +73,20 @@ def add_physics(
         scene.objects.append(obj)
         collection.objects.append(len(scene.objects) - 1)
     scene.collections.append(collection)
+
+
+def first_pose(mdl: MdlFile, ani: tuple[bytes, str] | None) -> np.ndarray | None:
+    """The root bone's transform in frame 0 of the model's first animation, or None (no such animation, or one
+    that cannot be decoded: the bind pose is used then)."""
+    if not mdl.animations or not len(mdl.bones):
+        return None
+    try:
+        decoded = decode_animation(mdl, 0, *(ani or (None, None)))
+    except (FormatError, SkippedAnimation):
+        return None
+    if decoded.delta:
+        return None
+    return compose(quaternion_to_matrix(decoded.rotations[:1, 0]), decoded.positions[:1, 0])[0]
 
 
 def _bone_of(solid: PhySolid, name: str, lookup: dict[str, int], bones: int, solids: int) -> int:
