@@ -60,12 +60,16 @@ class SAttachment:
 @dataclass
 class SNode:
     """One bone's data in an animation. ``rot``: ("q48"|"q64", (w, x, y, z)) or ("rle", (3, frames) ints times
-    rotscale); ``pos``: ("v48", (x, y, z)) or ("rle", (3, frames) ints times posscale); None: not stored."""
+    rotscale); ``pos``: ("v48", (x, y, z)) or ("rle", (3, frames) ints times posscale); None: not stored.
+    v53 only: ``scale`` like ``pos`` (RLE times the spec's ``scalescale``), an RLE axis of None has no stream
+    (offset 0), and ``posscale`` is the header's own (None: the spec's)."""
 
     bone: int
     rot: tuple | None = None
     pos: tuple | None = None
     delta: bool = False
+    scale: tuple | None = None
+    posscale: float | None = None
 
 
 @dataclass
@@ -102,6 +106,7 @@ class SourceSpec:
     animations: list[SAnimation] = field(default_factory=list)
     rotscale: float = 1.0 / 1024  # every bone's rotscale/posscale (per axis)
     posscale: float = 1.0 / 64
+    scalescale: float = 1.0 / 1024  # v53 bones: the multiplier of scale streams
     # Titanfall: version=52 writes 44–49 records (give write_source vtx_suffix=".dx11.vtx"); version=53 writes its
     # own header, bones, textures and animation descriptors, with the .vtx/.vvd (and these) inside the .mdl
     vertex_colors: bool = False  # also write a .vvc (embedded in v53)
@@ -145,7 +150,7 @@ def write_mdl(spec: SourceSpec) -> bytes:
         h["studiohdr2index"] = blob.add(bytes(S.STUDIOHDR2.itemsize))
     bones = _records(layout.bone, len(spec.bones))
     if "scale" in layout.bone.names:
-        bones["scale"] = 1.0
+        bones["scale"], bones["scalescale"] = 1.0, spec.scalescale
     h["numbones"], h["boneindex"] = len(spec.bones), blob.add(bytes(bones.nbytes))
     for i, b in enumerate(spec.bones):
         bones[i]["parent"], bones[i]["pos"], bones[i]["quat"] = b.parent, b.pos, b.quat
@@ -235,7 +240,7 @@ def write_vvd(spec: SourceSpec) -> bytes:
     fixups = np.zeros(0, dtype=S.VVD_FIXUP)
     if spec.shuffle_with_fixups and len(pool) >= 2:
         half = len(pool) // 2  # disk order: second half first; the fixups put the first half back in front
-        order = np.r_[np.arange(half, len(pool)), np.arange(half)]
+        order = _disk_order(len(pool), spec)
         verts, tangents = verts[order], tangents[order]
         fixups = np.array([(0, len(pool) - half, half), (0, 0, len(pool) - half)], dtype=S.VVD_FIXUP)
     header = _records(S.VVD_HEADER, 1)
@@ -250,14 +255,28 @@ def write_vvd(spec: SourceSpec) -> bytes:
 
 
 def vertex_colors_of(spec: SourceSpec) -> np.ndarray:
-    """The RGBA8 colour written for each pool vertex: its index spread over the channels."""
+    """The RGBA8 colour written for each pool vertex (in mesh order): its index spread over the channels."""
     index = np.arange(len(pool_of(spec)))
     return np.stack([index % 256, (index * 7) % 256, (index * 13) % 256, np.full_like(index, 255)], 1).astype("u1")
 
 
+def second_uvs_of(spec: SourceSpec) -> np.ndarray:
+    """The second UV pair written for each pool vertex (in mesh order), as stored (V down)."""
+    index = np.arange(len(pool_of(spec)), dtype="<f4")
+    return np.stack([index / 64.0, 1.0 - index / 128.0], 1).astype("<f4")
+
+
+def _disk_order(count: int, spec: SourceSpec) -> np.ndarray:
+    """The .vvd's disk order of the pool (see ``shuffle_with_fixups``); a .vvc follows it."""
+    if spec.shuffle_with_fixups and count >= 2:
+        half = count // 2
+        return np.r_[np.arange(half, count), np.arange(half)]
+    return np.arange(count)
+
+
 def write_vvc(spec: SourceSpec) -> bytes:
-    colors = vertex_colors_of(spec)
-    uv2 = np.zeros((len(colors), 2), "<f4")
+    order = _disk_order(len(pool_of(spec)), spec)
+    colors, uv2 = vertex_colors_of(spec)[order], second_uvs_of(spec)[order]
     header = _records(S.VVC_HEADER, 1)
     h = header[0]
     h["id"], h["version"], h["checksum"], h["numlods"] = S.VVC_MAGIC, 1, spec.checksum, 1
@@ -448,6 +467,9 @@ def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray, animdesc: np.
         d = descs[i]
         d["fps"], d["numframes"], d["flags"] = anim.fps, anim.frames, 0x04 if anim.delta else 0
         d["sznameindex"] = blob.string(anim.name) - off
+        if spec.version == 53:
+            _write_animation53(spec, anim, d, blob, off)
+            continue
         if anim.frame_bones is not None or anim.in_ani:
             _write_frame_animation(spec, i, d, blob, off)
             continue
@@ -470,6 +492,66 @@ def _write_animations(spec: SourceSpec, blob: Blob, h: np.ndarray, animdesc: np.
             d["animindex"] = blob.add(_node_list(anim.nodes, slice(0, anim.frames))) - off
     blob.put(int(h["localanimindex"]), descs.tobytes())
     _write_ani_blocks(spec, blob, h)
+
+
+# --- Titanfall 2 (v53) animations: 32-byte bone headers with scale channels ----------------------------------------
+
+V53_DELTA, V53_RAWPOS, V53_RAWROT, V53_RAWSCALE, V53_NOROT = 0x01, 0x02, 0x04, 0x08, 0x10
+V53_HEADER = 32  # posscale, bone, flags, 2 unused, rotation 8, position 6, scale 6, nextoffset
+
+
+def _node_list53(nodes: list[SNode], frames: slice, posscale: float) -> bytes:
+    """Bone headers for the frames in ``frames``, each followed by its streams (offsets relative to the channel's
+    own field), chained by ``nextoffset`` and ended by a header of bone 255 (as in Titanfall 2's files)."""
+    out = bytearray()
+    for node in nodes:
+        head, tail = bytearray(V53_HEADER), bytearray()
+        flags = V53_DELTA if node.delta else 0
+        channels = ((node.rot, 8, V53_RAWROT), (node.pos, 16, V53_RAWPOS), (node.scale, 22, V53_RAWSCALE))
+        for kind, at, raw_flag in channels:
+            if kind is None:
+                flags |= V53_NOROT if at == 8 else 0
+            elif kind[0] in ("q64", "v48") and (kind[0] == "q64") == (at == 8):
+                value = encode_q64(kind[1]) if at == 8 else encode_v48(kind[1])
+                head[at : at + len(value)], flags = value, flags | raw_flag
+            elif kind[0] == "rle":
+                offsets = []
+                for axis in kind[1]:
+                    offsets.append(0 if axis is None else V53_HEADER + len(tail) - at)
+                    tail += b"" if axis is None else encode_rle(list(axis[frames]))
+                struct.pack_into("<3h", head, at, *offsets)
+            else:
+                raise ValueError(f"v53 has no {kind[0]} channel at byte {at} of a bone header")
+        tail += b"\0" * (-len(tail) % 4)
+        own = node.posscale if node.posscale is not None else posscale
+        struct.pack_into("<fBB", head, 0, own, node.bone, flags)
+        struct.pack_into("<i", head, 28, V53_HEADER + len(tail))
+        out += head + tail
+    return bytes(out + struct.pack("<4xB27x", 255))  # the end: bone 255, nextoffset 0
+
+
+def _write_animation53(spec: SourceSpec, anim: SAnimation, d: np.void, blob: Blob, off: int) -> None:
+    """Data in the .mdl (v53 has no .ani); sections are one int32 each, the last frame alone in the last one."""
+    if anim.frame_bones is not None or anim.in_ani:
+        raise ValueError("v53 has neither frame-major animations nor .ani files")
+
+    def place(frames: slice) -> int:
+        return blob.add(_node_list53(anim.nodes, frames, spec.posscale)) - off
+
+    if not anim.section_frames:
+        d["animindex"] = place(slice(0, anim.frames))
+        return
+    sf = d["sectionframes"] = anim.section_frames
+    table = np.zeros((anim.frames - 1) // sf + 2, dtype="<i4")
+    d["sectionindex"] = blob.add(bytes(table.nbytes)) - off
+    for section in range(len(table)):
+        last = section == len(table) - 1
+        frames = (
+            slice(anim.frames - 1, anim.frames) if last else slice(section * sf, min((section + 1) * sf, anim.frames))
+        )
+        if frames.start < frames.stop:
+            table[section] = place(frames)
+    blob.put(off + int(d["sectionindex"]), table.tobytes())
 
 
 # --- frame-major (v49 STUDIO_FRAMEANIM) animations and the .ani file ------------------------------------------------

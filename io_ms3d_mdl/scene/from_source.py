@@ -297,13 +297,11 @@ def _model_object(
     family0 = scene.skin_families[0] if scene.skin_families else []
     slots = [family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs]
     slot_of_ref = {r: i for i, r in enumerate(slot_refs)}
-    uv = verts["uv"].astype(np.float32)[triangles.ravel()]
-    uv[:, 1] = 1.0 - uv[:, 1]
     mesh = MeshData(
         name=name,
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
-        uvs=uv,
+        uvs=_flipped_uvs(verts["uv"][triangles.ravel()]),
         normals=np.ascontiguousarray(verts["normal"][triangles.ravel()], dtype=np.float32),
         material_indices=np.array([slot_of_ref[r] for r in mesh_refs.tolist()], dtype=np.int32)
         if len(slot_refs) > 1
@@ -311,6 +309,8 @@ def _model_object(
         materials=slots,
         source_vertices=used.astype(np.int32),
         material_refs=slot_refs,
+        colors=np.ascontiguousarray(vvd.colors[used]) if vvd.colors is not None else None,
+        uvs2=_flipped_uvs(vvd.uv2[used][triangles.ravel()]) if vvd.uv2 is not None else None,
     )
     obj = ObjectData(name, mesh)
     # Each shape key stores every vertex: check before the keys are made.
@@ -330,6 +330,13 @@ def _model_object(
         ids[bad], weights[bad] = -1, 0.0
         obj.skin = SkinData(np.ascontiguousarray(ids, dtype=np.int32), np.ascontiguousarray(weights))
     return obj
+
+
+def _flipped_uvs(uv: np.ndarray) -> np.ndarray:
+    """Source's V runs down the texture, Blender's up."""
+    out = np.array(uv, dtype=np.float32)
+    out[:, 1] = 1.0 - out[:, 1]
+    return out
 
 
 def _attachments(mdl: MdlFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:

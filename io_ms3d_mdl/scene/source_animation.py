@@ -87,6 +87,7 @@ def add_source_animations(
         except FormatError as exc:
             scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
             continue
+        scene.warnings.extend(anim.notes)
         if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
             scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
             anim.fps = 30.0

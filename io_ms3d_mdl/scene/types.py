@@ -78,6 +78,8 @@ class MeshData:
     source_vertices: np.ndarray | None = None  # (V,) int32: index of each vertex in the file's vertex list
     material_refs: list[int] | None = None  # per slot: the skin-table column it shows (formats with skins)
     shape_keys: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (name, (V, 3) float32 positions)
+    colors: np.ndarray | None = None  # (V, 4) uint8 sRGB RGBA per vertex (Titanfall's .vvc)
+    uvs2: np.ndarray | None = None  # (T*3, 2) float32: a second UV map
 
 
 @dataclass

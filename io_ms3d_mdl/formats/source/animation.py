@@ -8,13 +8,14 @@
 - bones without a node keep their bind pose, or identity in a delta animation.
 
 ``STUDIO_FRAMEANIM`` (v49 frame-major, CS:GO) sections hold per-bone flags, constants and fixed-size frames
-instead of nodes; ``frame_animation`` decodes them into the same arrays, with the same sections.
+instead of nodes; ``frame_animation`` decodes them into the same arrays, with the same sections. Titanfall 2
+(v53) bone headers are decoded by ``animation53`` into the same ``DecodedAnimation``.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -42,6 +43,7 @@ class DecodedAnimation:
     rotations: np.ndarray  # (F, B, 4) local quaternions (w, x, y, z)
     positions: np.ndarray  # (F, B, 3) local positions (Source units)
     animated: np.ndarray  # (B,) bool: bones that have data in this animation
+    notes: list[str] = field(default_factory=list)  # what was decoded but cannot be shown (v53 bone scale)
 
 
 class SkippedAnimation(Exception):
@@ -189,6 +191,10 @@ def _data_offset(
 def decode_animation(
     mdl: MdlFile, index: int, ani_data: bytes | None = None, ani_path: str | None = None
 ) -> DecodedAnimation:
+    if mdl.version == 53:  # Respawn's own per-bone headers; that module builds on this one's helpers
+        from .animation53 import decode_v53_animation
+
+        return decode_v53_animation(mdl, index)
     anim = mdl.animations[index]
     frames = anim.num_frames
     if not 0 < frames <= MAX_FRAMES:

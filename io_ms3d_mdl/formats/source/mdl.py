@@ -86,8 +86,8 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         attachments=_attachments(cur, header, len(bones)),
         hitbox_sets=_hitbox_sets(cur, header),
         include_models=_includes(cur, header),
-        animations=_animations(cur, header) if version != 53 else [],
-        sequences=_sequences(cur, header, layout.seqdesc_size) if version != 53 else [],
+        animations=_animations(cur, header, layout.animdesc),
+        sequences=_sequences(cur, header, layout.seqdesc_size),
         flex_names=[
             cur.string_at(_rel(cur, int(header["flexdescindex"]) + 4 * i, r["szfacsindex"]), "flex name")
             for i, r in enumerate(_records(cur, header, "numflexdesc", "flexdescindex", S.FLEXDESC, "flexes"))
@@ -102,8 +102,6 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         flex_rules=_flex_rules(cur, header),
         embedded=_embedded(cur, raw) if version == 53 else {},
     )
-    if version == 53:
-        _skip_v53_animations(cur, header, mdl)
     if int(header["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(header['length'])} bytes but it is {cur.size}")
     return mdl
@@ -355,9 +353,12 @@ def _includes(cur: Cursor, header: np.ndarray) -> list[str]:
     ]
 
 
-def _animations(cur: Cursor, header: np.ndarray) -> list[MdlAnimation]:
+def _animations(cur: Cursor, header: np.ndarray, dtype: np.dtype = S.ANIMDESC) -> list[MdlAnimation]:
+    """The descriptors in the 44–49 layout; v53's have no animation block (its data is always in the .mdl)."""
     out = []
-    for off, a in _records_at(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC, "animations"):
+    base = int(header["localanimindex"])
+    records = _as_layout(_records(cur, header, "numlocalanim", "localanimindex", dtype, "animations"), S.ANIMDESC)
+    for off, a in zip(range(base, base + len(records) * dtype.itemsize, dtype.itemsize), records, strict=True):
         out.append(
             MdlAnimation(
                 cur.string_at(_rel(cur, off, a["sznameindex"]), "animation name"),
@@ -441,22 +442,3 @@ def embedded_bytes(mdl: MdlFile, name: str) -> bytes | None:
         return None
     offset, size = where
     return mdl.data[offset : offset + size]
-
-
-def _skip_v53_animations(cur: Cursor, header: np.void, mdl: MdlFile) -> None:
-    """Titanfall 2 stores animation data in Respawn's own per-bone format (with scale tracks), which this importer
-    does not decode: the descriptors are counted and named in one warning instead of being read as 44–49 data."""
-    count, sequences = int(header["numlocalanim"]), int(header["numlocalseq"])
-    if count <= 0 and sequences <= 0:
-        return
-    names = [
-        cur.string_at(_rel(cur, off, a["sznameindex"]), "animation name", optional=True)
-        for off, a in _records_at(cur, header, "numlocalanim", "localanimindex", S.ANIMDESC53, "animations")
-    ]
-    shown = ", ".join(f"'{n}'" for n in names[:5]) + (", …" if len(names) > 5 else "")
-    mdl.warnings.add(
-        f"Titanfall 2 (MDL v53) animations are not imported: {count} animation{'s' if count != 1 else ''}"
-        + (f" ({shown})" if shown else "")
-        + f" and {max(sequences, 0)} sequence{'s' if sequences != 1 else ''} use Respawn's animation format, "
-        "which this importer does not decode; meshes, bones, skins and attachments are imported"
-    )

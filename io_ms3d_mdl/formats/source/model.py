@@ -158,6 +158,9 @@ class VvdFile:
     lod_vertex_counts: np.ndarray  # (8,)
     vertices: np.ndarray  # structured VVD_VERTEX records, fixups replayed for root LOD 0
     tangents: np.ndarray | None  # (N, 4) float32, permuted like the vertices
+    order: np.ndarray | None = None  # the disk index of each pool vertex (the fixup replay), None: disk order
+    colors: np.ndarray | None = None  # (N, 4) uint8 sRGB RGBA from Titanfall's .vvc, permuted like the vertices
+    uv2: np.ndarray | None = None  # (N, 2) float32 second UV set from the .vvc, permuted like the vertices
 
 
 @dataclass

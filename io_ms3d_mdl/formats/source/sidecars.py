@@ -8,6 +8,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...access import current, game_root, listing
 from .mdl import embedded_bytes
 from .model import MdlFile, VtxFile, VvdFile
@@ -58,7 +60,8 @@ def find_ani(mdl_path: str, block_name: str) -> str | None:
 
 def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | None, VtxFile | None, list[str]]:
     """The vertex pool and triangle lists: from inside a v53 model where its header says they are, else from the
-    files beside it; and notes on what was read but is not imported (Titanfall's vertex colours)."""
+    files beside it; Titanfall's vertex colours and second UV set (``.vvc``) ride on the pool; and notes on what was
+    read but could not be used."""
     name = os.path.basename(mdl.path or "model.mdl")
 
     def part(kind: str, from_bytes: Callable, from_file: Callable, path: str | None):
@@ -71,9 +74,15 @@ def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | No
     vtx = part("vtx", read_vtx_bytes, read_vtx, sidecars.vtx)
     vvc = part("vvc", read_vvc_bytes, read_vvc, sidecars.vvc)
     notes = []
-    if vvc is not None:
-        notes.append(
-            f"the vertex colours of the .vvc ({len(vvc.colors):,} vertices) were read but not imported: "
-            "the importer does not build colour attributes yet"
-        )
+    if vvc is not None and vvd is not None:
+        disk = len(vvd.order) if vvd.order is not None else len(vvd.vertices)
+        if int(vvc.lod_vertex_counts[0]) != int(vvd.lod_vertex_counts[0]) or len(vvc.colors) < disk:
+            notes.append(
+                f"the vertex colours of the .vvc ({len(vvc.colors):,} vertices) do not match the "
+                f"{int(vvd.lod_vertex_counts[0]):,} vertices of the .vvd; they were not imported"
+            )
+        else:  # per disk vertex, like the .vvd: the same fixup replay puts them in pool order
+            take = vvd.order if vvd.order is not None else slice(None)
+            vvd.colors = np.ascontiguousarray(vvc.colors[take])
+            vvd.uv2 = np.ascontiguousarray(vvc.uv2[take]) if vvc.uv2 is not None else None
     return vvd, vtx, notes

@@ -1,8 +1,8 @@
 """Read Titanfall's vertex-colour file (``.vvc``, magic ``IDCV``; embedded in v53 models): an RGBA8 colour and a
 second UV pair per vertex of the ``.vvd`` pool, laid out like the ``.vvd``'s header (SourceIO ``models/vvc``).
 
-The colours are read and checked so a broken file is reported, but the neutral scene has no colour attribute
-yet, so ``scene.load`` says they were not imported rather than dropping them silently.
+Its vertices are in the ``.vvd``'s disk order, so the ``.vvd``'s LOD fixup replay orders them too
+(``sidecars.read_mesh_companions``); they become a colour attribute and a second UV map.
 """
 
 from __future__ import annotations

@@ -34,12 +34,13 @@ def read_vvd_bytes(data: bytes, path: str | None = None, root_lod: int = 0) -> V
     if int(header["tangentdatastart"]):
         tangents = cur.array_at(np.dtype(("<f4", 4)), int(header["tangentdatastart"]), total, "tangents")
     fixups = cur.array_at(S.VVD_FIXUP, int(header["fixuptablestart"]), int(header["numfixups"]), "LOD fixups")
+    order = None
     if len(fixups):
         order = _replay_fixups(cur, fixups, total, root_lod)
         pool = pool[order]
         if tangents is not None:
             tangents = tangents[order]
-    return VvdFile(path, int(header["checksum"]), num_lods, counts, pool, tangents)
+    return VvdFile(path, int(header["checksum"]), num_lods, counts, pool, tangents, order)
 
 
 def _replay_fixups(cur: Cursor, fixups: np.ndarray, total: int, root_lod: int) -> np.ndarray:
