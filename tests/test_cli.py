@@ -72,6 +72,21 @@ def test_info_text_marks_deltas_and_cuts_long_lists(tmp_path):
     assert "delta False" not in result.stdout and "True" not in result.stdout
 
 
+def test_info_shows_frame_major_animations_collision_and_flex_rules():
+    coverage = samples_dir() / "coverage/source"
+    galil = coverage / "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl"
+    cremator = coverage / "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl"
+    scout = samples_dir() / "source/GoodFishMan__mercenaries/models/player/scout.mdl"
+    result = run("info", galil, cremator, scout)
+    assert result.returncode == 0, result.stderr
+    assert "  animations: 9 (9 frame-major)\n" in result.stdout
+    assert "  collision: 15 solids of 15 convex pieces, 14 ragdoll joints\n" in result.stdout
+    assert "  sequences: 306   flexes: 42 (42 controllers, 40 rules)\n" in result.stdout
+    data = json.loads(run("info", "--json", cremator).stdout)[str(cremator)]
+    assert data["physics"] == {"solids": 15, "pieces": 15, "constraints": 14, "checksum_matches": True}
+    assert {a["layout"] for a in data["animations"]} == {"per-bone streams"}
+
+
 def test_info_reports_bad_files_and_fails(tmp_path):
     bad = tmp_path / "bad.mdl"
     bad.write_bytes(b"IDST" + (10).to_bytes(4, "little") + bytes(400))

@@ -65,15 +65,46 @@ def mdl_info(path: str) -> dict[str, Any]:
         "textures": m.textures,
         "material_folders": m.cd_materials,
         "animations": [
-            {"name": a.name, "frames": a.num_frames, "fps": a.fps, "delta": a.is_delta} for a in m.animations
+            {"name": a.name, "frames": a.num_frames, "fps": a.fps, "delta": a.is_delta, "layout": _layout(m, a.flags)}
+            for a in m.animations
         ],
         "sequences": len(m.sequences),
         "flexes": len(m.flex_names),
+        "flex_controllers": len(m.flex_controllers),
+        "flex_rules": len(m.flex_rules),
         "attachments": [a.name for a in m.attachments],
         "includes": m.include_models,
         "companions": {k: os.path.basename(v) if v else None for k, v in vars(sidecars).items()},
         "embedded": {k: {"offset": off, "size": size} for k, (off, size) in m.embedded.items()},
+        "physics": _physics(m, sidecars.phy),
         "warnings": list(m.warnings),
+    }
+
+
+def _layout(mdl, flags: int) -> str:
+    """How an animation's data is stored: each decodes alike, but users comparing tools ask."""
+    if mdl.version == 53:
+        return "Respawn per-bone streams"
+    return "frame-major (STUDIO_FRAMEANIM)" if flags & 0x40 else "per-bone streams"
+
+
+def _physics(mdl, phy_path: str | None) -> dict[str, Any] | None:
+    """The collision model's solids and ragdoll joints (what the import builds in the hidden physics collection)."""
+    from ..formats.source.mdl import embedded_bytes
+    from ..formats.source.phy import read_phy, read_phy_bytes
+
+    data = embedded_bytes(mdl, "phy")
+    if data is None and not phy_path:
+        return None
+    try:
+        phy = read_phy_bytes(data, mdl.path) if data is not None else read_phy(phy_path)
+    except FormatError as exc:
+        return {"error": exc.message}
+    return {
+        "solids": phy.solid_count,
+        "pieces": sum(len(s.pieces) for s in phy.solids),
+        "constraints": sum(name == "ragdollconstraint" for name, _ in phy.blocks),
+        "checksum_matches": phy.checksum == mdl.checksum,
     }
 
 
@@ -167,17 +198,36 @@ def mdl_text(info: dict[str, Any]) -> list[str]:
     lines.append(f"  skins: {plural(skins['families'], 'family', 'families')} × {plural(skins['columns'], 'material')}")
     lines.append(f"  textures: {len(info['textures'])}: {inline(info['textures'])}")
     lines.append(f"  material folders: {inline(f or '(materials/ itself)' for f in info['material_folders'])}")
-    lines.append(f"  animations: {len(animations)}" + (f" ({deltas} delta)" if deltas else ""))
+    frame_major = sum(a["layout"].startswith("frame-major") for a in animations)
+    notes = [f"{deltas} delta"] * bool(deltas) + [f"{frame_major} frame-major"] * bool(frame_major)
+    lines.append(f"  animations: {len(animations)}" + (f" ({', '.join(notes)})" if notes else ""))
     lines += table(
         [
             (a["name"], f"{plural(a['frames'], 'frame')} at {number(a['fps'])} fps" + (", delta" if a["delta"] else ""))
             for a in animations
         ]
     )
-    lines.append(f"  sequences: {info['sequences']:,}   flexes: {info['flexes']:,}")
+    lines.append(
+        f"  sequences: {info['sequences']:,}   flexes: {info['flexes']:,}"
+        + (
+            f" ({plural(info['flex_controllers'], 'controller')}, {plural(info['flex_rules'], 'rule')})"
+            if info["flexes"]
+            else ""
+        )
+    )
     lines.append(f"  attachments: {len(info['attachments'])}: {inline(info['attachments'])}")
     lines.append(f"  included models: {inline(info['includes'])}")
     lines.append(f"  companion files: {inline(found)}" + (f" (no {', '.join(missing)})" if missing else ""))
+    physics = info.get("physics")
+    if physics and "error" in physics:
+        lines.append(f"  collision: not readable: {physics['error']}")
+    elif physics:
+        joints = f", {plural(physics['constraints'], 'ragdoll joint')}" if physics["constraints"] else ""
+        stale = "" if physics["checksum_matches"] else " (checksum differs from the model's)"
+        lines.append(
+            f"  collision: {plural(physics['solids'], 'solid')} of {plural(physics['pieces'], 'convex piece')}"
+            f"{joints}{stale}"
+        )
     return lines
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -79,21 +80,32 @@ class PhyFile:
 
     def solid_keys(self, index: int) -> dict:
         """The text section's ``solid`` block for solid ``index`` (its ``index`` key, else its place)."""
-        solids = [b for name, b in self.blocks if name == "solid"]
-        for block in solids:
-            if _int(block.get("index")) == index:
-                return block
-        return solids[index] if index < len(solids) and "index" not in solids[index] else {}
+        return self._lookup[0].get(index, {})
 
     def constraint_of(self, index: int) -> dict:
         """The ``ragdollconstraint`` that joins solid ``index`` to its parent, or {}."""
-        for name, block in self.blocks:
-            if name == "ragdollconstraint" and _int(block.get("child")) == index:
-                return block
-        return {}
+        return self._lookup[1].get(index, {})
 
     def block(self, name: str) -> dict:
         return next((b for n, b in self.blocks if n == name), {})
+
+    @cached_property
+    def _lookup(self) -> tuple[dict[int, dict], dict[int, dict]]:
+        """Solid and constraint blocks by solid index, built once: a file may hold thousands of each."""
+        solids: dict[int, dict] = {}
+        constraints: dict[int, dict] = {}
+        place = 0
+        for name, block in self.blocks:
+            if name == "solid":
+                index = _int(block.get("index")) if "index" in block else place
+                if index is not None:
+                    solids.setdefault(index, block)
+                place += 1
+            elif name == "ragdollconstraint":
+                child = _int(block.get("child"))
+                if child is not None:
+                    constraints.setdefault(child, block)
+        return solids, constraints
 
 
 def read_phy(path: str | os.PathLike[str]) -> PhyFile:
