@@ -31,7 +31,10 @@ for _path in (ROOT, ROOT / "tests"):
         sys.path.insert(0, str(_path))
 
 CANARY = "outside"  # the canary folder, beside the model's game (or model) folder in every case
-FORMATS = {".ms3d": "ms3d", ".mdl": "mdl", ".vvd": "mdl", ".vtx": "mdl", ".ani": "mdl", ".vmt": "vmt", ".vtf": "vtf"}
+FORMATS = {
+    **{s: "mdl" for s in (".mdl", ".vvd", ".vtx", ".ani", ".phy", ".vvc")},
+    **{".ms3d": "ms3d", ".vmt": "vmt", ".vtf": "vtf", ".pcx": "pcx"},
+}
 TRAVERSALS = ("../outside/secret", "..\\..\\outside\\secret", "../../../outside/secret.vmt", "/etc/passwd", "C:/x.png")
 
 
@@ -188,9 +191,11 @@ def synthetic_trees(textures: list[bytes]) -> list[TreeSeed]:
         include = hostile.write_mdl(character_spec(includes=[], animations=[turn]))
         textures = textures or [hostile.vtf(8, 8)]
         files: Files = {
-            f"{folder}/{stem}.mdl": seed.parts["mdl"],
-            f"{folder}/{stem}.vvd": seed.parts["vvd"],
-            f"{folder}/{stem}.dx90.vtx": seed.parts["vtx"],
+            f"{folder}/{stem}{suffix}": seed.parts[kind]
+            for kind, suffix in (("mdl", ".mdl"), ("vvd", ".vvd"), ("vtx", ".dx90.vtx"))
+            if kind in seed.parts  # a v53 model embeds its companions
+        }
+        files |= {
             f"{folder}/Test_Animations.mdl": include,
             f"{materials}/body.vmt": b'"VertexLitGeneric"\n{\n"$basetexture" "models/test/body"\n}\n',
             f"{materials}/body_red.vmt": b'patch\n{\ninclude "materials/models/test/body.vmt"\n'
@@ -236,7 +241,9 @@ def seed_makers(samples: Path | None, scratch: Path) -> dict[str, Callable[[], T
     for s in originals:
         kind = "ms3d" if "ms3d" in s.parts else "source" if "mdl" in s.parts else None
         if kind:
-            makers[s.name] = lambda s=s, kind=kind: sample_tree(s.name, samples / kind / s.name)
+            path = samples / kind / s.name
+            path = path if path.exists() else samples / "coverage" / kind / s.name  # formats added later
+            makers[s.name] = lambda s=s, path=path: sample_tree(s.name, path)
     for number, (name, build) in enumerate(hostile_builders().items()):
         makers[name] = lambda name=name, build=build, n=number: built(name, build, scratch / f"seed-{n}")
     return makers

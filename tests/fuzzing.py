@@ -62,16 +62,30 @@ def check_ms3d(parts: Parts) -> SceneData:
 
 
 def check_source(parts: Parts) -> SceneData:
+    """A model and its companions; a v53 model's embedded ones are cut from it, as the importer does."""
     from io_ms3d_mdl.formats.source import read_mdl_bytes, read_vtx_bytes, read_vvd_bytes
     from io_ms3d_mdl.formats.source.includes import Included
+    from io_ms3d_mdl.formats.source.mdl import embedded_bytes
+    from io_ms3d_mdl.formats.source.phy import read_phy_bytes
     from io_ms3d_mdl.scene.from_source import source_to_scene
 
     mdl = read_mdl_bytes(parts["mdl"], "mutant.mdl")
-    vvd = read_vvd_bytes(parts["vvd"], "mutant.vvd") if "vvd" in parts else None
-    vtx = read_vtx_bytes(parts["vtx"], "mutant.vtx") if "vtx" in parts else None
+
+    def part(kind: str, reader: Callable):
+        data = embedded_bytes(mdl, kind)
+        data = parts.get(kind) if data is None else data
+        return reader(data, f"mutant.{kind}") if data is not None else None
+
+    vvd, vtx, phy = part("vvd", read_vvd_bytes), part("vtx", read_vtx_bytes), part("phy", read_phy_bytes)
     ani = (parts["ani"], "mutant.ani") if "ani" in parts else None
     includes = [Included("inc.mdl", read_mdl_bytes(parts["include"], "inc.mdl"), None)] if "include" in parts else []
-    return source_to_scene(mdl, vvd, vtx, ani=ani, includes=includes)
+    return source_to_scene(mdl, vvd, vtx, ani=ani, includes=includes, phy=phy)
+
+
+def check_pcx(parts: Parts) -> None:
+    from io_ms3d_mdl.formats.images.pcx import decode_pcx
+
+    decode_pcx(parts["pcx"], "mutant.pcx", 1 << 22)
 
 
 def check_vtf(parts: Parts) -> None:
@@ -133,6 +147,7 @@ def _read(root: Path, **names: str) -> Parts:
 
 def synthetic_seeds() -> list[Seed]:
     from ms3d_writer import write_ms3d
+    from phy_writer import PhySpec, PSolid, box, solid_text, write_phy
     from source_writer import SAnimation, SNode, character_spec, write_mdl, write_vtx, write_vvd
     from test_ms3d_reader import full_spec
     from test_ms3d_rig import arm_spec
@@ -147,6 +162,12 @@ def synthetic_seeds() -> list[Seed]:
         ],
     )
     spec.body_parts[0].models[0].meshes[0].strip_groups = 2
+    titanfall = character_spec(
+        version=53,
+        vertex_colors=True,
+        embedded_phy=write_phy(PhySpec([PSolid([box((-1, -1, -1), (1, 1, 1), bone=0)])], text=solid_text(["pelvis"]))),
+        animations=[SAnimation("walk", 12, [SNode(1, turn, ("v48", (1.0, 2.0, 3.0)))], section_frames=5)],
+    )
     return [
         Seed("synthetic arm.ms3d", check_ms3d, {"ms3d": write_ms3d(arm_spec())}),
         Seed("synthetic full.ms3d", check_ms3d, {"ms3d": write_ms3d(full_spec(3))}),
@@ -155,6 +176,7 @@ def synthetic_seeds() -> list[Seed]:
             check_source,
             {"mdl": write_mdl(spec), "vvd": write_vvd(spec), "vtx": write_vtx(spec)},
         ),
+        Seed("synthetic titanfall2.mdl", check_source, {"mdl": write_mdl(titanfall)}),
     ]
 
 
@@ -176,6 +198,32 @@ def sample_seeds(samples: Path) -> list[Seed]:
     ):
         vtx_path = f"{stem.rsplit('/', 1)[0]}/{vtx}.dx90.vtx"  # the sample keeps the modder's spelling
         seeds.append(Seed(stem + ".mdl", check_source, _read(src, mdl=stem + ".mdl", vvd=stem + ".vvd", vtx=vtx_path)))
+    coverage = samples / "coverage"
+    cremator = "CombineFodder__hl2betaplayermodels/models/player/"
+    seeds.append(  # a ragdoll .phy with its text section
+        Seed(
+            cremator + "cremator.mdl",
+            check_source,
+            _read(coverage / "source", mdl=cremator + "cremator.mdl", phy=cremator + "Cremator.phy"),
+        )
+    )
+    galil = "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped"
+    seeds.append(  # frame-major animations in the .ani
+        Seed(galil + ".mdl", check_source, _read(coverage / "source", mdl=galil + ".mdl", ani=galil + ".ani"))
+    )
+    generator = "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl"
+    seeds.append(Seed(generator, check_source, _read(coverage / "source", mdl=generator)))  # v53, all embedded
+    rock = "r1delta__CORE/models/rocks/single_rock_01"
+    seeds.append(
+        Seed(
+            rock + ".mdl",
+            check_source,
+            _read(coverage / "source", mdl=rock + ".mdl", vvd=rock + ".vvd", vtx=rock + ".dx11.vtx"),
+        )
+    )
+    seeds.append(
+        Seed("MORBO.pcx", check_pcx, _read(coverage / "ms3d/akadjoker__IrrlichtGameObject/morbo", pcx="MORBO.pcx"))
+    )
     postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
     seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))
     textures = sorted(src.rglob("*.vtf"), key=lambda p: p.stat().st_size)[:3]

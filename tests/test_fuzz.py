@@ -23,6 +23,12 @@ CASES = {
     "Dynamic-src__Highpoly-Src-Props/models/props_junk/pushcart01a.mdl": 700,
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": 300,
     "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl": 15,
+    "synthetic titanfall2.mdl": 600,
+    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": 300,
+    "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": 60,
+    "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": 600,
+    "r1delta__CORE/models/rocks/single_rock_01.mdl": 500,
+    "MORBO.pcx": 500,
 }
 VTF_CASES, VMT_CASES = 400, 250
 
