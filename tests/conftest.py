@@ -34,7 +34,29 @@ def samples_dir() -> Path:
 
 
 def ms3d_sample(relative: str) -> Path:
-    return samples_dir() / "ms3d" / relative
+    return sample_path("ms3d", relative)
+
+
+def sample_path(kind: str, relative: str) -> Path:
+    """A shared sample by its path under ``samples/<kind>/``, or under ``samples/coverage/<kind>/``: the corpus keeps
+    files of newly supported features apart, and the every-sample suites take them in as support lands."""
+    main = samples_dir() / kind / relative
+    return main if main.exists() else samples_dir() / "coverage" / kind / relative
+
+
+def sample_files(kind: str, pattern: str) -> list[Path]:
+    """Every shared sample of ``kind`` ("ms3d" or "source") matching ``pattern``, the coverage files included."""
+    root = samples_dir()
+    return sorted([*(root / kind).rglob(pattern), *(root / "coverage" / kind).rglob(pattern)])
+
+
+def sample_names(kind: str, pattern: str) -> set[str]:
+    """:func:`sample_files` as paths relative to their ``<kind>`` folder (what :func:`sample_path` takes)."""
+    root = samples_dir()
+    bases = (root / kind, root / "coverage" / kind)
+    return {
+        p.relative_to(next(b for b in bases if p.is_relative_to(b))).as_posix() for p in sample_files(kind, pattern)
+    }
 
 
 @pytest.fixture(scope="session")

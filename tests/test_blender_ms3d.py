@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import EXAMPLE, datablock_counts, ms3d_sample, samples_dir
+from conftest import EXAMPLE, datablock_counts, ms3d_sample, sample_files, sample_names, samples_dir
 from ms3d_writer import Group, Material, Triangle, box_spec, quad_spec, write_ms3d
 
 pytestmark = pytest.mark.blender
@@ -241,7 +241,12 @@ SAMPLE_OBJECTS = {  # file: (mesh objects, vertices, faces, materials, images fo
     "nemox-tut10/rock.ms3d": (1, 62, 120, 1, 1, 0),
     "akadjoker__IrrlichtGameObject/gun.ms3d": (1, 273, 486, 1, 0, 0),
     "JuhaLukkari__Simple3DWorld/Model_empty.ms3d": (0, 0, 0, 0, 0, 0),
+    "akadjoker__IrrlichtGameObject/morbo/morbo.ms3d": (1, 243, 449, 1, 1, 0),  # coverage/: its PCX skin decoded
 }
+
+
+def test_every_shared_sample_imports_in_blender():
+    assert sample_names("ms3d", "*.ms3d") == set(SAMPLE_OBJECTS)
 
 
 @pytest.mark.parametrize("relative", sorted(SAMPLE_OBJECTS))
@@ -295,7 +300,7 @@ def test_built_meshes_are_already_valid(blender, tmp_path):
     spec.triangles += [spec.triangles[0], Triangle((2, 1, 0)), Triangle((3, 3, 1))]  # duplicate, back face, degenerate
     spec.groups[0].triangles = [0, 1, 2, 3, 4]
     paths = [write(tmp_path, spec, "corner.ms3d"), write(tmp_path, box_spec(), "box.ms3d")]
-    paths += [str(p) for p in sorted((samples_dir() / "ms3d").rglob("*.ms3d"))]
+    paths += [str(p) for p in sample_files("ms3d", "*.ms3d")]
     for path in paths:
         for mode in ("GROUPS", "SINGLE"):
             bpy.ops.wm.read_factory_settings(use_empty=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import datablock_counts, samples_dir
+from conftest import datablock_counts, sample_names, sample_path, samples_dir
 from source_writer import character_spec, write_mdl, write_source
 
 pytestmark = pytest.mark.blender
@@ -111,13 +111,22 @@ SAMPLE_OBJECTS = {  # model: (mesh objects, vertices, bones in an armature, empt
     "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl": (0, 0, 56, 4),
     "icewind1991__vmdl/data/barrel01.mdl": (1, 674, 0, 0),
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": (1, 48, 3, 4),
+    # coverage/: a v44 ragdoll, frame-major animations, Titanfall 2 (all embedded) and Titanfall
+    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (1, 1799, 25, 5),
+    "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": (3, 10391, 47, 2),
+    "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": (1, 24, 0, 0),
+    "r1delta__CORE/models/rocks/single_rock_01.mdl": (1, 119, 0, 0),
 }
+
+
+def test_every_shared_source_model_imports_in_blender():
+    assert sample_names("source", "*.mdl") == set(SAMPLE_OBJECTS)
 
 
 @pytest.mark.parametrize("relative", sorted(SAMPLE_OBJECTS))
 def test_shared_source_models_import(blender, relative):
     bpy = blender
-    path = samples_dir() / "source" / relative
+    path = sample_path("source", relative)
     # Without animations the armature stays in its bind pose (with them, the first animation plays).
     assert bpy.ops.import_scene.source_mdl(filepath=str(path), import_animations=False) == {"FINISHED"}
     objects = list(bpy.data.collections[path.stem].all_objects)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import bpy, samples_dir
+from conftest import bpy, sample_files
 from flex_reference import run_flex_rules
 from source_writer import character_spec, write_mdl, write_source
 from test_blender_hostile_names import SFlexes, _mesh_offset, _Tail, with_flexes
@@ -233,7 +233,7 @@ def test_a_model_drives_every_key_as_the_engine_weighs_it(tmp_path):
 
 
 def test_every_sample_drives_every_rule():
-    models = sorted((samples_dir() / "source").rglob("*.mdl"))
+    models = sample_files("source", "*.mdl")
     options = SourceOptions(import_animations=False, animations="NONE", find_materials=False, import_physics=False)
     driven = 0
     for model in models:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import samples_dir
+from conftest import sample_files, samples_dir
 from source_writer import SAnimation, SBone, SNode, character_spec, encode_q48, encode_q64, write_mdl
 
 from io_ms3d_mdl.formats.source import find_ani, read_mdl, read_mdl_bytes
@@ -93,8 +94,8 @@ def test_rle_runs_repeat_their_last_value():
 # --- real files ------------------------------------------------------------------------------------------------
 
 
-def decode_all(relative):
-    path = samples_dir() / "source" / relative
+def decode_all(relative: str | Path):
+    path = relative if isinstance(relative, Path) else samples_dir() / "source" / relative
     mdl = read_mdl(path)
     ani_path = find_ani(str(path), mdl.anim_block_name) if mdl.num_anim_blocks > 1 else None
     ani = open(ani_path, "rb").read() if ani_path else None  # noqa: SIM115 - read whole, closed at once
@@ -142,12 +143,13 @@ def test_curves_are_continuous_across_section_boundaries(relative):
 
 
 def test_every_sample_animation_decodes():
-    root = samples_dir() / "source"
     total = 0
-    for path in sorted(root.rglob("*.mdl")):
-        _, anims = decode_all(path.relative_to(root).as_posix())
+    for path in sample_files("source", "*.mdl"):
+        _, anims = decode_all(path)
+        assert all(np.isfinite(a.rotations).all() and np.isfinite(a.positions).all() for a in anims), path
         total += len(anims)
-    assert total == 1 + 1 + 11 + 2 + 1 + 1 + 2 + 129 + 97 + 1 + 10
+    # coverage/: cremator 1, the galil's 9 frame-major, the Titanfall 2 generator 1, the Titanfall rock 1
+    assert total == 1 + 1 + 11 + 2 + 1 + 1 + 2 + 129 + 97 + 1 + 10 + (1 + 9 + 1 + 1)
 
 
 def test_bind_pose_helper_matches_rest():

@@ -6,7 +6,7 @@ import struct
 
 import numpy as np
 import pytest
-from conftest import samples_dir
+from conftest import sample_names, sample_path, samples_dir
 from source_writer import (
     SBodyPart,
     SModel,
@@ -23,19 +23,17 @@ from io_ms3d_mdl.formats.source import (
     find_sidecars,
     read_mdl,
     read_mdl_bytes,
-    read_vtx,
+    read_mesh_companions,
     read_vtx_bytes,
-    read_vvd,
     read_vvd_bytes,
 )
 from io_ms3d_mdl.scene.from_source import SourceOptions, _bone_world, source_to_scene
 
 
 def load(path):
-    sidecars = find_sidecars(str(path))
+    """A model with its companions, beside it or (v53) inside it."""
     mdl = read_mdl(path)
-    vvd = read_vvd(sidecars.vvd) if sidecars.vvd else None
-    vtx = read_vtx(sidecars.vtx) if sidecars.vtx else None
+    vvd, vtx, _ = read_mesh_companions(mdl, find_sidecars(str(path)))
     return mdl, vvd, vtx
 
 
@@ -212,18 +210,33 @@ SAMPLES = {
     "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl": (48, 56, [], (1, 0), None),
     "icewind1991__vmdl/data/barrel01.mdl": (46, 1, [("Body", 1, [674])], (1, 1), 25),
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": (48, 3, [("ghostAnim", 1, [48])], (1, 1), 25),
+    # coverage/: a v44 ragdoll, CS:GO-era frame animations, Titanfall 2 (all embedded) and Titanfall
+    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (44, 25, [("Soldier", 1, [1799])], (1, 8), 25),
+    "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": (
+        49,
+        47,
+        [("studio", 1, [8815]), ("studio", 1, [1429]), ("studio", 1, [147])],
+        (1, 7),
+        33,
+    ),
+    "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": (
+        53,
+        1,
+        [("body", 1, [24])],
+        (1, 1),
+        33,
+    ),
+    "r1delta__CORE/models/rocks/single_rock_01.mdl": (52, 1, [("body", 1, [119])], (1, 1), 33),
 }
 
 
 def test_every_shared_source_model_is_covered():
-    root = samples_dir() / "source"
-    found = {p.relative_to(root).as_posix() for p in root.rglob("*.mdl")}
-    assert found == set(SAMPLES)
+    assert sample_names("source", "*.mdl") == set(SAMPLES)
 
 
 @pytest.mark.parametrize("relative", sorted(SAMPLES))
 def test_shared_source_models(relative):
-    path = samples_dir() / "source" / relative
+    path = sample_path("source", relative)
     mdl, vvd, vtx = load(path)
     version, bones, parts, skins, header_size = SAMPLES[relative]
     assert (mdl.version, len(mdl.bones), mdl.skins.shape) == (version, bones, skins)
