@@ -1,13 +1,13 @@
 """Benchmarks, always side by side with a peer in the same process and run; reports ratios (medians).
 
-    python scripts/bench.py [--runs 9] [--output FILE.md]
+    python scripts/bench.py [--runs 9] [--output FILE.md] [--import-only | --animation-only]
 
 (a) MilkShape parse: our reader (and reader + scene conversion) against Assimp's MS3D loader (``assimp-py``)
     on every shared sample and a large synthetic grid.
 (b) Source parse: our MDL + VVD + VTX readers against ``valvemdl`` reading the same three files.
 (c) Import: our File > Import against Blender's C++ OBJ importer (``wm.obj_import``) loading an OBJ + MTL of the
     same objects (positions, per-corner UVs and normals, materials and texture files), for MilkShape samples,
-    synthetic grids and the Source ``civilian.mdl``.
+    synthetic grids, small Source props and the rigged Source ``civilian.mdl`` (``--import-only`` runs just this).
 (d) Keyframes: dwarf.ms3d's action written our way (``keyframe_points.add`` + ``foreach_set``) against the same
     keys written with one ``keyframe_insert`` per key, on the same armature.
 (e) Animations: Source models imported with every animation, ours against the code before vectorising (copies
@@ -665,6 +665,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--output", help="also write the markdown tables to this file")
     parser.add_argument("--animation-only", action="store_true", help="only (e): animations, ours vs before")
+    parser.add_argument("--import-only", action="store_true", help="only (c): imports against the OBJ importer")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
         venv = subprocess.run(
@@ -681,6 +682,10 @@ def main() -> int:
     if args.animation_only:
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
         return _report(out + animation_tables(args.runs), args.output)
+    if args.import_only:
+        out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            return _report(out + import_table(args.runs, Path(tmp)), args.output)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         ms3d = sorted((SAMPLES / "ms3d").rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
@@ -709,17 +714,7 @@ def main() -> int:
         if rows:
             out.append(f"| **median** | | **{median(r[2] for r in rows):.3f}** | |")
 
-        out += [
-            "\n### Import into Blender: ours / `wm.obj_import` on the same geometry\n",
-            "| file | faces | ours also builds | ours ÷ OBJ importer | OBJ ms |",
-            "|---|---:|---|---:|---:|",
-        ]
-        civilian = SAMPLES / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
-        files = [*(f for f in ms3d if f.stat().st_size > 5000), mid, big, *([civilian] if civilian.is_file() else [])]
-        rows = bench_import(files, args.runs, work)
-        out += [f"| {n} | {t:,} | {x} | {r:.2f} | {p * 1000:.1f} |" for n, t, x, r, p in rows]
-        out.append(f"| **median, models without a rig** | | | **{median(r[3] for r in rows if r[2] == '—'):.2f}** | |")
-        out.append(f"| **median, all** | | | **{median(r[3] for r in rows):.2f}** | |")
+        out += import_table(args.runs, work, [mid, big])
 
         textures = sorted((SAMPLES / "source").rglob("*.vtf")) if SAMPLES.is_dir() else []
         if textures:
@@ -764,6 +759,32 @@ def main() -> int:
                 unregister()
         out += animation_tables(args.runs)
     return _report(out, args.output)
+
+
+SMALL_SOURCE = (  # Source models under 500 triangles (physics hulls included), next to the rigged civilian
+    "Igrium__portal_nrtx/models/props_pipes/pipe02_45degree01.mdl",
+    "icewind1991__vmdl/data/barrel01.mdl",
+)
+
+
+def import_table(runs: int, work: Path, grids: list[Path] | None = None) -> list[str]:
+    """(c): every MilkShape sample over 5 kB, the synthetic grids, small Source props and the rigged civilian."""
+    ms3d = sorted((SAMPLES / "ms3d").rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
+    civilian = SAMPLES / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+    source = [SAMPLES / "source" / r for r in SMALL_SOURCE] + [civilian]
+    files = [*(f for f in ms3d if f.stat().st_size > 5000), *(grids or []), *(f for f in source if f.is_file())]
+    rows = bench_import(files, runs, work)
+    median = statistics.median
+    out = [
+        "\n### Import into Blender: ours / `wm.obj_import` on the same geometry\n",
+        "| file | faces | ours also builds | ours ÷ OBJ importer | OBJ ms |",
+        "|---|---:|---|---:|---:|",
+    ]
+    out += [f"| {n} | {t:,} | {x} | {r:.2f} | {p * 1000:.1f} |" for n, t, x, r, p in rows]
+    out.append(f"| **median, models without a rig** | | | **{median(r[3] for r in rows if r[2] == '—'):.2f}** | |")
+    out.append(f"| **median, under 500 faces** | | | **{median(r[3] for r in rows if r[1] < 500):.2f}** | |")
+    out.append(f"| **median, all** | | | **{median(r[3] for r in rows):.2f}** | |")
+    return out
 
 
 def _report(out: list[str], output: str | None) -> int:

@@ -109,7 +109,9 @@ def expected_errors() -> tuple[type[Exception], ...]:
 
 def non_finite(scene: SceneData) -> list[str]:
     """Where a converted scene still holds NaN or infinity (the builders must never see one)."""
-    arrays = [(f"{o.name}.{k}", getattr(o.mesh, k)) for o in scene.objects for k in ("positions", "uvs", "normals")]
+    arrays = [
+        (f"{o.name}.{k}", getattr(o.mesh, k)) for o in scene.objects for k in ("positions", "uvs", "uvs2", "normals")
+    ]
     arrays += [(f"{o.name}.weights", o.skin.weights) for o in scene.objects if o.skin is not None]
     arrays += [(e.name, e.matrix) for e in scene.empties]
     arrays += [(b.name, b.matrix) for b in (scene.skeleton.bones if scene.skeleton else [])]

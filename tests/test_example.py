@@ -97,4 +97,4 @@ def test_headless_import_script_table_agrees_with_the_import(tmp_path):
     header, row = (line.split() for line in run.stdout.splitlines()[1:3])
     counts = dict(zip(header, row, strict=True))
     assert (counts["materials"], counts["actions"], counts["bones"]) == ("22", "130", "59")
-    assert counts["objects"] == "5"  # the attachments' ten empties left out
+    assert counts["objects"] == str(5 + 17)  # the armature and meshes, 17 collision solids; no attachments

@@ -291,7 +291,7 @@ def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
 # --- the user interface in a window ------------------------------------------------------------------------------
 
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "object_tab", "collection_tab", "sidebar")
-GUI_SHOTS += ("material_preview",)
+GUI_SHOTS += ("material_preview", "physics")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -330,7 +330,11 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     a real window: no Python error, traceback or warning in Blender's log, every panel drew, every screenshot has
     content. Screenshots stay in ``tmp_path/shots``; small crops go to ``tmp_path/crops`` and, when
     IO_MS3D_MDL_SCREENSHOTS is set, to that folder."""
-    mdl, ms3d = sample(METAL_BOX), sample(DWARF)
+    # Copies, so the file browsers in the screenshots show a neutral folder rather than where the corpus lives.
+    game, media = tmp_path / "game", tmp_path / "media"
+    shutil.copytree(sample(METAL_BOX).parents[2], game)
+    shutil.copytree(sample(DWARF).parent, media)
+    mdl, ms3d = game / sample(METAL_BOX).relative_to(sample(METAL_BOX).parents[2]), media / sample(DWARF).name
     shots = tmp_path / "shots"
     command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
     code, log = run(command, installed, timeout=400)
@@ -349,6 +353,8 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     assert checks["ms3d_browser_operator"] == "IMPORT_SCENE_OT_ms3d", checks
     assert checks["source_browser_operator"] == "IMPORT_SCENE_OT_source_mdl", checks
     assert checks["sidebar_category"] == "Source" and checks["shading"] == "MATERIAL", checks
+    assert checks["source_browser_physics_option"] is True, checks  # the Collision option, on by default
+    assert checks["physics_hidden"] and checks["physics_display"] == ["WIRE"], checks
     assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]

@@ -625,3 +625,25 @@ def test_titanfall_mutations_only_raise_format_errors(which):
     rng = random.Random(f"io_ms3d_mdl:titanfall:{which}")
     failures = [(case, out) for case in range(400) if (out := run_case(oracle, mutate_case(parts, rng))) is not None]
     assert failures == []
+
+
+@pytest.mark.blender
+@pytest.mark.parametrize("version", [52, 53])
+def test_blender_gets_the_vvc_colours_as_stored_and_the_second_uv_map(blender, tmp_path, version):
+    spec = spec_of(version, shuffle_with_fixups=True)
+    path = write_source(spec, tmp_path, "guy", vtx_suffix=".dx11.vtx")
+    scene = load_source(str(path), SourceOptions())
+    assert blender.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    checked = 0
+    for data in (o for o in scene.objects if o.mesh.colors is not None):
+        mesh = bpy.data.objects[data.name].data
+        colours = np.empty(len(mesh.vertices) * 4, np.float32)
+        mesh.color_attributes["Color"].data.foreach_get("color_srgb", colours)
+        expected = vertex_colors_of(spec)[data.mesh.source_vertices]
+        np.testing.assert_array_equal(np.round(colours.reshape(-1, 4) * 255).astype(np.uint8), expected)
+        uv2 = np.empty(len(mesh.loops) * 2, np.float32)
+        mesh.uv_layers["UVMap2"].data.foreach_get("uv", uv2)
+        np.testing.assert_allclose(uv2.reshape(-1, 2), data.mesh.uvs2, atol=1e-6)
+        assert mesh.uv_layers.active.name == "UVMap"  # the material's UVs stay the active map
+        checked += 1
+    assert checked == 2

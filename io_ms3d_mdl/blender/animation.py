@@ -27,7 +27,8 @@ def curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[st
     assigned to ``owner`` through that slot (4.4/4.5 ignore legacy curves made on an assigned action)."""
     anim = owner.animation_data or owner.animation_data_create()
     if not hasattr(action, "layers"):  # 4.2: legacy F-curves
-        return lambda path, index, group: action.fcurves.new(path, index=index, action_group=group)
+        legacy = action.fcurves.new
+        return lambda path, index, group: legacy(path, index=index, action_group=group)
     anim.action = action
     slot = anim.action_slot
     if slot is None:
@@ -36,30 +37,19 @@ def curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[st
     layer = action.layers[0] if action.layers else action.layers.new("Layer")
     strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
     bag = strip.channelbag(slot, ensure=True)
+    make = bag.fcurves.new  # bound once: every attribute step on a Blender struct builds a Python object
     if bpy.app.version >= (5, 0, 0):
-        return lambda path, index, group: bag.fcurves.new(path, index=index, group_name=group)
+        return lambda path, index, group: make(path, index=index, group_name=group)
     groups: dict[str, bpy.types.ActionGroup] = {}
 
     def new(path: str, index: int, group: str) -> bpy.types.FCurve:
-        fcurve = bag.fcurves.new(path, index=index)
+        fcurve = make(path, index=index)
         if group not in groups:
             groups[group] = bag.groups.new(group)
         fcurve.group = groups[group]
         return fcurve
 
     return new
-
-
-def write_keys(fcurve: bpy.types.FCurve, co: np.ndarray, linear: np.ndarray) -> None:
-    """One curve's keys in bulk: ``co`` is (frame, value) pairs as float32, ``linear`` as many LINEAR codes as
-    uint8 (slices of per-action buffers, so no array is made per curve). ``update()`` sorts and sets the handles:
-    LINEAR keys evaluate without them, but the Graph Editor frames curves by their handles too (and a switch to
-    Bezier starts from them), so they are kept valid, for 4–8 % of an import."""
-    points = fcurve.keyframe_points
-    points.add(len(linear))
-    points.foreach_set("co", co)
-    points.foreach_set("interpolation", linear)
-    fcurve.update()
 
 
 class Limits:
@@ -97,13 +87,26 @@ def build_action(
     locations = _CurveKeys([(c.location_frames, c.locations) for c in data.channels], 3)
     # Keyframe.interpolation is a byte in Blender: a uint8 buffer is copied as is (other types item by item).
     linear = np.full(max(rotations.longest, locations.longest), LINEAR, dtype=np.uint8)
+    bones, escape = skeleton.bones, bpy.utils.escape_identifier
     for j, channels in enumerate(data.channels):
-        name = skeleton.bones[channels.bone].name
-        base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+        name = bones[channels.bone].name
+        base = f'pose.bones["{escape(name)}"]'
         for keys, path in ((rotations, f"{base}.rotation_quaternion"), (locations, f"{base}.location")):
-            codes = linear[: keys.counts[j]]
+            count = keys.counts[j]
+            if not count:
+                continue
+            codes = linear[:count]
             for i, co in enumerate(keys.curves[j]):
-                write_keys(new_curve(path, i, name), co, codes)
+                # Inline (39,000 curves in civilian.mdl's 130 actions): ``co`` is (frame, value) pairs as float32 and
+                # ``codes`` as many LINEAR codes, slices of per-action buffers. ``update()`` sorts and sets the
+                # handles: LINEAR keys evaluate without them, but the Graph Editor frames curves by their handles
+                # too (and a switch to Bezier starts from them), so they are kept valid.
+                fcurve = new_curve(path, i, name)
+                points = fcurve.keyframe_points
+                points.add(count)
+                points.foreach_set("co", co)
+                points.foreach_set("interpolation", codes)
+                fcurve.update()
     dropped = rotations.dropped + locations.dropped
     if dropped and limits is not None:
         limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", dropped)

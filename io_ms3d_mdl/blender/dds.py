@@ -4,6 +4,9 @@ into the .blend file as they are (0.5–1 byte a pixel) and decoded by Blender w
 Nothing is written to disk: the DDS bytes are packed straight from memory and Blender reads them from there. Which
 formats this Blender decodes, right side up and with the alpha our decoder gives, is probed once per session with a
 tiny image (4.2, 4.5 and 5.0 decode all of them); any other falls back to the numpy decoder.
+
+BC6H (HDR) loads as a float image. Blender reads a DDS's floats as sRGB-encoded unless told otherwise, so its
+images are linear (the values BC6H stores, bit for bit) before anything reads their pixels.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import numpy as np
 
 # VTF block format → DDS pixel format: a legacy FourCC, or a DXGI format behind the DX10 extended header.
 FOURCC = {"DXT1": b"DXT1", "DXT1_ONEBITALPHA": b"DXT1", "DXT3": b"DXT3", "DXT5": b"DXT5"}
-DXGI = {"ATI1N": 80, "BC4": 80, "ATI2N": 83, "BC5": 83, "BC7": 98}  # BC4_UNORM, BC5_UNORM, BC7_UNORM
+# BC4_UNORM, BC5_UNORM, BC7_UNORM, BC6H_UF16, BC6H_SF16
+DXGI = {"ATI1N": 80, "BC4": 80, "ATI2N": 83, "BC5": 83, "BC7": 98, "BC6H_UF16": 95, "BC6H_SF16": 96}
+HDR = ("BC6H_UF16", "BC6H_SF16")
+LINEAR = "Linear Rec.709"  # the colour space of HDR data (and of Blender's float images by default)
 
 DDSD_FLAGS = 0x1 | 0x2 | 0x4 | 0x1000 | 0x80000  # caps, height, width, pixel format, linear size
 DDPF_FOURCC = 0x4
@@ -58,13 +64,15 @@ def load(name: str, image: Blocks) -> bpy.types.Image:
     result = bpy.data.images.new(name, 1, 1)
     result.pack(data=data, data_len=len(data))
     result.source = "FILE"
+    if image.format in HDR:
+        result.colorspace_settings.name = LINEAR
     return result
 
 
 def decodes_as_ours(image: Blocks) -> bool:
     """Blender shows the pixels our decoder gives: it decodes the format, and the data has nothing a DDS reader
     reads otherwise (see :func:`opaque_dxt1_keeps_black`). Decoders round differently: DXT endpoints and alpha agree
-    within 1/255, interpolated DXT colours within 2/255; BC4, BC5 and BC7 exactly."""
+    within 1/255, interpolated DXT colours within 2/255; BC4, BC5, BC7 and BC6H exactly."""
     if image.format not in FOURCC and image.format not in DXGI:
         return False
     if image.format == "DXT1" and not opaque_dxt1_keeps_black(image.data):
@@ -101,11 +109,35 @@ _WHITE_BLACK = {
 }
 
 
+def _bc6h_flat(red: int, green: int, blue: int) -> bytes:
+    """A BC6H block of one colour: mode 3 (two untransformed 10-bit endpoints), both endpoints the colour, every
+    index 0."""
+    colour = (red & 1023) | (green & 1023) << 10 | (blue & 1023) << 20
+    return (3 | colour << 5 | colour << 35).to_bytes(16, "little")
+
+
+# BC6H's probe: a block of one HDR colour above a black one (all zero: mode 0, zero endpoints). Unquantized and
+# scaled as the specification says, 561 is the half float 0x43FE (3.99609375), 280 is 0x21F7 unsigned (0.011650)
+# and 0x43EF (3.9667969) signed.
+_HDR_TOP = {
+    "DXGI95": (_bc6h_flat(561, 0, 280), (3.99609375, 0.0, 0.011650085)),
+    "DXGI96": (_bc6h_flat(280, -280, 0), (3.9667969, -3.9667969, 0.0)),
+}
+
+
 @cache
 def blender_decodes(family: str) -> bool:
     """Whether this Blender decodes the DDS format, top row first in the file and alpha as stored."""
-    fmt = {"DXT1": "DXT1_ONEBITALPHA", "DXGI80": "BC4", "DXGI83": "BC5", "DXGI98": "BC7"}.get(family, family)
-    image = load(".io_ms3d_mdl_dds_probe", _Probe(fmt, 4, 8, _WHITE_BLACK[family]))
+    fmt = {
+        "DXT1": "DXT1_ONEBITALPHA",
+        "DXGI80": "BC4",
+        "DXGI83": "BC5",
+        "DXGI98": "BC7",
+        "DXGI95": "BC6H_UF16",
+        "DXGI96": "BC6H_SF16",
+    }.get(family, family)
+    data = _HDR_TOP[family][0] + bytes(16) if family in _HDR_TOP else _WHITE_BLACK[family]
+    image = load(".io_ms3d_mdl_dds_probe", _Probe(fmt, 4, 8, data))
     try:
         image.alpha_mode = "CHANNEL_PACKED"
         if tuple(image.size) != (4, 8):
@@ -114,6 +146,14 @@ def blender_decodes(family: str) -> bool:
         image.pixels.foreach_get(pixels)
         rows = pixels.reshape(8, 4, 4)  # Blender's rows start at the bottom
         bottom, top = rows[:4], rows[4:]
+        if family in _HDR_TOP:  # a float image, its values exact (within float rounding), black below
+            expected = np.array(_HDR_TOP[family][1])
+            return bool(
+                image.is_float
+                and np.allclose(top[..., :3], expected, rtol=1e-5, atol=1e-6)
+                and (bottom[..., :3] == 0).all()
+                and (rows[..., 3] == 1).all()
+            )
         return bool((top[..., :2] > 0.99).all() and (bottom[..., :2] < 0.01).all() and (rows[..., 3] > 0.99).all())
     except RuntimeError:
         return False

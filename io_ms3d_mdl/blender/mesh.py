@@ -32,6 +32,12 @@ def build_mesh(data: MeshData) -> bpy.types.Mesh:
         me.attributes.new("material_index", "INT", "FACE").data.foreach_set("value", _i32(data.material_indices))
     if data.uvs is not None:
         me.attributes.new("UVMap", "FLOAT2", "CORNER").data.foreach_set("vector", _f32(data.uvs))
+    if data.uvs2 is not None:
+        me.attributes.new("UVMap2", "FLOAT2", "CORNER").data.foreach_set("vector", _f32(data.uvs2))
+    if data.colors is not None:  # stored as sRGB bytes: set through color_srgb so they come back the same
+        colors = me.color_attributes.new("Color", "BYTE_COLOR", "POINT")
+        colors.data.foreach_set("color_srgb", _f32(data.colors / np.float32(255.0)))
+        me.color_attributes.active_color = colors
     _set_sharp_edges(me, data.sharp_edges)
     me.shade_smooth()
     if data.normals is not None:
@@ -52,16 +58,23 @@ def _set_custom_normals(me: bpy.types.Mesh, data: MeshData) -> None:
     Blender's own importers use, taking the cheapest route that reproduces them exactly.
     """
     normals = np.ascontiguousarray(data.normals, dtype=np.float32).reshape(-1, 3)
-    auto = np.empty(len(me.loops) * 3, dtype=np.float32)
-    me.corner_normals.foreach_get("vector", auto)
-    unusable = ~normals.any(axis=1)  # zero rows mean "Blender's own normal"
-    if np.abs(auto.reshape(-1, 3) - normals)[~unusable].max(initial=0.0) <= NORMAL_TOLERANCE:
+    auto = np.empty((len(me.loops), 3), dtype=np.float32)
+    me.corner_normals.foreach_get("vector", auto.ravel())
+    differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
+    if not normals[differing].any():  # all within tolerance, or zero rows: "Blender's own normal"
         return
     per_vertex = vertex_normals_if_consistent(data.triangles, normals, len(me.vertices))
     if per_vertex is not None:
-        me.normals_split_custom_set_from_vertices(per_vertex)
+        me.normals_split_custom_set_from_vertices(_rows(per_vertex))
     else:
-        me.normals_split_custom_set(normals)
+        me.normals_split_custom_set(_rows(normals))
+
+
+def _rows(vectors: np.ndarray) -> tuple[tuple[float, float, float], ...]:
+    """(N, 3) floats as a tuple of 3-tuples: Blender reads those about 1.5× faster than a numpy array (the
+    values are the same floats)."""
+    flat = iter(vectors.ravel().tolist())
+    return tuple(zip(flat, flat, flat, strict=True))
 
 
 def _set_sharp_edges(me: bpy.types.Mesh, pairs: np.ndarray | None) -> None:

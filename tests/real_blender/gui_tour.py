@@ -6,7 +6,8 @@ Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
-objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source" and Material Preview.
+objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source", Material Preview and the
+model's collision hull (its hidden physics collection, shown).
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
@@ -178,6 +179,7 @@ def tour():
         space.params.filename = os.path.basename(path)
         checks[f"{name}_directory"] = space.params.directory.decode()
         checks[f"{name}_operator"] = space.active_operator.bl_idname if space.active_operator else None
+        checks[f"{name}_physics_option"] = getattr(space.active_operator, "import_physics", None)
         assert os.path.samefile(checks[f"{name}_directory"], os.path.dirname(path)), f"{name}: not in the folder"
         yield 3.0  # the folder listing and thumbnails settle
         shot(name, screen_rect(browser, 0, 0, browser.width, browser.height), f"{operator.idname()} file browser")
@@ -263,6 +265,19 @@ def tour():
     yield 3.0
     checks["shading"] = view3d.spaces.active.shading.type
     shot("material_preview", area_rect(view3d), "3D Viewport in Material Preview")
+
+    # The collision model: a hidden collection of wireframe hulls, shown here for one shot.
+    physics = next((c for c in model.children if c.name.endswith(" physics")), None)
+    assert physics is not None, "the import made no physics collection"
+    layer = layer_collection_of(bpy.context.view_layer.layer_collection, physics)
+    checks["physics_hidden"] = bool(layer.hide_viewport and physics.hide_render)
+    checks["physics_display"] = sorted(o.display_type for o in physics.objects)
+    layer.hide_viewport = False
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)  # no selection outline over the wires
+    view3d.spaces.active.shading.type = "SOLID"
+    yield 2.0
+    shot("physics", area_rect(view3d), "the collision hull shown: a wireframe over the model")
     checks["panel_draws"] = dict(DRAWS)
 
 

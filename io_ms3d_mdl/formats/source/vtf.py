@@ -2,10 +2,10 @@
 decoded to RGBA8 with vectorised numpy, no per-pixel Python; block-compressed images can instead be kept as stored
 (:class:`BlockImage`) for a host with its own decoder, such as Blender's DDS reader.
 
-Formats: DXT1 (with its one-bit alpha), DXT3, DXT5, ATI1N and ATI2N (BC4, BC5), Strata Source's BC7 (70), BC5 (73)
-and BC4 (74), RGBA8888, ABGR8888, ARGB8888, BGRA8888, BGRX8888, RGB888, BGR888 (and their blue-screen twins),
-RGB565, BGR565, BGRA4444, BGRA5551, BGRX5551, I8, IA88, A8, UV88. BC4 reads as grey, BC5 as a normal map (blue
-rebuilt from red and green), as Blender shows both.
+Formats: DXT1 (with its one-bit alpha), DXT3, DXT5, ATI1N and ATI2N (BC4, BC5), Strata Source's BC7 (70), BC6H (71,
+and Titanfall's 66; HDR, decoded to float32 RGBA), BC5 (73) and BC4 (74), RGBA8888, ABGR8888, ARGB8888, BGRA8888,
+BGRX8888, RGB888, BGR888 (and their blue-screen twins), RGB565, BGR565, BGRA4444, BGRA5551, BGRX5551, I8, IA88, A8,
+UV88. BC4 reads as grey, BC5 as a normal map (blue rebuilt from red and green), as Blender shows both.
 """
 
 from __future__ import annotations
@@ -76,8 +76,13 @@ FORMATS = {
     # Alien Swarm and later (srctools reads 37/38 as these too, but there they collide with other formats)
     34: ("ATI2N", 0),
     35: ("ATI1N", 0),
-    # Strata Source's additions, numbered as sourcepp (vtfpp) reads them; 69 is R8 and 71/72 BC6H (HDR), not decoded
+    # Titanfall's BC6H: unsigned, as sourcepp (vtfpp ImageFormats: TITANFALL_BC6H = 66) decodes it
+    66: ("BC6H_UF16", 0),
+    # Strata Source's additions, numbered as sourcepp (vtfpp) reads them; 69 is R8 (not decoded). 71 is BC6H, the
+    # signed variant (DXGI BC6H_SF16) in both the Strata wiki's VTF 7.6 page and sourcepp (STRATA_BC6H, decoded
+    # signed); neither defines a 72.
     70: ("BC7", 0),
+    71: ("BC6H_SF16", 0),
     73: ("BC5", 0),
     74: ("BC4", 0),
 }
@@ -91,6 +96,8 @@ BLOCK_BYTES = {
     "BC4": 8,
     "BC5": 16,
     "BC7": 16,
+    "BC6H_UF16": 16,
+    "BC6H_SF16": 16,
 }
 
 
@@ -112,7 +119,7 @@ class BlockImage:
     data: bytes
 
     def decode(self) -> np.ndarray:
-        """The same pixels in numpy: (height, width, 4) uint8 RGBA, top row first."""
+        """The same pixels in numpy: (height, width, 4) uint8 RGBA (float32 for HDR BC6H), top row first."""
         return decode(self.data, self.format, self.width, self.height)
 
 
@@ -121,7 +128,7 @@ class VtfImage:
     width: int
     height: int
     format: str
-    faces: list[np.ndarray]  # each (height, width, 4) uint8 RGBA, top row first
+    faces: list[np.ndarray]  # each (height, width, 4) uint8 RGBA (float32 for BC6H), top row first
     flags: int
     blocks: list[BlockImage] = field(default_factory=list)  # the faces undecoded, when asked to keep blocks
 
@@ -206,7 +213,7 @@ def read_vtf_bytes(
 
 
 def decode(block: bytes, fmt: str, width: int, height: int) -> np.ndarray:
-    """One image of ``fmt`` to (height, width, 4) RGBA8."""
+    """One image of ``fmt`` to (height, width, 4) RGBA8, or float32 RGBA for BC6H (HDR)."""
     if fmt in BLOCK_BYTES:
         return _decode_blocks(block, fmt, width, height)
     raw = np.frombuffer(block, np.uint8)
@@ -289,6 +296,10 @@ def _decode_blocks(block: bytes, fmt: str, width: int, height: int) -> np.ndarra
     blocks = np.frombuffer(block, np.uint8).reshape(bw * bh, BLOCK_BYTES[fmt])
     if fmt == "BC7":
         pixels = _decode_bc7(blocks)
+    elif fmt.startswith("BC6H"):
+        from .bc6h import decode_bc6h  # (it shares BC7's tables from here)
+
+        pixels = decode_bc6h(blocks, signed=fmt == "BC6H_SF16")
     elif fmt in ("ATI1N", "BC4", "ATI2N", "BC5"):
         pixels = _decode_bc4_bc5(blocks)
     else:
