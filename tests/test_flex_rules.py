@@ -263,3 +263,19 @@ def test_blender_keys_follow_the_engine(blender, tmp_path):
         dest = reference(values)
         got = [blocks[f"f{i}"].value for i in range(KEYS)]
         np.testing.assert_allclose(got, dest[:KEYS], atol=1e-5, err_msg=str(values))
+
+
+def test_nested_ramps_cannot_blow_up_the_expression():
+    """N-way ramps repeat their operands: a crafted rule feeding each ramp into the next would grow its text
+    exponentially. It is given up (not driven) after a bounded amount of work."""
+    import time
+
+    from io_ms3d_mdl.scene.flex_rules import rule_term
+
+    controllers = [("c", "", 0.0, 1.0)]
+    ops = [(2, 0)] * 4 + [(1, 0.0), (17, 0)]  # x y z w from a controller, value controller 0: an n-way
+    for _ in range(40):  # each result becomes the next ramp's x
+        ops += [(2, 0)] * 3 + [(1, 0.0), (17, 0)]
+    started = time.perf_counter()
+    assert rule_term(ops, controllers, 1) is None
+    assert time.perf_counter() - started < 1.0

@@ -249,10 +249,11 @@ def test_operators_import_real_files(installed, tmp_path):
     for name, model in result["models"].items():
         assert model["result"] == ["FINISHED"], (name, model)
     assert box["meshes"] == 1 and box["triangles"] == 5064 and box["source_models"] == ["metal_box"], box
+    assert box["collision"] == ["WIRE"] and civilian["collision"] == ["WIRE"] * 17, (box, civilian)
     colour = [size for name, size in box["images"].items() if name.startswith("metal_box_color")]
     assert colour == [[1024, 1024]], box["images"]  # decoded from the VTF (the image's format may change)
     assert civilian["armatures"] == 1 and civilian["bones"] == 59 and civilian["triangles"] == 8902, civilian
-    assert civilian["objects"] == 15 and civilian["actions"] >= 1, civilian
+    assert civilian["objects"] == 15 + 17 and civilian["actions"] >= 1, civilian  # 17 collision solids
     assert dwarf["armatures"] == 1 and dwarf["bones"] == 44 and dwarf["actions"] == 1, dwarf
     assert dwarf["triangles"] == 1664 and dwarf["images"].get("dwarf.jpg") == [512, 512], dwarf
     assert not crash_files(installed)
@@ -290,7 +291,8 @@ def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
 
 # --- the user interface in a window ------------------------------------------------------------------------------
 
-GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "object_tab", "collection_tab", "sidebar")
+GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
+GUI_SHOTS += ("sidebar",)
 GUI_SHOTS += ("material_preview", "physics")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large

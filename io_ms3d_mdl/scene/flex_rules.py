@@ -31,6 +31,7 @@ STACK = 32  # STUDIO_FLEX_STACK
 CONST, FETCH1, FETCH2, ADD, SUB, MUL, DIV, NEG, EXP = range(1, 10)
 MAX, MIN, TWO_WAY_0, TWO_WAY_1, NWAY, COMBO, DOMINATE, LOWER_EYELID, UPPER_EYELID = range(13, 22)
 DIV_THRESHOLD = 0.0001  # the engine divides only by more than this
+LONGEST_TERM = 4096  # characters: any longer and the rule could never fit a driver
 
 # How tightly a term's text binds, so that parentheses appear only where Python's grammar needs them.
 # LOW: comparisons and "a if c else b".
@@ -53,6 +54,12 @@ class Term:
     binds: int = ATOM
     const: float | None = None
     uses: frozenset[Use] = frozenset()
+
+    def __post_init__(self) -> None:
+        # Ramps and remaps repeat their operands, so a crafted rule nesting them would grow its text exponentially;
+        # far past the 255 bytes Blender keeps, stop (the rule is counted as not driven).
+        if len(self.text) > LONGEST_TERM:
+            raise Unstated
 
 
 def f32(value: float) -> float:

@@ -109,12 +109,14 @@ def _solid_mesh(solid: PhySolid, bone_matrix: np.ndarray, scale: float, name: st
     triangles = np.concatenate([p.triangles.astype(np.int64) + o for p, o in zip(pieces, offsets, strict=True)])
     model = points @ bone_matrix[:3, :3].T + bone_matrix[:3, 3]
     # Pieces share their points in the file; merge the copies so the joined solid is one connected mesh.
-    unique, inverse = np.unique(model, axis=0, return_inverse=True)
+    model += 0.0  # -0.0 becomes 0.0: rows are compared by their bytes
+    _, first, inverse = np.unique(_rows(model), return_index=True, return_inverse=True)
+    unique = model[first]
     triangles = inverse.reshape(-1)[triangles]
     a, b, c = triangles.T
     triangles = triangles[(a != b) & (b != c) & (a != c)]
     # Two pieces touching along a face would give that face twice: keep one (Blender rejects duplicate faces).
-    _, first = np.unique(np.sort(triangles, axis=1), axis=0, return_index=True)
+    _, first = np.unique(_rows(np.sort(triangles, axis=1)), return_index=True)
     triangles = triangles[np.sort(first)]
     if not len(triangles):
         return None
@@ -124,6 +126,12 @@ def _solid_mesh(solid: PhySolid, bone_matrix: np.ndarray, scale: float, name: st
         positions=np.ascontiguousarray(unique[used] * scale, dtype=np.float32),
         triangles=np.ascontiguousarray(compact.reshape(-1, 3), dtype=np.int32),
     )
+
+
+def _rows(array: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value, so ``np.unique`` compares whole rows (several times faster than ``axis=0``)."""
+    array = np.ascontiguousarray(array)
+    return array.view(np.dtype((np.void, array.dtype.itemsize * array.shape[1]))).ravel()
 
 
 def _solid_props(phy: PhyFile, solid: PhySolid, keys: dict) -> dict:

@@ -183,6 +183,16 @@ def tour():
         assert os.path.samefile(checks[f"{name}_directory"], os.path.dirname(path)), f"{name}: not in the folder"
         yield 3.0  # the folder listing and thumbnails settle
         shot(name, screen_rect(browser, 0, 0, browser.width, browser.height), f"{operator.idname()} file browser")
+        if name == "source_browser":  # the options below the fold: scroll the sidebar to Extras and Limits
+            options = find_region(area, "TOOL_PROPS")
+            x, y, width, height = screen_rect(browser, options.x, options.y, options.width, options.height)
+            xdotool("mousemove", x + width // 2, y + height // 2)
+            for _ in range(2):
+                yield 0.4
+                xdotool("click", "--repeat", 15, "--delay", 20, 5)
+            xdotool("mousemove", x - 200, y + height // 2)  # no hover highlight in the shot
+            yield 1.0
+            shot("source_browser_options", [x, y, width, height], "the Source import options further down: Extras")
         with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
             bpy.ops.file.cancel()
         closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)

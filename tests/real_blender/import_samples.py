@@ -32,16 +32,19 @@ for path in models:
     assert ADDON in bpy.context.preferences.addons, "the extension was disabled"
     operator = bpy.ops.import_scene.ms3d if path.lower().endswith(".ms3d") else bpy.ops.import_scene.source_mdl
     result = operator(filepath=path)
+    collision = [o for o in bpy.data.objects if "source_phy_solid" in o]
+    render = {o.data for o in bpy.data.objects if o.type == "MESH" and o not in collision}
     summary["models"][os.path.basename(path)] = {
         "result": sorted(result),
         "objects": len(bpy.data.objects),
-        "meshes": sum(o.type == "MESH" for o in bpy.data.objects),
+        "meshes": len(render),
+        "collision": [o.display_type for o in collision],
         "armatures": sum(o.type == "ARMATURE" for o in bpy.data.objects),
         "bones": sum(len(a.bones) for a in bpy.data.armatures),
         "actions": len(bpy.data.actions),
         "materials": sorted(m.name for m in bpy.data.materials),
         "images": {i.name: list(i.size) for i in bpy.data.images if i.type == "IMAGE"},
-        "triangles": sum(len(p.vertices) - 2 for m in bpy.data.meshes for p in m.polygons),
+        "triangles": sum(len(p.vertices) - 2 for m in render for p in m.polygons),
         "source_models": sorted(c.name for c in bpy.data.collections if "source_version" in c),
     }
 with open(out_path, "w") as handle:
