@@ -82,6 +82,12 @@ class Budget:
         """Shape keys × vertices over all objects (each key stores every vertex)."""
         return self._n(16_000_000)
 
+    @property
+    def flex_rule_operations(self) -> int:
+        """Flex rule operations worked through over all objects: each object with shape keys runs every rule again,
+        and rules may share one table of operations, so a small file could ask for hours (a face has thousands)."""
+        return self._n(2_000_000)
+
     def exceeded(
         self, path: str | os.PathLike[str] | None, what: str, amount: int, limit: int, unit: str = "", offset=None
     ) -> BudgetExceeded:

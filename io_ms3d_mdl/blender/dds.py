@@ -26,6 +26,7 @@ DXGI = {"ATI1N": 80, "BC4": 80, "ATI2N": 83, "BC5": 83, "BC7": 98, "BC6H_UF16": 
 HDR = ("BC6H_UF16", "BC6H_SF16")
 LINEAR = "Linear Rec.709"  # the colour space of HDR data (and of Blender's float images by default)
 
+DXT1_BLOCK = np.dtype([("c0", "<u2"), ("c1", "<u2"), ("bits", "<u4")])  # two RGB565 endpoints, 16 2-bit indices
 DDSD_FLAGS = 0x1 | 0x2 | 0x4 | 0x1000 | 0x80000  # caps, height, width, pixel format, linear size
 DDPF_FOURCC = 0x4
 DDSCAPS_TEXTURE = 0x1000
@@ -83,10 +84,9 @@ def decodes_as_ours(image: Blocks) -> bool:
 def opaque_dxt1_keeps_black(data: bytes) -> bool:
     """VTF's plain DXT1 is opaque: index 3 of a three-colour block is opaque black, where DDS readers make it
     transparent. True when no block uses it (encoders rarely do without alpha), so Blender's alpha is ours too."""
-    blocks = np.frombuffer(data, np.uint8).reshape(-1, 8)
-    ends = blocks[:, :4].copy().view("<u2")
-    bits = blocks[:, 4:].copy().view("<u4")[:, 0]
-    three_colour = ends[:, 0] <= ends[:, 1]
+    blocks = np.frombuffer(data, DXT1_BLOCK)
+    bits = blocks["bits"]
+    three_colour = blocks["c0"] <= blocks["c1"]
     uses_index_3 = (bits & (bits >> 1) & 0x55555555) != 0
     return not bool((three_colour & uses_index_3).any())
 

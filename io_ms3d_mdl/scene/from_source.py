@@ -318,6 +318,10 @@ def _model_object(
     keys = {f.desc for f in flexes} | {f.pair for f in flexes if f.pair}
     keyed = sum(len(o.mesh.positions) * len(o.mesh.shape_keys) for o in scene.objects) + len(used) * len(keys)
     budget.check(mdl.path, "shape keys × vertices over all objects", keyed, budget.shape_key_vertices)
+    if keys:  # each object with shape keys works through every flex rule (its drivers read its own keys)
+        runs = sum(1 for o in scene.objects if o.mesh.shape_keys) + 1
+        rule_ops = runs * sum(len(rule.ops) for rule in mdl.flex_rules)
+        budget.check(mdl.path, "flex rule operations over all objects", rule_ops, budget.flex_rule_operations)
     add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
         count = verts["numbones"].astype(np.int64)[:, None]

@@ -250,7 +250,10 @@ def _put(block: dict, key: str, value) -> None:
     key = key.lower()
     if key in block:
         old = block[key]
-        block[key] = (old if isinstance(old, list) else [old]) + [value]
+        if isinstance(old, list):
+            old.append(value)  # in place: copying the list on every repeat made a block of repeats quadratic
+        else:
+            block[key] = [old, value]
     else:
         block[key] = value
 
