@@ -408,3 +408,48 @@ def test_huge_hitbox_sizes_are_bounded_before_blender():
     replace_non_finite(scene)
     assert scene.empties[0].scale == (MAX_COORDINATE, 1.0, -MAX_COORDINATE) and scene.empties[0].size == MAX_COORDINATE
     assert scene.warnings
+
+
+def test_flex_rules_shared_by_many_flexed_models_are_bounded(tmp_path):
+    """Every object with shape keys works through every flex rule again, and rules may share one table of
+    operations: a small file with many flexed models asked for minutes of symbolic work (red-team finding)."""
+    import numpy as np
+    from source_writer import SBodyPart, SModel, SourceSpec, quad_mesh, write_mdl, write_source
+    from test_blender_hostile_names import SFlex, SFlexes, with_flexes
+
+    from io_ms3d_mdl.formats.source import structs as S
+
+    models, rules, ops = 6, 20, [(0, 0)] * 1000  # 20,000 operations per object, 120,000 over the six
+    spec = SourceSpec(body_parts=[SBodyPart("b", [SModel(f"m{m}", [quad_mesh()]) for m in range(models)])])
+    flexes = SFlexes(
+        ["f0"], [("c", 0.0, 1.0)], [(0, ops)], [SFlex(0, [(0, (0, 0, 1))], (0, m, 0)) for m in range(models)]
+    )
+    path = write_source(spec, tmp_path, "flexed")
+    data = bytearray(with_flexes(write_mdl(spec), flexes))
+    h = np.frombuffer(bytes(data), S.STUDIOHDR, 1)[0]
+    (rule,) = np.frombuffer(bytes(data), S.FLEXRULE, 1, int(h["flexruleindex"]))
+    table = int(h["flexruleindex"]) + int(rule["opindex"])
+    shared = np.zeros(rules, S.FLEXRULE)
+    at = len(data)
+    shared["numops"] = len(ops)
+    shared["opindex"] = table - (at + np.arange(rules) * S.FLEXRULE.itemsize)
+    data += shared.tobytes()
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    header["numflexrules"], header["flexruleindex"], header["length"] = rules, at, len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+    options = SourceOptions(import_animations=False, import_physics=False, find_materials=False, work_limit=0.05)
+    with pytest.raises(BudgetExceeded, match="flex rule operations"):
+        load_source(str(path), options)
+    assert len(load_source(str(path), SourceOptions(import_physics=False)).objects) == models
+
+
+def test_a_physics_block_of_one_repeated_key_is_linear():
+    """A key repeated inside a keyvalues block keeps its values as a list; the list was copied on every repeat, so
+    the 1 MB text section of one repeated key took about half a minute (red-team finding)."""
+    from io_ms3d_mdl.formats.source.phy import parse_blocks
+
+    started = time.perf_counter()
+    (block,) = parse_blocks("collisionrules {" + " collisionpair v" * 60_000 + " }")
+    assert len(block[1]["collisionpair"]) == 60_000
+    assert time.perf_counter() - started < 1.0
