@@ -453,3 +453,38 @@ def test_a_physics_block_of_one_repeated_key_is_linear():
     (block,) = parse_blocks("collisionrules {" + " collisionpair v" * 60_000 + " }")
     assert len(block[1]["collisionpair"]) == 60_000
     assert time.perf_counter() - started < 1.0
+
+
+def test_many_sections_sharing_one_block_are_charged_to_the_budget(tmp_path):
+    """100,000 one-frame sections all pointing at one small block (an 800 KB file): each section costs a fixed
+    setup, so sections are charged to the frames × bones budget and the import stops at once, not after minutes."""
+    import numpy as np
+    from source_writer import SAnimation, SBodyPart, SBone, SFrameBone, SModel, SourceSpec, quad_mesh, write_source
+
+    from io_ms3d_mdl.formats.source import structs as S
+
+    frames = 100_000
+    anim = SAnimation("a", 3, [], section_frames=1)
+    anim.frame_bones = {1: SFrameBone(rot=("const", (1.0, 0, 0, 0)), pos=("const2", (1.0, 2.0, 3.0)))}
+    spec = SourceSpec(
+        body_parts=[SBodyPart("body", [SModel("m", [quad_mesh()])])],
+        bones=[SBone("r"), SBone("b", 0)],
+        version=49,
+        animations=[anim],
+    )
+    path = write_source(spec, tmp_path, "sections")
+    data = bytearray(path.read_bytes())
+    layout = S.LAYOUTS[49]
+    header = np.frombuffer(bytes(data), layout.header, 1)[0]
+    at = int(header["localanimindex"])
+    desc = np.frombuffer(bytes(data[at : at + layout.animdesc.itemsize]), layout.animdesc).copy()
+    first = at + int(desc["sectionindex"][0])
+    table = len(data)
+    data += bytes(data[first : first + 8]) * (frames + 3)  # every section entry names the first section's block
+    desc[0]["numframes"], desc[0]["sectionindex"] = frames, table - at
+    data[at : at + layout.animdesc.itemsize] = desc.tobytes()
+    path.write_bytes(bytes(data))
+    started = time.perf_counter()
+    with pytest.raises(BudgetExceeded, match="frames × bones"):
+        load_source(str(path), SourceOptions(animations="ALL"))
+    assert time.perf_counter() - started < 2.0

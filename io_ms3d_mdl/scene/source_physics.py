@@ -20,6 +20,7 @@ from ..formats.source.animation import SkippedAnimation, decode_animation
 from ..formats.source.model import MdlFile
 from ..formats.source.phy import PhyFile, PhySolid
 from .rotations import compose, quaternion_to_matrix
+from .source_animation import SECTION_COST, section_count
 from .types import CollectionData, MeshData, ObjectData, SceneData
 
 CONSTRAINT_KEYS = ("xmin", "xmax", "xfriction", "ymin", "ymax", "yfriction", "zmin", "zmax", "zfriction")
@@ -80,6 +81,12 @@ def first_pose(mdl: MdlFile, ani: tuple[bytes, str] | None) -> np.ndarray | None
     that cannot be decoded: the bind pose is used then)."""
     if not mdl.animations or not len(mdl.bones):
         return None
+    anim = mdl.animations[0]
+    if (
+        max(anim.num_frames, 0) * len(mdl.bones) + SECTION_COST * section_count(anim)
+        > current_budget().animation_bone_frames
+    ):
+        return None  # more than one animation may cost: the bind pose will do
     try:
         decoded = decode_animation(mdl, 0, *(ani or (None, None)))
     except (FormatError, SkippedAnimation):
