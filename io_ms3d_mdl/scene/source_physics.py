@@ -83,7 +83,7 @@ def first_pose(mdl: MdlFile, ani: tuple[bytes, str] | None) -> np.ndarray | None
         return None
     anim = mdl.animations[0]
     if (
-        max(anim.num_frames, 0) * len(mdl.bones) + SECTION_COST * section_count(anim)
+        max(anim.num_frames, 0) * len(mdl.bones) + SECTION_COST * (section_count(anim) - 1)
         > current_budget().animation_bone_frames
     ):
         return None  # more than one animation may cost: the bind pose will do
