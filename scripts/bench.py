@@ -103,9 +103,9 @@ def large_model(path: Path, n: int = 181) -> Path:
 
 def load_scene(path: Path) -> SceneData:
     from io_ms3d_mdl.formats.ms3d import read_ms3d
-    from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
-    from io_ms3d_mdl.scene.from_source import SourceOptions
     from io_ms3d_mdl.scene.load import load_source
+    from io_ms3d_mdl.scene.ms3d.convert import ms3d_to_scene
+    from io_ms3d_mdl.scene.source.convert import SourceOptions
 
     if path.suffix.lower() == ".mdl":
         return load_source(str(path), SourceOptions())
@@ -152,7 +152,7 @@ def bench_ms3d_parse(files: list[Path], runs: int) -> list[tuple[str, int, float
     import assimp_py
 
     from io_ms3d_mdl.formats.ms3d import read_ms3d
-    from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
+    from io_ms3d_mdl.scene.ms3d.convert import ms3d_to_scene
 
     rows = []
     for path in files:
@@ -524,7 +524,7 @@ def legacy_animation(on: bool = True) -> Iterator[None]:
     from test_keys_reduce import legacy_action
 
     from io_ms3d_mdl.blender import scene_builder
-    from io_ms3d_mdl.scene import source_animation
+    from io_ms3d_mdl.scene.source import animation as source_animation
 
     patches = [
         (source_animation, "decode_animation", legacy_decode_animation),
@@ -557,8 +557,8 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
 
     from io_ms3d_mdl.blender import scene_builder
     from io_ms3d_mdl.blender.armature import build_armature
-    from io_ms3d_mdl.scene.from_source import SourceOptions
     from io_ms3d_mdl.scene.load import load_source
+    from io_ms3d_mdl.scene.source.convert import SourceOptions
 
     def scene(animations: str) -> Callable[[], object]:
         return lambda: load_source(str(path), SourceOptions(animations=animations))

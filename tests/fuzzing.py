@@ -56,7 +56,7 @@ def mutate_case(parts: Parts, rng: random.Random) -> Parts:
 
 def check_ms3d(parts: Parts) -> SceneData:
     from io_ms3d_mdl.formats.ms3d import read_ms3d_bytes
-    from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions, ms3d_to_scene
+    from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions, ms3d_to_scene
 
     return ms3d_to_scene(read_ms3d_bytes(parts["ms3d"], "mutant.ms3d"), Ms3dOptions(find_textures=False))
 
@@ -67,7 +67,7 @@ def check_source(parts: Parts) -> SceneData:
     from io_ms3d_mdl.formats.source.includes import Included
     from io_ms3d_mdl.formats.source.mdl import embedded_bytes
     from io_ms3d_mdl.formats.source.phy import read_phy_bytes
-    from io_ms3d_mdl.scene.from_source import source_to_scene
+    from io_ms3d_mdl.scene.source.convert import source_to_scene
 
     mdl = read_mdl_bytes(parts["mdl"], "mutant.mdl")
 

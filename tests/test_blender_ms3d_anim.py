@@ -1,5 +1,5 @@
 """MilkShape skeleton, skinning and animation in real Blender, checked against the Blender-free reference
-evaluator (``scene.ms3d_rig.skinned_positions``) frame by frame."""
+evaluator (``scene.ms3d.rig.skinned_positions``) frame by frame."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from test_ms3d_rig import arm_spec
 from io_ms3d_mdl.errors import Warnings
 from io_ms3d_mdl.formats.ms3d import read_ms3d
 from io_ms3d_mdl.scene.axes import axis_conversion_matrix
-from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions, ms3d_to_scene
-from io_ms3d_mdl.scene.ms3d_rig import effective_fps, hierarchy, key_frames, skinned_positions
+from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions, ms3d_to_scene
+from io_ms3d_mdl.scene.ms3d.rig import effective_fps, hierarchy, key_frames, skinned_positions
 
 pytestmark = pytest.mark.blender
 

@@ -10,8 +10,8 @@ from source_writer import SAnimation, SNode, character_spec, write_source
 
 from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
 from io_ms3d_mdl.formats.source.animation import decode_animation
-from io_ms3d_mdl.scene.from_source import INCH, SourceOptions, _bone_world, source_to_scene
 from io_ms3d_mdl.scene.rotations import compose, quaternion_to_matrix
+from io_ms3d_mdl.scene.source.convert import INCH, SourceOptions, _bone_world, source_to_scene
 
 pytestmark = pytest.mark.blender
 
@@ -154,7 +154,7 @@ def include_tree(tmp_path, main_includes=("models/test\\Test_Animations.MDL",), 
 def test_included_animations_map_onto_our_bones(blender, tmp_path):
     bpy = blender
     from io_ms3d_mdl.formats.source.includes import load_includes
-    from io_ms3d_mdl.scene.source_animation import _remap
+    from io_ms3d_mdl.scene.source.animation import _remap
 
     main = include_tree(tmp_path)
     assert bpy.ops.import_scene.source_mdl(filepath=str(main), animations="ALL") == {"FINISHED"}

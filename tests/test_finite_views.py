@@ -10,7 +10,7 @@ from io_ms3d_mdl.scene.types import ActionData, BoneChannels, SceneData
 
 
 def _action(frames: np.ndarray, quats: np.ndarray, locs: np.ndarray, spans: list[tuple[int, int]]) -> ActionData:
-    """Channels that are views of the three arrays, as ``source_animation._split`` makes them."""
+    """Channels that are views of the three arrays, as ``scene.source.animation._split`` makes them."""
     channels = [BoneChannels(i, frames[a:b], quats[a:b], frames[a:b], locs[a:b]) for i, (a, b) in enumerate(spans)]
     return ActionData("a", channels, (0.0, 10.0))
 

@@ -16,10 +16,10 @@ from test_blender_hostile_names import SFlexes, _mesh_offset, _Tail, with_flexes
 
 from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.formats.source.model import MdlFile
-from io_ms3d_mdl.scene.flex_rules import flex_weight
-from io_ms3d_mdl.scene.from_source import SourceOptions
 from io_ms3d_mdl.scene.load import load_source
-from io_ms3d_mdl.scene.source_flex import MAX_EXPRESSION, WEIGHT_PREFIX, rule_expression
+from io_ms3d_mdl.scene.source.convert import SourceOptions
+from io_ms3d_mdl.scene.source.flex import MAX_EXPRESSION, WEIGHT_PREFIX, rule_expression
+from io_ms3d_mdl.scene.source.flex_rules import flex_weight
 
 # (name, min, max): 2 is an n-way value controller, 3..5 eyelid controllers, 6 an odd range, 7 a flat one
 CONTROLLERS = [
@@ -270,7 +270,7 @@ def test_nested_ramps_cannot_blow_up_the_expression():
     exponentially. It is given up (not driven) after a bounded amount of work."""
     import time
 
-    from io_ms3d_mdl.scene.flex_rules import rule_term
+    from io_ms3d_mdl.scene.source.flex_rules import rule_term
 
     controllers = [("c", "", 0.0, 1.0)]
     ops = [(2, 0)] * 4 + [(1, 0.0), (17, 0)]  # x y z w from a controller, value controller 0: an n-way

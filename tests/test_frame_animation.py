@@ -18,8 +18,8 @@ from io_ms3d_mdl.formats.source import read_mdl
 from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.formats.source.animation import decode_animation
 from io_ms3d_mdl.formats.source.frame_animation import quaternion48s_words
-from io_ms3d_mdl.scene.from_source import SourceOptions
 from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 GALIL = "coverage/source/NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl"
 ROT_ATOL = 2e-4  # Quaternion48/48S quantisation (15–16 bits per stored component, the fourth from the norm)

@@ -76,7 +76,7 @@ def test_non_finite_numbers_are_replaced_and_reported():
     from source_writer import character_spec, write_mdl, write_vtx, write_vvd
 
     from io_ms3d_mdl.formats.source import read_mdl_bytes, read_vtx_bytes, read_vvd_bytes
-    from io_ms3d_mdl.scene.from_source import source_to_scene
+    from io_ms3d_mdl.scene.source.convert import source_to_scene
 
     spec = character_spec()
     mesh = spec.body_parts[0].models[0].meshes[0]

@@ -19,9 +19,9 @@ from conftest import TESTS, bpy
 from io_ms3d_mdl.access import Confinement, confined, read_file
 from io_ms3d_mdl.budget import Budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
-from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions
-from io_ms3d_mdl.scene.from_source import SourceOptions
 from io_ms3d_mdl.scene.load import load_ms3d, load_source
+from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions
+from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 SECONDS, MEMORY = 10.0, 1 << 30
 

@@ -11,9 +11,9 @@ from source_writer import character_spec, write_source
 from test_blender_hostile_names import fcurves
 from test_keys_reduce import dense_and_reduced
 
-from io_ms3d_mdl.scene.from_source import INCH, SourceOptions
 from io_ms3d_mdl.scene.load import load_source
-from io_ms3d_mdl.scene.source_animation import LOCATION_TOLERANCE, ROTATION_TOLERANCE
+from io_ms3d_mdl.scene.source.animation import LOCATION_TOLERANCE, ROTATION_TOLERANCE
+from io_ms3d_mdl.scene.source.convert import INCH, SourceOptions
 from io_ms3d_mdl.scene.types import ActionData, BoneChannels
 
 pytestmark = pytest.mark.blender

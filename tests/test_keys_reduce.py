@@ -11,8 +11,6 @@ import pytest
 from conftest import sample_files
 
 from io_ms3d_mdl.formats.source.animation import DecodedAnimation
-from io_ms3d_mdl.scene import source_animation
-from io_ms3d_mdl.scene.from_source import INCH, SourceOptions
 from io_ms3d_mdl.scene.load import load_source
 from io_ms3d_mdl.scene.rotations import (
     canonical_sign,
@@ -24,7 +22,9 @@ from io_ms3d_mdl.scene.rotations import (
     quaternion_to_matrix,
     right_matrix,
 )
-from io_ms3d_mdl.scene.source_animation import LOCATION_TOLERANCE, ROTATION_TOLERANCE, _needed_keys
+from io_ms3d_mdl.scene.source import animation as source_animation
+from io_ms3d_mdl.scene.source.animation import LOCATION_TOLERANCE, ROTATION_TOLERANCE, _needed_keys
+from io_ms3d_mdl.scene.source.convert import INCH, SourceOptions
 from io_ms3d_mdl.scene.types import ActionData, BoneChannels
 
 SLOP = 1e-12  # float64 rounding of the interpolation itself

@@ -20,7 +20,7 @@ class Block:
 sys.meta_path.insert(0, Block())
 sys.path.insert(0, {str(ROOT)!r})
 from io_ms3d_mdl.formats.ms3d import read_ms3d
-from io_ms3d_mdl.scene.from_ms3d import ms3d_to_scene
+from io_ms3d_mdl.scene.ms3d.convert import ms3d_to_scene
 scene = ms3d_to_scene(read_ms3d({str(EXAMPLE)!r}))
 print(len(scene.objects), scene.triangle_count, len(scene.materials))
 assert not any(m.split('.')[0] == 'bpy' for m in sys.modules)

@@ -9,8 +9,8 @@ from ms3d_writer import Group, Material, Triangle, Vertex, box_spec, quad_spec, 
 
 from io_ms3d_mdl.formats.ms3d import read_ms3d, read_ms3d_bytes
 from io_ms3d_mdl.scene.axes import AXES, axis_conversion_matrix
-from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions, ms3d_to_scene
-from io_ms3d_mdl.scene.texture_search import clear_cache, find_texture
+from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions, ms3d_to_scene
+from io_ms3d_mdl.scene.ms3d.texture_search import clear_cache, find_texture
 from io_ms3d_mdl.scene.topology import classify_faces, compact, sharp_edges_from_groups
 
 IDENTITY = Ms3dOptions(axis_forward="Y", axis_up="Z")

@@ -25,8 +25,8 @@ from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.formats.images import TextureTooLarge, decode_pcx, read_pcx
 from io_ms3d_mdl.formats.images.pcx import EGA
-from io_ms3d_mdl.scene.from_ms3d import Ms3dOptions
 from io_ms3d_mdl.scene.load import load_ms3d
+from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions
 
 Image = pytest.importorskip("PIL.Image")  # the independent decoder (a dev dependency)
 

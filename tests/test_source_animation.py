@@ -164,7 +164,7 @@ def test_frame_major_flag_over_node_data_is_reported_not_raised():
     """A node list read as frame-major data (test_frame_animation.py decodes real ones): an error naming the
     byte, one warning in the import, the other animations kept."""
     from io_ms3d_mdl.errors import FormatError
-    from io_ms3d_mdl.scene.from_source import SourceOptions, source_to_scene
+    from io_ms3d_mdl.scene.source.convert import SourceOptions, source_to_scene
 
     spec = character_spec(animations=[SAnimation("csgo", 2, []), SAnimation("fine", 2, [])])
     data = bytearray(write_mdl(spec))

@@ -8,8 +8,8 @@ from conftest import bpy, samples_dir
 
 from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_vtx, read_vvd
 from io_ms3d_mdl.formats.source.model import MdlFile
-from io_ms3d_mdl.scene.from_source import INCH, SourceOptions, source_to_scene
-from io_ms3d_mdl.scene.source_flex import rule_expression
+from io_ms3d_mdl.scene.source.convert import INCH, SourceOptions, source_to_scene
+from io_ms3d_mdl.scene.source.flex import rule_expression
 
 SCOUT = "source/GoodFishMan__mercenaries/models/player/scout.mdl"
 

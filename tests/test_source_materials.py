@@ -11,7 +11,7 @@ from conftest import bpy, samples_dir
 
 from io_ms3d_mdl.formats.source.vmt import parse_vmt
 from io_ms3d_mdl.formats.source.vtf import UnsupportedTexture, read_vtf, read_vtf_bytes
-from io_ms3d_mdl.scene.source_materials import Finder, source_material
+from io_ms3d_mdl.scene.source.materials import Finder, source_material
 from io_ms3d_mdl.scene.types import SceneData
 
 srctools_vtf = pytest.importorskip("srctools.vtf", reason="srctools (the reference decoder) is a dev dependency")

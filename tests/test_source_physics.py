@@ -14,8 +14,8 @@ from source_writer import character_spec, write_source
 
 from io_ms3d_mdl.errors import FormatError
 from io_ms3d_mdl.formats.source.phy import parse_blocks, read_phy, read_phy_bytes
-from io_ms3d_mdl.scene.from_source import SourceOptions
 from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 # Single-solid models; the cube's hull was compiled in the pose of its idle, which turns the root bone 120°
 PROPS = {"pushcart01a", "metal_box", "pipe02_45degree01", "monster_cube"}

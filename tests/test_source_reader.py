@@ -27,7 +27,7 @@ from io_ms3d_mdl.formats.source import (
     read_vtx_bytes,
     read_vvd_bytes,
 )
-from io_ms3d_mdl.scene.from_source import SourceOptions, _bone_world, source_to_scene
+from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world, source_to_scene
 
 
 def load(path):

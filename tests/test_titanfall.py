@@ -31,8 +31,8 @@ from io_ms3d_mdl.formats.source import read_mdl, read_mdl_bytes
 from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.formats.source.animation import decode_animation
 from io_ms3d_mdl.formats.source.mdl import embedded_bytes
-from io_ms3d_mdl.scene.from_source import SourceOptions
 from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 V52 = "coverage/source/r1delta__CORE/models/rocks/single_rock_01.mdl"
 V53 = "coverage/source/Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl"
@@ -566,7 +566,7 @@ def test_blender_poses_a_v53_animation_as_written(blender, tmp_path):
 
     from io_ms3d_mdl.formats.source.animation import DecodedAnimation
     from io_ms3d_mdl.formats.source.sidecars import Sidecars, read_mesh_companions
-    from io_ms3d_mdl.scene.from_source import INCH
+    from io_ms3d_mdl.scene.source.convert import INCH
 
     frames, nodes = 12, mixed_nodes(12)
     path = write_source(spec53([SAnimation("mix", frames, nodes, section_frames=5)]), tmp_path, "guy")
@@ -596,7 +596,7 @@ def test_blender_poses_a_v53_animation_as_written(blender, tmp_path):
 def check_embedded(parts: dict[str, bytes]):
     """The v53 path of ``load_source`` on bytes: the model, then the sidecars its header says it holds."""
     from io_ms3d_mdl.formats.source.sidecars import Sidecars, read_mesh_companions
-    from io_ms3d_mdl.scene.from_source import source_to_scene
+    from io_ms3d_mdl.scene.source.convert import source_to_scene
 
     mdl = read_mdl_bytes(parts["mdl"], "mutant.mdl")
     vvd, vtx, _ = read_mesh_companions(mdl, Sidecars(None, None, None, None))

@@ -11,8 +11,8 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, FloatProperty, IntProperty, StringProperty
 
 from ..errors import FormatError
-from ..scene.from_source import SourceOptions
 from ..scene.load import load_source_animation
+from ..scene.source.convert import SourceOptions
 from ..scene.types import AnimationEntry
 from .animation import Limits, build_action, set_scene_timing, stash_actions
 from .preferences import search_roots

@@ -9,9 +9,9 @@ from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatPrope
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
 from ..errors import fold
-from ..scene.from_ms3d import Ms3dOptions
-from ..scene.from_source import INCH, SourceOptions
 from ..scene.load import load_ms3d, load_source
+from ..scene.ms3d.convert import Ms3dOptions
+from ..scene.source.convert import INCH, SourceOptions
 from .importer import ImportResult, import_files
 from .material import texture_output
 from .preferences import allow_absolute_paths, search_roots

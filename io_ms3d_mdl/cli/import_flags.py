@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..scene.axes import AXES
-from ..scene.from_ms3d import Ms3dOptions
-from ..scene.from_source import INCH, SourceOptions
+from ..scene.ms3d.convert import Ms3dOptions
+from ..scene.source.convert import INCH, SourceOptions
 
 UNIT_SCALES = {"inches": INCH, "hammer": 0.01905, "source": 1.0}  # the Source operator's Units, lower-cased
 ANIMATIONS = ("all", "own", "default", "none")  # the Source operator's Build choices, lower-cased

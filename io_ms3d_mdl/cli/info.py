@@ -21,7 +21,7 @@ LIST_LIMIT = 20  # items shown per list in the text report; --json has them all
 
 def ms3d_info(path: str) -> dict[str, Any]:
     from ..formats.ms3d import read_ms3d
-    from ..scene.ms3d_armature import parse_clips
+    from ..scene.ms3d.armature import parse_clips
 
     m = read_ms3d(path)
     return {

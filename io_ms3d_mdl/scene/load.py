@@ -16,9 +16,9 @@ from ..formats.source import find_sidecars, read_mdl, read_mesh_companions
 from ..formats.source.includes import load_ani, load_includes
 from ..formats.source.phy import PhyFile, read_phy, read_phy_bytes
 from .finite import replace_non_finite
-from .from_ms3d import Ms3dOptions, ms3d_to_scene
-from .from_source import SourceOptions, source_skeleton, source_to_scene
-from .source_animation import add_source_animations
+from .ms3d.convert import Ms3dOptions, ms3d_to_scene
+from .source.animation import add_source_animations
+from .source.convert import SourceOptions, source_skeleton, source_to_scene
 from .types import SceneData
 
 

@@ -14,14 +14,14 @@ import os
 
 import numpy as np
 
-from ..budget import current_budget
-from ..errors import FormatError
-from ..formats.source.animation import SkippedAnimation, decode_animation
-from ..formats.source.model import MdlFile
-from ..formats.source.phy import PhyFile, PhySolid
-from .rotations import compose, quaternion_to_matrix
-from .source_animation import SECTION_COST, section_count
-from .types import CollectionData, MeshData, ObjectData, SceneData
+from ...budget import current_budget
+from ...errors import FormatError
+from ...formats.source.animation import SkippedAnimation, decode_animation
+from ...formats.source.model import MdlFile
+from ...formats.source.phy import PhyFile, PhySolid
+from ..rotations import compose, quaternion_to_matrix
+from ..types import CollectionData, MeshData, ObjectData, SceneData
+from .animation import SECTION_COST, section_count
 
 CONSTRAINT_KEYS = ("xmin", "xmax", "xfriction", "ymin", "ymax", "yfriction", "zmin", "zmax", "zfriction")
 

@@ -10,16 +10,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access import is_absolute_name, shown
-from ..formats.ms3d.model import Ms3dMaterial, Ms3dModel
-from .axes import axis_conversion_matrix, transform_points
-from .decoded_textures import TextureDecoder
-from .finite import replace_non_finite
-from .ms3d_armature import build_action, build_skeleton, parse_clips
-from .ms3d_rig import effective_fps, hierarchy, skin_weights
+from ...access import is_absolute_name, shown
+from ...formats.ms3d.model import Ms3dMaterial, Ms3dModel
+from ..axes import axis_conversion_matrix, transform_points
+from ..decoded_textures import TextureDecoder
+from ..finite import replace_non_finite
+from ..topology import classify_faces, clean_normals, compact, sharp_edges_from_groups
+from ..types import ImageRef, MaterialData, MeshData, ObjectData, SceneData, SkinData
+from .armature import build_action, build_skeleton, parse_clips
+from .rig import effective_fps, hierarchy, skin_weights
 from .texture_search import find_texture
-from .topology import classify_faces, clean_normals, compact, sharp_edges_from_groups
-from .types import ImageRef, MaterialData, MeshData, ObjectData, SceneData, SkinData
 
 MODE_HAS_ALPHA = 0x40  # material mode flag: the texture's alpha channel is used
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from ..access import Confinement, clear_cache, current, is_absolute_name
+from ...access import Confinement, clear_cache, current, is_absolute_name
 
 EXTRA_DIRS = ("Textures", "textures")
 

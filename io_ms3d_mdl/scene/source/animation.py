@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..budget import current_budget
-from ..errors import BudgetExceeded, FormatError
-from ..formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
-from ..formats.source.includes import Included
-from ..formats.source.model import MdlFile
-from .rotations import (
+from ...budget import current_budget
+from ...errors import BudgetExceeded, FormatError
+from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
+from ...formats.source.includes import Included
+from ...formats.source.model import MdlFile
+from ..rotations import (
     canonical_sign,
     conjugate,
     left_matrix,
@@ -27,7 +27,7 @@ from .rotations import (
     quaternion_to_matrix,
     right_matrix,
 )
-from .types import ActionData, AnimationEntry, BoneChannels, SceneData
+from ..types import ActionData, AnimationEntry, BoneChannels, SceneData
 
 BUILD_CHOICES = ("NONE", "DEFAULT", "OWN", "ALL")
 

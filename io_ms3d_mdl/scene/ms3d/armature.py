@@ -4,7 +4,7 @@ Blender bones point along their +Y axis; MilkShape joints have no length at all.
 ``Q_j = C·R_j·X_j`` (C: the axis conversion, R_j: the joint's world rotation, X_j: a fixed per-bone rotation
 choosing where +Y points), with its head at ``scale·C·t_j``. Because the pose channels are expressed in that same
 frame, ``basis(t) = X_j⁻¹·T(scale·key position)·R(key rotation)·X_j``, the choice of X_j changes how the rig
-looks, never how it deforms (proof in the tests: the posed mesh equals :func:`ms3d_rig.skinned_positions`).
+looks, never how it deforms (proof in the tests: the posed mesh equals :func:`rig.skinned_positions`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import re
 
 import numpy as np
 
-from ..budget import current_budget
-from ..errors import Warnings
-from ..formats.ms3d.model import Ms3dModel
-from .bones import bone_frames, original_name_props, unique_names
-from .ms3d_rig import Hierarchy
-from .rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
-from .types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
+from ...budget import current_budget
+from ...errors import Warnings
+from ...formats.ms3d.model import Ms3dModel
+from ..bones import bone_frames, original_name_props, unique_names
+from ..rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
+from ..types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
+from .rig import Hierarchy
 
 # AXIS tails: bone +Y along the joint's local +X, bone +Z along its +Z (columns are bone axes in joint space).
 JOINT_AXIS_TO_BONE = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FormatError, Warnings
-from ..formats.ms3d.model import Ms3dModel
-from ..formats.ms3d.reader import bone_indices
-from .rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, quaternion_to_matrix, slerp
+from ...errors import FormatError, Warnings
+from ...formats.ms3d.model import Ms3dModel
+from ...formats.ms3d.reader import bone_indices
+from ..rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, quaternion_to_matrix, slerp
 
 # Blender's last usable frame (MAXFRAME); keys beyond it cannot be shown.
 MAX_FRAME = 1_048_574

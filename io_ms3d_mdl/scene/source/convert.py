@@ -14,20 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access import current, game_root
-from ..budget import current_budget
-from ..formats.source.includes import Included
-from ..formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
-from ..formats.source.phy import PhyFile
-from .axes import axis_conversion_matrix
-from .bones import bone_frames, unique_names
-from .finite import replace_non_finite
-from .rotations import compose, quaternion_to_matrix
-from .source_animation import add_source_animations
-from .source_flex import add_shape_keys
-from .source_materials import add_materials
-from .source_physics import add_physics, first_pose
-from .types import (
+from ...access import current, game_root
+from ...budget import current_budget
+from ...formats.source.includes import Included
+from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
+from ...formats.source.phy import PhyFile
+from ..axes import axis_conversion_matrix
+from ..bones import bone_frames, unique_names
+from ..finite import replace_non_finite
+from ..rotations import compose, quaternion_to_matrix
+from ..types import (
     BoneData,
     CollectionData,
     EmptyData,
@@ -38,6 +34,10 @@ from .types import (
     SkeletonData,
     SkinData,
 )
+from .animation import add_source_animations
+from .flex import add_shape_keys
+from .materials import add_materials
+from .physics import add_physics, first_pose
 
 INCH = 0.0254  # Source units are inches for physics; one unit in metres
 STATIC_PROP = 0x10

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..access import Confinement, read_file, shown
-from ..budget import current_budget
-from ..errors import BudgetExceeded, FormatError
-from ..formats.source.vmt import Vmt, parse_vmt
-from ..formats.source.vtf import UnsupportedTexture, read_vtf_bytes
-from .types import ImageRef, MaterialData, SceneData
+from ...access import Confinement, read_file, shown
+from ...budget import current_budget
+from ...errors import BudgetExceeded, FormatError
+from ...formats.source.vmt import Vmt, parse_vmt
+from ...formats.source.vtf import UnsupportedTexture, read_vtf_bytes
+from ..types import ImageRef, MaterialData, SceneData
 
 PLACEHOLDER = (1.0, 0.0, 1.0)  # the engine's own "missing" magenta, so nobody mistakes it for a real colour
 MAX_ALPHATEST_REFERENCE = 1.0

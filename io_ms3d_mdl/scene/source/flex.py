@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..formats.source.model import MdlFile, MdlFlexRule, MdlModel
-from .bones import NAME_BYTES, unique_names
+from ...formats.source.model import MdlFile, MdlFlexRule, MdlModel
+from ..bones import NAME_BYTES, unique_names
+from ..types import DriverTarget, ObjectData
 from .flex_rules import FETCH2, Term, flex_weight, rule_term, stored_weight
-from .types import DriverTarget, ObjectData
 
 CONTROLLER_PREFIX = "flex:"  # every controller property is named "flex:<controller>"
 WEIGHT_PREFIX = "flex weight:"  # a flex weight other rules read, when no shape key holds it: "flex weight:<flex>"
