@@ -562,7 +562,7 @@ def test_blender_imports_titanfall_models(blender, relative, vertices, material)
 def test_blender_poses_a_v53_animation_as_written(blender, tmp_path):
     """Every bone of a synthetic v53 animation (raw, streamed, constant and absent channels, over sections) moves
     the mesh exactly as the written values say: the evaluated vertices equal skinning the written pose."""
-    from test_blender_source_anim import play, reference_pose
+    from test_blender_source_anim import assert_meshes_posed, play, reference_pose
 
     from io_ms3d_mdl.formats.source.animation import DecodedAnimation
     from io_ms3d_mdl.formats.source.sidecars import Sidecars, read_mesh_companions
@@ -580,14 +580,7 @@ def test_blender_poses_a_v53_animation_as_written(blender, tmp_path):
     assert "mix" in bpy.data.actions and bpy.data.actions["mix"]["source_frames"] == frames
     for frame in (0, 3, 5, 11):
         play(bpy, armature, "mix", frame)
-        expected = reference_pose(mdl, vvd, written, frame, INCH)
-        depsgraph = bpy.context.evaluated_depsgraph_get()
-        for obj in scene.objects:
-            mesh = bpy.data.objects[obj.name].evaluated_get(depsgraph).data
-            got = np.empty(len(mesh.vertices) * 3)
-            mesh.vertices.foreach_get("co", got)
-            error = np.abs(got.reshape(-1, 3) - expected[obj.mesh.source_vertices]).max()
-            assert error <= 1e-5, (frame, obj.name, error)
+        assert_meshes_posed(bpy, scene, reference_pose(mdl, vvd, written, frame, INCH), 1e-5, (frame,))
 
 
 # --- hostile input ----------------------------------------------------------------------------------------------
