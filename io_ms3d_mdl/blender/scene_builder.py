@@ -182,17 +182,22 @@ def find_layer_collection(
 def _follow_bones(datas: list[ObjectData], objects: list[bpy.types.Object], armature: bpy.types.Object) -> None:
     """Objects that name a bone (collision solids) follow it rigidly, where they were built in armature space."""
     for data, obj in zip(datas, objects, strict=True):
-        if data.bone is None or data.skin is not None:
-            continue
-        obj.parent = armature
-        bone = armature.data.bones.get(data.bone)
-        if bone is None:
-            continue
-        obj.parent_type = "BONE"
-        obj.parent_bone = data.bone
-        # A bone's children hang from its tail (as in _build_empties).
-        tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
-        obj.matrix_basis = tail.inverted_safe()
+        if data.bone is not None and data.skin is None:
+            _place_on_bone(obj, armature, data.bone, Matrix.Identity(4))
+
+
+def _place_on_bone(obj: bpy.types.Object, armature: bpy.types.Object, bone_name: str | None, matrix: Matrix) -> None:
+    """Child of the armature at ``matrix`` (armature space), following ``bone_name`` when the armature has it."""
+    obj.parent = armature
+    bone = armature.data.bones.get(bone_name) if bone_name is not None else None
+    if bone is None:
+        obj.matrix_basis = matrix
+        return
+    obj.parent_type = "BONE"
+    obj.parent_bone = bone_name
+    # A bone's children hang from its tail: express the armature-space matrix relative to that.
+    tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
+    obj.matrix_basis = tail.inverted_safe() @ matrix  # a degenerate bone (absurd sizes) must not raise
 
 
 def _build_empties(
@@ -211,17 +216,9 @@ def _build_empties(
             obj[key] = value
         groups.get(data.collection, collection).objects.link(obj)
         matrix = Matrix(data.matrix.tolist()) @ Matrix.Diagonal((*data.scale, 1.0))
-        if armature is not None and data.bone in armature.data.bones:
-            bone = armature.data.bones[data.bone]
-            obj.parent = armature
-            obj.parent_type = "BONE"
-            obj.parent_bone = data.bone
-            # A bone's children hang from its tail: express the armature-space matrix relative to that.
-            tail = bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))
-            obj.matrix_basis = tail.inverted_safe() @ matrix  # a degenerate bone (absurd sizes) must not raise
+        if armature is not None:
+            _place_on_bone(obj, armature, data.bone, matrix)
         else:
-            if armature is not None:
-                obj.parent = armature
             obj.matrix_basis = matrix
         out.append(obj)
     return out
