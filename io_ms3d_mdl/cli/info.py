@@ -76,30 +76,30 @@ def mdl_info(path: str) -> dict[str, Any]:
         "includes": m.include_models,
         "companions": {k: os.path.basename(v) if v else None for k, v in vars(sidecars).items()},
         "embedded": {k: {"offset": off, "size": size} for k, (off, size) in m.embedded.items()},
-        "physics": _physics(m, sidecars.phy),
+        "physics": _physics(m, sidecars),
         "warnings": list(m.warnings),
     }
 
 
 def _layout(mdl, flags: int) -> str:
     """How an animation's data is stored: each decodes alike, but users comparing tools ask."""
+    from ..formats.source.animation import STUDIO_FRAMEANIM
+
     if mdl.version == 53:
         return "Respawn per-bone streams"
-    return "frame-major (STUDIO_FRAMEANIM)" if flags & 0x40 else "per-bone streams"
+    return "frame-major (STUDIO_FRAMEANIM)" if flags & STUDIO_FRAMEANIM else "per-bone streams"
 
 
-def _physics(mdl, phy_path: str | None) -> dict[str, Any] | None:
+def _physics(mdl, sidecars) -> dict[str, Any] | None:
     """The collision model's solids and ragdoll joints (what the import builds in the hidden physics collection)."""
-    from ..formats.source.mdl import embedded_bytes
-    from ..formats.source.phy import read_phy, read_phy_bytes
+    from ..formats.source import read_physics_companion
 
-    data = embedded_bytes(mdl, "phy")
-    if data is None and not phy_path:
-        return None
     try:
-        phy = read_phy_bytes(data, mdl.path) if data is not None else read_phy(phy_path)
+        phy = read_physics_companion(mdl, sidecars)
     except FormatError as exc:
         return {"error": exc.message}
+    if phy is None:
+        return None
     return {
         "solids": phy.solid_count,
         "pieces": sum(len(s.pieces) for s in phy.solids),

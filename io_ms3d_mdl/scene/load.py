@@ -12,9 +12,9 @@ from ..access import Confinement, confined
 from ..budget import Budget
 from ..errors import FormatError, Warnings
 from ..formats.ms3d import read_ms3d
-from ..formats.source import find_sidecars, read_mdl, read_mesh_companions
+from ..formats.source import find_sidecars, read_mdl, read_mesh_companions, read_physics_companion
 from ..formats.source.includes import load_ani, load_includes
-from ..formats.source.phy import PhyFile, read_phy, read_phy_bytes
+from ..formats.source.phy import PhyFile
 from .finite import replace_non_finite
 from .ms3d.convert import Ms3dOptions, ms3d_to_scene
 from .source.animation import add_source_animations
@@ -40,23 +40,19 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
         for note in notes:
             warnings.add(note)
         ani, includes = _animation_sources(path, mdl, options, warnings)
-        phy = _physics(mdl, sidecars.phy, options, warnings)
+        phy = _physics(mdl, sidecars, options, warnings)
         scene = source_to_scene(mdl, vvd, vtx, options, ani, includes, phy)
         scene.warnings.extend(warnings)
         return scene
 
 
-def _physics(mdl, phy_path: str | None, options: SourceOptions, warnings: Warnings) -> PhyFile | None:
+def _physics(mdl, sidecars, options: SourceOptions, warnings: Warnings) -> PhyFile | None:
     """The collision model: the ``.phy`` beside the model, or the one a v53 model embeds. A missing or broken one
     costs only the physics objects, with a warning, never the model."""
     if not options.import_physics:
         return None
-    embedded = getattr(mdl, "embedded", {}).get("phy")
     try:
-        if embedded is not None:
-            offset, size = embedded
-            return read_phy_bytes(mdl.data[offset : offset + size], mdl.path)
-        return read_phy(phy_path) if phy_path else None
+        return read_physics_companion(mdl, sidecars)
     except FormatError as exc:
         warnings.add(f"the collision model was not imported: {exc.message}")
         return None

@@ -3,7 +3,7 @@ companions (inside the ``.mdl`` in v53)."""
 
 from .mdl import read_mdl, read_mdl_bytes
 from .model import MdlFile, VtxFile, VvdFile
-from .sidecars import find_ani, find_sidecars, read_mesh_companions
+from .sidecars import find_ani, find_sidecars, read_mesh_companions, read_physics_companion
 from .vtx import read_vtx, read_vtx_bytes
 from .vvd import read_vvd, read_vvd_bytes
 
@@ -16,6 +16,7 @@ __all__ = [
     "read_mdl",
     "read_mdl_bytes",
     "read_mesh_companions",
+    "read_physics_companion",
     "read_vtx",
     "read_vtx_bytes",
     "read_vvd",

@@ -13,6 +13,7 @@ import numpy as np
 from ...access import current, game_root, listing
 from .mdl import embedded_bytes
 from .model import MdlFile, VtxFile, VvdFile
+from .phy import PhyFile, read_phy, read_phy_bytes
 from .vtx import read_vtx, read_vtx_bytes
 from .vvc import read_vvc, read_vvc_bytes
 from .vvd import read_vvd, read_vvd_bytes
@@ -62,17 +63,9 @@ def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | No
     """The vertex pool and triangle lists: from inside a v53 model where its header says they are, else from the
     files beside it; Titanfall's vertex colours and second UV set (``.vvc``) ride on the pool; and notes on what was
     read but could not be used."""
-    name = os.path.basename(mdl.path or "model.mdl")
-
-    def part(kind: str, from_bytes: Callable, from_file: Callable, path: str | None):
-        data = embedded_bytes(mdl, kind)
-        if data is not None:  # errors name the model and where the section starts in it
-            return from_bytes(data, f"{name} (.{kind} embedded at offset {mdl.embedded[kind][0]:,})")
-        return from_file(path) if path else None
-
-    vvd = part("vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
-    vtx = part("vtx", read_vtx_bytes, read_vtx, sidecars.vtx)
-    vvc = part("vvc", read_vvc_bytes, read_vvc, sidecars.vvc)
+    vvd = _companion(mdl, "vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
+    vtx = _companion(mdl, "vtx", read_vtx_bytes, read_vtx, sidecars.vtx)
+    vvc = _companion(mdl, "vvc", read_vvc_bytes, read_vvc, sidecars.vvc)
     notes = []
     if vvc is not None and vvd is not None:
         disk = len(vvd.order) if vvd.order is not None else len(vvd.vertices)
@@ -86,3 +79,17 @@ def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | No
             vvd.colors = np.ascontiguousarray(vvc.colors[take])
             vvd.uv2 = np.ascontiguousarray(vvc.uv2[take]) if vvc.uv2 is not None else None
     return vvd, vtx, notes
+
+
+def read_physics_companion(mdl: MdlFile, sidecars: Sidecars) -> PhyFile | None:
+    """The collision model: embedded in a v53 model, else the ``.phy`` beside it, else None."""
+    return _companion(mdl, "phy", read_phy_bytes, read_phy, sidecars.phy)
+
+
+def _companion(mdl: MdlFile, kind: str, from_bytes: Callable, from_file: Callable, path: str | None):
+    """One companion, read from inside the model when its header embeds it, else from ``path`` (None: absent)."""
+    data = embedded_bytes(mdl, kind)
+    if data is not None:  # errors name the model and where the section starts in it
+        name = os.path.basename(mdl.path or "model.mdl")
+        return from_bytes(data, f"{name} (.{kind} embedded at offset {mdl.embedded[kind][0]:,})")
+    return from_file(path) if path else None
