@@ -188,6 +188,20 @@ def _data_offset(
     return ani, int(mdl.anim_blocks[block][0]) + index
 
 
+def section_spans(anim: MdlAnimation, respawn: bool = False) -> list[tuple[int, int, int]]:
+    """(section, first frame, frame count) of each part of the data to read: the whole animation, or its sections.
+    The last frame of an animation longer than a section lives alone in an extra section (notes §1.9): section
+    ``frames // sectionframes + 1`` in Valve's models, ``(frames − 1) // sectionframes + 1`` in Respawn's (v53)."""
+    frames, sf = anim.num_frames, anim.section_frames
+    if sf <= 0:
+        return [(0, 0, frames)]
+    spans = [(s, s * sf, min(sf, frames - s * sf)) for s in range((frames + sf - 1) // sf)]
+    if frames > sf:
+        spans = [(s, start, n if start + n < frames else n - 1) for s, start, n in spans]
+        spans.append(((frames - 1 if respawn else frames) // sf + 1, frames - 1, 1))
+    return [span for span in spans if span[2] > 0]
+
+
 def decode_animation(
     mdl: MdlFile, index: int, ani_data: bytes | None = None, ani_path: str | None = None
 ) -> DecodedAnimation:
@@ -211,17 +225,7 @@ def decode_animation(
     mdl_cur = Cursor(mdl.data, mdl.path)
     ani = Cursor(ani_data, ani_path) if ani_data is not None else None
 
-    if anim.section_frames > 0:
-        sf = anim.section_frames
-        spans = [(s, s * sf, min(sf, frames - s * sf)) for s in range((frames + sf - 1) // sf)]
-        if frames > sf:  # the last frame of a long animation lives alone in an extra section (notes §1.9)
-            spans = [(s, start, n if start + n < frames else n - 1) for s, start, n in spans]
-            spans.append((frames // sf + 1, frames - 1, 1))
-    else:
-        spans = [(0, 0, frames)]
-    for section, start, length in spans:
-        if length <= 0:
-            continue
+    for section, start, length in section_spans(anim):
         cur, offset = _data_offset(anim, section, mdl_cur, ani, mdl)
         if anim.flags & STUDIO_FRAMEANIM:
             decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, animated)

@@ -39,6 +39,7 @@ from .animation import (
     _value_tracks,
     euler_to_quaternion,
     quaternion64_words,
+    section_spans,
 )
 from .animation_values import half_to_float
 from .model import MdlAnimation, MdlFile
@@ -81,7 +82,7 @@ def decode_v53_animation(mdl: MdlFile, index: int) -> DecodedAnimation:
     positions[:] = 0.0 if delta else bones["pos"].astype(np.float64)
     animated = np.zeros(count, dtype=bool)
     scaled = 0.0  # the largest departure from a neutral scale seen
-    for section, start, length in _spans(anim):
+    for section, start, length in section_spans(anim, respawn=True):
         at = _reached(_walk(cur, _data_offset(cur, anim, section), count, anim.name))
         chunk = max(1, CHUNK_VALUES // length)  # bounds the temporaries of a long section
         for first in range(0, len(at), chunk):
@@ -101,19 +102,6 @@ def _bones_with_scale(cur: Cursor, mdl: MdlFile) -> np.ndarray:
     """The v53 bone records as stored: the 44–49 records ``mdl.bones`` holds have no scale or ``scalescale``."""
     (header,) = cur.array_at(S.STUDIOHDR53, 0, 1, "version 53 studiohdr_t header")
     return cur.array_at(S.BONE53, int(header["boneindex"]), len(mdl.bones), "bones")
-
-
-def _spans(anim: MdlAnimation) -> list[tuple[int, int, int]]:
-    """(section, first frame, frame count) of the data to read; the last frame of a sectioned animation longer
-    than a section lives alone in section ``(numframes − 1) // sectionframes + 1``, as Titanfall 2 reads it."""
-    frames, sf = anim.num_frames, anim.section_frames
-    if sf <= 0:
-        return [(0, 0, frames)]
-    spans = [(s, s * sf, min(sf, frames - s * sf)) for s in range((frames + sf - 1) // sf)]
-    if frames > sf:
-        spans = [(s, start, n if start + n < frames else n - 1) for s, start, n in spans]
-        spans.append(((frames - 1) // sf + 1, frames - 1, 1))
-    return [span for span in spans if span[2] > 0]
 
 
 def _data_offset(cur: Cursor, anim: MdlAnimation, section: int) -> int:
