@@ -181,10 +181,10 @@ def test_block_compressed_textures_are_kept_for_blender_and_counted(tmp_path):
     with open(game / "Materials" / "Models" / "Props" / "crate01_normal.vtf", "wb") as f:
         image.save(f)
     finder = Finder([str(game)])
-    before = finder.pixels_left
+    before = finder.pixels.left
     ref = finder.texture("models/props/crate01_normal", [], {})
     assert ref.blocks is not None and ref.blocks.format == "DXT5" and ref.decoded is None
-    assert finder.pixels_left == before - 16 * 8
+    assert finder.pixels.left == before - 16 * 8
     assert ref.pixels.shape == (8, 16, 4)  # decoded on demand, in numpy
 
 

@@ -22,12 +22,35 @@ from .types import ImageRef
 DECODERS: dict[str, Callable[[str, int], np.ndarray]] = {".pcx": read_pcx}
 
 
+class PixelAllowance:
+    """The texture pixels an import may still decode (``Budget.import_pixels``): each texture decodes within the
+    per-texture budget and what its import has left."""
+
+    def __init__(self) -> None:
+        self.left = current_budget().import_pixels
+
+    def refusal(self, name: str) -> str | None:
+        """Why ``name`` is not decoded (nothing left), or None."""
+        if self.left > 0:
+            return None
+        return (
+            f"texture '{name}' was not decoded: the import's textures reached the work budget of "
+            f"{current_budget().import_pixels:,} pixels; raise the Work Limit to decode it"
+        )
+
+    def limit(self) -> int:
+        return min(current_budget().texture_pixels, self.left)
+
+    def spend(self, pixels: int) -> None:
+        self.left -= pixels
+
+
 class TextureDecoder:
     """Gives found textures that Blender cannot read their pixels (one decoder per import)."""
 
     def __init__(self, warnings: Warnings) -> None:
         self.warnings = warnings
-        self.pixels_left = current_budget().import_pixels
+        self.pixels = PixelAllowance()
         self._done: dict[str, np.ndarray | None] = {}
 
     def attach(self, ref: ImageRef) -> ImageRef:
@@ -43,20 +66,17 @@ class TextureDecoder:
 
     def _decode(self, path: str, decoder: Callable[[str, int], np.ndarray]) -> np.ndarray | None:
         name = os.path.basename(path)
-        budget = current_budget()
-        if self.pixels_left <= 0:
-            self.warnings.add(
-                f"texture '{name}' was not decoded: the import's textures reached the work budget of "
-                f"{budget.import_pixels:,} pixels; raise the Work Limit to decode it"
-            )
+        refusal = self.pixels.refusal(name)
+        if refusal:
+            self.warnings.add(refusal)
             return None
         try:
-            pixels = decoder(path, min(budget.texture_pixels, self.pixels_left))
+            pixels = decoder(path, self.pixels.limit())
         except BudgetExceeded:
             raise
         except FormatError as exc:
             where = f" (at byte offset {exc.offset})" if exc.offset is not None else ""
             self.warnings.add(f"texture '{name}' could not be decoded: {exc.reason}{where}; a placeholder is used")
             return None
-        self.pixels_left -= pixels.shape[0] * pixels.shape[1]
+        self.pixels.spend(pixels.shape[0] * pixels.shape[1])
         return pixels

@@ -12,15 +12,15 @@ mipmap within the budget) and per import.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...access import Confinement, read_file, shown
-from ...budget import current_budget
 from ...errors import BudgetExceeded, FormatError
 from ...formats.source.vmt import Vmt, parse_vmt
 from ...formats.source.vtf import UnsupportedTexture, read_vtf_bytes
+from ..decoded_textures import PixelAllowance
 from ..types import ImageRef, MaterialData, SceneData
 
 PLACEHOLDER = (1.0, 0.0, 1.0)  # the engine's own "missing" magenta, so nobody mistakes it for a real colour
@@ -31,12 +31,10 @@ MAX_ALPHATEST_REFERENCE = 1.0
 class Finder:
     roots: list[str]  # game root first, then the user's extra roots
     confinement: Confinement | None = None  # None: exactly the roots
-    pixels_left: int = -1  # of the import's pixel budget (-1: all of it)
+    pixels: PixelAllowance = field(default_factory=PixelAllowance)  # of the import's texture pixel budget
 
     def __post_init__(self) -> None:
         self.confinement = self.confinement or Confinement.for_roots(self.roots)
-        if self.pixels_left < 0:
-            self.pixels_left = current_budget().import_pixels
 
     def find(self, relative: str) -> str | None:
         for root in self.roots:
@@ -60,7 +58,6 @@ class Finder:
         name = name.replace("\\", "/").strip().removesuffix(".vtf")
         if not name:
             return None
-        budget = current_budget()
         path = self.find(f"materials/{name}.vtf")
         key = path or name
         if key in cache:
@@ -68,20 +65,16 @@ class Finder:
         ref = ImageRef(name + ".vtf", path, loadable=False)
         if path is None:
             warnings.append(f"texture 'materials/{shown(name)}.vtf' was not found")
-        elif self.pixels_left <= 0:
-            warnings.append(
-                f"texture '{os.path.basename(path)}' was not decoded: the import's textures reached the "
-                f"work budget of {budget.import_pixels:,} pixels; raise the Work Limit to decode it"
-            )
+        elif refusal := self.pixels.refusal(os.path.basename(path)):
+            warnings.append(refusal)
         else:
             try:
-                limit = min(budget.texture_pixels, self.pixels_left)
-                image = read_vtf_bytes(read_file(path), path, limit, keep_blocks=True)
+                image = read_vtf_bytes(read_file(path), path, self.pixels.limit(), keep_blocks=True)
                 if image.blocks:
                     ref.blocks = image.blocks[0]
                 else:
                     ref.pixels = image.faces[0]
-                self.pixels_left -= image.width * image.height * image.face_count
+                self.pixels.spend(image.width * image.height * image.face_count)
             except UnsupportedTexture as exc:
                 warnings.append(f"texture '{os.path.basename(path)}': {exc}")
             except BudgetExceeded:
