@@ -118,9 +118,7 @@ def _rule_weights(
     weights: dict[int, Term | None] = {}
     out: list[tuple[DriverTarget, Term | None]] = []
     for i, rule in rules:
-        term = rule_term(rule.ops, mdl.flex_controllers, len(mdl.flex_names), weights)
-        if term is not None and len(term.text) > MAX_EXPRESSION:
-            term = None
+        term = _stated(rule.ops, mdl, weights)
         weights[rule.flex] = term
         if last[rule.flex] == i and rule.flex in key_of:
             out.append((key_of[rule.flex], term))
@@ -167,7 +165,13 @@ def rule_expression(
 ) -> tuple[str | None, dict[str, tuple[str, int]]]:
     """A rule's driver expression and its variables (``c<i>``: ("controller", i); ``k<d>``: ("flex", d)), or
     (None, {}) when it cannot be stated in Blender's 255 bytes."""
-    term = rule_term(ops, mdl.flex_controllers, len(mdl.flex_names), weights)
-    if term is None or len(term.text) > MAX_EXPRESSION:
+    term = _stated(ops, mdl, weights)
+    if term is None:
         return None, {}
     return term.text, {var: (kind, index) for var, kind, index in sorted(term.uses)}
+
+
+def _stated(ops: list[tuple[int, float]], mdl: MdlFile, weights: dict[int, Term | None] | None) -> Term | None:
+    """The rule's weight as a term that fits a driver expression, or None."""
+    term = rule_term(ops, mdl.flex_controllers, len(mdl.flex_names), weights)
+    return term if term is not None and len(term.text) <= MAX_EXPRESSION else None
