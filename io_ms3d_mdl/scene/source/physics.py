@@ -49,6 +49,7 @@ def add_physics(
         props=_collection_props(phy),
     )
     budget = current_budget()
+    vertices, triangles = scene.vertex_count, scene.triangle_count  # kept as running totals: thousands of solids
     for solid in phy.solids:
         keys = phy.solid_keys(solid.index)
         name = str(keys.get("name", "") or "")
@@ -60,10 +61,9 @@ def add_physics(
         if mesh is None:
             scene.warnings.add(f"physics solid {solid.index} ('{name}') has no usable triangles; skipped")
             continue
-        budget.check(phy.path, "vertices over all objects", scene.vertex_count + len(mesh.positions), budget.vertices)
-        budget.check(
-            phy.path, "triangles over all objects", scene.triangle_count + len(mesh.triangles), budget.triangles
-        )
+        vertices, triangles = vertices + len(mesh.positions), triangles + len(mesh.triangles)
+        budget.check(phy.path, "vertices over all objects", vertices, budget.vertices)
+        budget.check(phy.path, "triangles over all objects", triangles, budget.triangles)
         obj = ObjectData(
             mesh.name,
             mesh,
