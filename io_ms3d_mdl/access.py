@@ -126,16 +126,15 @@ class Confinement:
         if root is None:
             return None
         current = root
-        for part in os.path.relpath(target, root).split(os.sep):
-            if part == ".":
+        for part in target[len(root) :].split(os.sep):  # below the root (the prefix ``_inside`` matched)
+            if not part:
                 continue
-            exact = os.path.join(current, part)
-            if not os.path.lexists(exact):
-                found = listing(current).get(part.lower())
-                if found is None:
-                    return None
-                exact = os.path.join(current, found)
-            current = exact
+            found = listing(current).get(part.lower())  # cached per folder: one listing instead of a stat a step
+            if found != part and os.path.lexists(os.path.join(current, part)):
+                found = part  # an exact name beside a case variant, or a folder that cannot be listed
+            if found is None:
+                return None
+            current = os.path.join(current, found)
         return current if self.allows(current) and _is_regular(current) else None
 
     def find_absolute(self, name: str) -> str | None:

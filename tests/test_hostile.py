@@ -127,6 +127,27 @@ def test_symlink_out_of_the_roots_is_refused_inside_is_allowed(tmp_path):
     assert confinement.find(str(folder), "../outside/secret.png") is None
 
 
+def test_lookup_prefers_the_exact_name_and_works_through_unlistable_folders(tmp_path):
+    """Case-insensitive lookups come from a cached folder listing; an exact name still wins over a case variant
+    beside it, and a folder that may be entered but not listed is walked by exact names."""
+    folder = tmp_path / "model"
+    (folder / "Sub").mkdir(parents=True)
+    (folder / "Sub" / "skin.png").write_bytes(b"lower")
+    (folder / "Sub" / "SKIN.png").write_bytes(b"upper")
+    (folder / "Sub" / "other.png").write_bytes(b"x")
+    confinement = Confinement.for_model(str(folder / "m.ms3d"))
+    assert confinement.find(str(folder), "Sub/SKIN.png") == str(folder / "Sub" / "SKIN.png")
+    assert confinement.find(str(folder), "Sub/skin.png") == str(folder / "Sub" / "skin.png")
+    assert confinement.find(str(folder), "sub\\OTHER.PNG") == str(folder / "Sub" / "other.png")
+    assert confinement.find(str(folder), "sub/missing.png") is None
+    if os.geteuid() != 0:  # root lists any folder
+        (folder / "Sub").chmod(0o311)
+        try:
+            assert confinement.find(str(folder), "Sub/other.png") == str(folder / "Sub" / "other.png")
+        finally:
+            (folder / "Sub").chmod(0o755)
+
+
 @pytest.mark.parametrize("kind", ["fifo", "zero", "outside"])
 def test_special_sidecars_are_treated_as_absent_without_hanging(tmp_path, kind):
     path = hostile.source_special_sidecar(tmp_path, kind)
