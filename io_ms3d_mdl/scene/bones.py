@@ -91,17 +91,24 @@ def _point_at_children(
     usable[np.nonzero(has_children)[0][distance > 1e-6]] = True
     directions[usable] = offset[distance > 1e-6] / distance[distance > 1e-6, None]
     lengths[usable] = distance[distance > 1e-6]
-    frames = axis_frames.copy()
-    for j in range(count):
-        if not usable[j]:
-            p = parent[j]
-            directions[j] = directions[p] if p >= 0 and usable[p] else axis_frames[j][:, 1]
-            if p >= 0 and usable[p]:
-                lengths[j] = max(lengths[p] * 0.5, 1e-4)
-        y = directions[j]
-        z = axis_frames[j][:, 2] - (axis_frames[j][:, 2] @ y) * y
-        if np.linalg.norm(z) < 1e-6:
-            z = axis_frames[j][:, 0] - (axis_frames[j][:, 0] @ y) * y
-        z /= np.linalg.norm(z)
-        frames[j] = np.stack([np.cross(y, z), y, z], axis=1)
+    # Childless bones (and those whose children sit on their head) continue their parent's direction at half its
+    # length, or keep their own axis choice under a root.
+    lone = np.flatnonzero(~usable)
+    above = parent[lone]
+    follows = above >= 0
+    follows[follows] = usable[above[follows]]
+    directions[lone[follows]] = directions[above[follows]]
+    lengths[lone[follows]] = np.maximum(lengths[above[follows]] * 0.5, 1e-4)
+    directions[lone[~follows]] = axis_frames[lone[~follows], :, 1]
+    y = directions
+    z = _across(axis_frames[:, :, 2], y)
+    flat = np.linalg.norm(z, axis=1) < 1e-6  # the joint's Z lies along the bone: roll by its X instead
+    z[flat] = _across(axis_frames[flat, :, 0], y[flat])
+    z /= np.linalg.norm(z, axis=1)[:, None]
+    frames = np.stack([np.cross(y, z), y, z], axis=2)
     return frames, lengths
+
+
+def _across(v: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each row of ``v`` without its component along the unit row of ``y``."""
+    return v - np.einsum("ij,ij->i", v, y)[:, None] * y

@@ -24,6 +24,8 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
     if not np.isfinite(m).all():
         return np.eye(4), 1
     rotation = m[:3, :3]
+    if _orthonormal(rotation) and np.abs(m[:3, 3]).max() <= MAX_COORDINATE and (m[3] == (0, 0, 0, 1)).all():
+        return m, 0  # the usual case, without a decomposition: already its own nearest rotation
     u, s, vt = np.linalg.svd(rotation)
     if s[0] == 0.0 or s[2] < 1e-6 * s[0]:
         nearest = np.eye(3)
@@ -36,6 +38,13 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
     out[:3, :3] = rotation if keep else nearest
     out[:3, 3] = np.clip(m[:3, 3], -MAX_COORDINATE, MAX_COORDINATE)
     return out, int(not keep or not np.array_equal(out[:3, 3], m[:3, 3]))
+
+
+def _orthonormal(rotation: np.ndarray) -> bool:
+    """A proper rotation to well within the tolerance ``_rigid`` keeps stored rotations by (so its nearest
+    rotation is itself, to float32 rounding)."""
+    gram = rotation.T @ rotation
+    return bool(np.abs(gram - np.eye(3)).max() < 1e-7) and np.linalg.det(rotation) > 0
 
 
 def _zero_non_finite(array: np.ndarray | None) -> int:
@@ -147,6 +156,29 @@ def _timing(scene: SceneData) -> int:
     return count
 
 
+def _bones(bones: list) -> int:
+    """Rest matrices and lengths, checked together (one bone at a time cost more than the rest of the pass)."""
+    if not bones:
+        return 0
+    matrices = np.stack([b.matrix for b in bones])
+    lengths = np.array([b.length for b in bones], dtype=np.float64)
+    broken = ~np.isfinite(matrices).all(axis=(1, 2))
+    far = ~broken & (np.abs(np.nan_to_num(matrices[:, :3, 3])).max(axis=1) > MAX_COORDINATE)
+    long = ~np.isfinite(lengths) | (lengths > MAX_BONE_LENGTH)
+    count = 0
+    for i in np.flatnonzero(broken | far | long).tolist():
+        bone = bones[i]
+        if broken[i]:
+            bone.matrix = np.eye(4)
+        elif far[i]:
+            bone.matrix = bone.matrix.copy()
+            bone.matrix[:3, 3] = np.clip(bone.matrix[:3, 3], -MAX_COORDINATE, MAX_COORDINATE)
+        if long[i]:  # its square overflows Blender's float32 maths: a broken bone
+            bone.length = 1.0 if not np.isfinite(bone.length) else MAX_BONE_LENGTH
+        count += int(broken[i]) + int(far[i]) + int(long[i])
+    return count + sum(_props(b.props) for b in bones if b.props)
+
+
 def replace_non_finite(scene: SceneData) -> None:
     count = _timing(scene) + _props(scene.props) + sum(_material_values(m) for m in scene.materials)
     for obj in scene.objects:
@@ -171,21 +203,7 @@ def replace_non_finite(scene: SceneData) -> None:
             empty.size, bad = MAX_COORDINATE, bad + 1
         count += bad + bad_scale + _props(empty.props)
     if scene.skeleton is not None:
-        for bone in scene.skeleton.bones:
-            if not np.isfinite(bone.matrix).all():
-                bone.matrix = np.eye(4)
-                count += 1
-            elif np.abs(bone.matrix[:3, 3]).max() > MAX_COORDINATE:
-                bone.matrix = bone.matrix.copy()
-                bone.matrix[:3, 3] = np.clip(bone.matrix[:3, 3], -MAX_COORDINATE, MAX_COORDINATE)
-                count += 1
-            if not np.isfinite(bone.length):
-                bone.length = 1.0
-                count += 1
-            elif bone.length > MAX_BONE_LENGTH:  # its square overflows Blender's float32 maths: a broken bone
-                bone.length = MAX_BONE_LENGTH
-                count += 1
-            count += _props(bone.props)
+        count += _bones(scene.skeleton.bones)
     for action in scene.actions:
         count += _channels(action.channels)
     if count:

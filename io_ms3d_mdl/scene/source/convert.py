@@ -293,19 +293,18 @@ def _model_object(
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     triangles = inverse.reshape(-1, 3).astype(np.int32)
     verts = pool[used]
-    slot_refs = list(dict.fromkeys(mesh_refs.tolist()))
+    refs, first = np.unique(mesh_refs, return_index=True)
+    by_first = np.argsort(first)
+    slot_refs = refs[by_first].tolist()  # in order of first use
     family0 = scene.skin_families[0] if scene.skin_families else []
     slots = [family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs]
-    slot_of_ref = {r: i for i, r in enumerate(slot_refs)}
     mesh = MeshData(
         name=name,
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
         uvs=_flipped_uvs(verts["uv"][triangles.ravel()]),
         normals=np.ascontiguousarray(verts["normal"][triangles.ravel()], dtype=np.float32),
-        material_indices=np.array([slot_of_ref[r] for r in mesh_refs.tolist()], dtype=np.int32)
-        if len(slot_refs) > 1
-        else np.zeros(len(triangles), np.int32),
+        material_indices=np.argsort(by_first)[np.searchsorted(refs, mesh_refs)].astype(np.int32),
         materials=slots,
         source_vertices=used.astype(np.int32),
         material_refs=slot_refs,
