@@ -14,7 +14,7 @@ from io_ms3d_mdl.formats.ms3d import read_ms3d, read_ms3d_bytes
 from io_ms3d_mdl.scene.bones import unique_names
 from io_ms3d_mdl.scene.ms3d.armature import parse_clips, slerp_whole_frames
 from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions, ms3d_to_scene
-from io_ms3d_mdl.scene.ms3d.rig import hierarchy, key_frames, skin_weights, skinned_positions, world_at
+from io_ms3d_mdl.scene.ms3d.rig import clean_keys, hierarchy, key_frames, skin_weights, skinned_positions, world_at
 from io_ms3d_mdl.scene.rotations import euler_xyz_to_matrix, matrix_to_quaternion
 
 
@@ -153,6 +153,32 @@ def test_sub_version_1_weights_over_100_are_on_a_255_scale():
 def test_no_vertex_extra_means_one_joint_per_vertex():
     ids, w = skin_weights(read_ms3d_bytes(write_ms3d(arm_spec())))
     assert ids[:, 0].tolist() == [0, 0, 1, 1] and (w[:, 0] == 1).all()
+
+
+def test_keys_are_cleaned_per_joint_all_at_once():
+    """Every joint's keys in one pass: unusable keys dropped with a warning per joint, each joint's keys sorted
+    with the first of equal frames kept, joints with no keys (or none left) empty."""
+    dtype = np.dtype([("time", "<f4"), ("value", "<f4", 3)])
+
+    def keys(*rows):
+        return np.array([(t, v) for t, v in rows], dtype=dtype)
+
+    warnings = Warnings()
+    channels = [
+        keys((2.0, (2, 0, 0)), (1.0, (1, 0, 0)), (1.0, (9, 0, 0)), (math.nan, (0, 0, 0))),
+        keys(),
+        keys((1.0, (math.inf, 0, 0))),
+        keys((0.5, (5, 0, 0))),
+    ]
+    out = clean_keys(channels, 1.0, ["a", "b", "c", "d"], warnings)
+    assert [k.frames.tolist() for k in out] == [[1.0, 2.0], [], [], [0.5]]
+    assert out[0].values[:, 0].tolist() == [1.0, 2.0]  # the first of the two keys at frame 1
+    assert list(warnings) == [
+        "joint 'a': 1 keys with unusable times or values were dropped",
+        "joint 'c': 1 keys with unusable times or values were dropped",
+    ]
+    assert [len(k.frames) for k in clean_keys([keys((math.nan, (0, 0, 0)))], 1.0, ["a"], Warnings())] == [0]
+    assert [len(k.frames) for k in clean_keys([keys(), keys()], 1.0, ["a", "b"], Warnings())] == [0, 0]
 
 
 def test_key_frames_and_scene_timing():

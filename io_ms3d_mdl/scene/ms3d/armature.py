@@ -80,12 +80,13 @@ def build_action(
     channels = []
     lo, hi = math.inf, -math.inf
     resample = _may_resample(rig, warnings)
-    for j, (rk, pk) in enumerate(zip(rig.rotation_keys, rig.position_keys, strict=True)):
-        if len(rk.frames) == 0 and len(pk.frames) == 0:
+    every_frame = [k.frames for k in rig.rotation_keys]
+    every_quat = [make_continuous(q) for q in _key_quaternions(rig, x)]
+    if resample:
+        every_frame, every_quat = slerp_all_whole_frames(every_frame, every_quat)
+    for j, (rot_frames, rotations, pk) in enumerate(zip(every_frame, every_quat, rig.position_keys, strict=True)):
+        if len(rot_frames) == 0 and len(pk.frames) == 0:
             continue
-        rot = np.einsum("ji,kjl,lm->kim", x[j], euler_xyz_to_matrix(rk.values), x[j])  # Xᵀ·R(key)·X
-        quats = make_continuous(matrix_to_quaternion(rot))
-        rot_frames, rotations = slerp_whole_frames(rk.frames, quats) if resample else (rk.frames, quats)
         channels.append(
             BoneChannels(
                 bone=int(bone_of_joint[j]),
@@ -101,6 +102,17 @@ def build_action(
     if not channels:
         return None
     return ActionData(name, channels, (lo, hi))
+
+
+def _key_quaternions(rig: Hierarchy, x: np.ndarray) -> list[np.ndarray]:
+    """Each joint's rotation keys as quaternions of ``Xᵀ·R(key)·X``, worked out for all joints at once."""
+    counts = [len(k.frames) for k in rig.rotation_keys]
+    if not sum(counts):
+        return [np.zeros((0, 4)) for _ in counts]
+    joint = np.repeat(np.arange(len(counts)), counts)
+    values = np.concatenate([k.values for k in rig.rotation_keys])
+    rot = np.einsum("kji,kjl,klm->kim", x[joint], euler_xyz_to_matrix(values), x[joint])
+    return np.split(matrix_to_quaternion(rot), np.cumsum(counts)[:-1])
 
 
 # More whole frames than this between a channel's first and last key are not resampled (hostile or absurd
@@ -127,25 +139,69 @@ def _may_resample(rig: Hierarchy, warnings: Warnings) -> bool:
 
 
 def slerp_whole_frames(frames: np.ndarray, quats: np.ndarray, tolerance: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """Add a key at every whole frame between two keys that differ, holding MilkShape's slerp value there.
+    """One channel's keys through :func:`slerp_all_whole_frames`."""
+    (frames,), (quats,) = slerp_all_whole_frames([frames], [quats], tolerance)
+    return frames, quats
+
+
+def slerp_all_whole_frames(
+    frames: list[np.ndarray], quats: list[np.ndarray], tolerance: float = 1e-6
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Add a key at every whole frame between two keys that differ, holding MilkShape's slerp value there, in
+    every channel (sorted frames, sign-continuous quaternions) at once.
 
     Blender interpolates quaternion curves component by component, which drifts from a slerp as the angle
-    between keys grows; with these keys every frame shows exactly what MilkShape shows.
+    between keys grows; with these keys every frame shows exactly what MilkShape shows. A channel spanning more
+    than ``MAX_RESAMPLED_FRAMES`` keeps its keys.
     """
-    if len(frames) < 2 or frames[-1] - frames[0] > MAX_RESAMPLED_FRAMES:
+    counts = np.array([len(f) for f in frames], dtype=np.int64)
+    if counts.sum() == 0:
         return frames, quats
-    whole = np.arange(np.ceil(frames[0]), np.floor(frames[-1]) + 1)
-    i = np.clip(np.searchsorted(frames, whole, side="right"), 1, len(frames) - 1)
-    moving = np.abs(np.einsum("ij,ij->i", quats[i - 1], quats[i])) < 1.0 - tolerance
-    extra = whole[moving & ~np.isin(whole, frames)]
-    if len(extra) == 0:
+    f = np.concatenate(frames).astype(np.float64)
+    q = np.concatenate([np.reshape(v, (-1, 4)) for v in quats]).astype(np.float64)
+    channel = np.repeat(np.arange(len(counts)), counts)
+    start = np.cumsum(counts) - counts
+    first = f[np.minimum(start, len(f) - 1)]
+    last = f[np.minimum(start + counts - 1, len(f) - 1)]
+    resampled = (counts >= 2) & (last - first <= MAX_RESAMPLED_FRAMES)
+    low = np.ceil(first)
+    wanted = np.where(resampled, np.maximum(np.floor(last) - low + 1, 0), 0).astype(np.int64)
+    if wanted.sum() == 0:
         return frames, quats
-    i = np.searchsorted(frames, extra, side="right")
-    span = frames[i] - frames[i - 1]
-    t = (extra - frames[i - 1]) / np.where(span > 0, span, 1.0)
-    values = slerp(quats[i - 1], quats[i], t)
-    order = np.argsort(np.r_[frames, extra], kind="stable")
-    return np.r_[frames, extra][order], make_continuous(np.r_[quats, values][order])
+    # Every whole frame of every resampled channel, and the key index after it in its channel (``searchsorted``
+    # side="right", for all channels at once: a merge of keys and frames by channel, keys first at equal values).
+    at = np.repeat(np.arange(len(counts)), wanted)
+    whole = low[at] + (np.arange(len(at)) - np.repeat(np.cumsum(wanted) - wanted, wanted))
+    merged = np.lexsort((np.r_[np.zeros(len(f)), np.ones(len(whole))], np.r_[f, whole], np.r_[channel, at]))
+    is_key = merged < len(f)
+    after = np.empty(len(whole), dtype=np.int64)
+    after[merged[~is_key] - len(f)] = np.cumsum(is_key)[~is_key]  # global index of the first later key
+    local = after - start[at]
+    i = start[at] + np.clip(local, 1, counts[at] - 1)
+    moving = np.abs(np.einsum("ij,ij->i", q[i - 1], q[i])) < 1.0 - tolerance
+    present = (local >= 1) & (f[np.maximum(after - 1, 0)] == whole)  # already a key there
+    extra = moving & ~present
+    if not extra.any():
+        return frames, quats
+    extra_at, extra_frames, i = at[extra], whole[extra], after[extra]
+    span = f[i] - f[i - 1]
+    values = slerp(q[i - 1], q[i], (extra_frames - f[i - 1]) / np.where(span > 0, span, 1.0))
+    order = np.lexsort((np.r_[f, extra_frames], np.r_[channel, extra_at]))
+    out_channel = np.r_[channel, extra_at][order]
+    out_frames = np.r_[f, extra_frames][order]
+    out_quats = _continuous_by_channel(np.r_[q, values][order], out_channel)
+    bounds = np.cumsum(counts + np.bincount(extra_at, minlength=len(counts)))[:-1]
+    return np.split(out_frames, bounds), np.split(out_quats, bounds)
+
+
+def _continuous_by_channel(q: np.ndarray, channel: np.ndarray) -> np.ndarray:
+    """:func:`make_continuous` on each channel's run of rows (sorted by channel) at once."""
+    signs = np.where(np.einsum("ij,ij->i", q[1:], q[:-1]) < 0, -1.0, 1.0)
+    signs[channel[1:] != channel[:-1]] = 1.0  # a channel's first key keeps its sign
+    running = np.cumprod(np.r_[1.0, signs])
+    first_row = np.r_[0, np.flatnonzero(channel[1:] != channel[:-1]) + 1]
+    start_of = first_row[np.cumsum(np.r_[0, channel[1:] != channel[:-1]])]
+    return q * (running * running[start_of])[:, None]
 
 
 _CLIP_START = re.compile(r"\bname\s*=", re.IGNORECASE)
