@@ -194,3 +194,42 @@ def test_a_failure_at_any_source_build_stage_leaves_nothing(blender, monkeypatch
     with pytest.raises(RuntimeError, match=f"injected failure in {function}"):
         bpy.ops.import_scene.source_mdl(filepath=str(path))
     assert datablock_counts() == before
+
+
+def test_plain_materials_copied_from_the_first_equal_fresh_builds(blender):
+    """Materials without textures are copies of the import's first one: each must equal a material built on its
+    own (sockets, settings, properties, no property left from the template), and be named as a new one would."""
+    from io_ms3d_mdl.blender.material import ImageLoader, PlainMaterials, build_material
+    from io_ms3d_mdl.errors import Warnings
+    from io_ms3d_mdl.scene.types import MaterialData
+
+    bpy = blender
+    bpy.data.materials.new("taken")
+    datas = [
+        MaterialData("a", (1.0, 0.0, 1.0), props={"source_missing": True, "source_texture": "a"}),
+        MaterialData("taken", (0.2, 0.3, 0.4), roughness=0.1, alpha=0.5, blend=True, double_sided=True, props={}),
+        MaterialData("c", (1.0, 1.0, 1.0), emission_color=(1.0, 0.5, 0.0), emission_strength=2.0, props={"k": 1}),
+    ]
+
+    def state(mat):
+        bsdf = next(n for n in mat.node_tree.nodes if n.bl_idname == "ShaderNodeBsdfPrincipled")
+        sockets = [tuple(np.atleast_1d(s.default_value)) for s in bsdf.inputs if hasattr(s, "default_value")]
+        return (
+            sockets,
+            sorted((n.bl_idname, tuple(n.location)) for n in mat.node_tree.nodes),
+            len(mat.node_tree.links),
+            tuple(mat.diffuse_color),
+            mat.roughness,
+            getattr(mat, "surface_render_method", ""),
+            mat.use_backface_culling,
+            dict(mat.items()),
+        )
+
+    plain, images = PlainMaterials(), ImageLoader(Warnings())
+    copied = [build_material(d, images, plain) for d in datas]
+    fresh = [build_material(d, images) for d in datas]
+    assert [m.name for m in copied] == ["a", "taken.001", "c"]
+    assert plain.template == copied[0]
+    for a, b in zip(copied, fresh, strict=True):
+        assert state(a) == state(b)
+    assert dict(copied[1].items()) == {} and dict(copied[2].items()) == {"k": 1}

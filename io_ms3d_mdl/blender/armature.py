@@ -18,10 +18,11 @@ def _drawable_length(bone) -> float:
 
 
 def build_armature(
-    context: bpy.types.Context, collection: bpy.types.Collection, skeleton: SkeletonData
+    context: bpy.types.Context, collection: bpy.types.Collection, skeleton: SkeletonData, name: str | None = None
 ) -> bpy.types.Object:
+    """The armature object (named ``name``, else the skeleton's) with its bones, in ``collection``."""
     armature = bpy.data.armatures.new(skeleton.name)
-    obj = bpy.data.objects.new(skeleton.name, armature)
+    obj = bpy.data.objects.new(name or skeleton.name, armature)
     collection.objects.link(obj)
     armature.display_type = "STICK"
     obj.show_in_front = True

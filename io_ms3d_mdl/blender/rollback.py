@@ -4,6 +4,7 @@ PNG textures), so the Blender file and the disk are exactly as before."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,10 +20,12 @@ def record_written_file(path: str) -> None:
         _written[-1].append(path)
 
 
-def id_collection_names() -> list[str]:
-    """Names of every ``bpy.data`` collection of datablocks (objects, meshes, images, actions, ...), on any version."""
+@functools.cache
+def id_collection_names() -> tuple[str, ...]:
+    """Names of every ``bpy.data`` collection of datablocks (objects, meshes, images, actions, ...), on any version
+    (fixed for a Blender build: looked up once)."""
     # Every collection property of BlendData holds IDs.
-    return [p.identifier for p in bpy.types.BlendData.bl_rna.properties if p.type == "COLLECTION"]
+    return tuple(p.identifier for p in bpy.types.BlendData.bl_rna.properties if p.type == "COLLECTION")
 
 
 def id_collections() -> list[bpy.types.bpy_prop_collection]:

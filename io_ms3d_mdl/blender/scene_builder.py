@@ -14,7 +14,7 @@ from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
-from .material import ImageLoader, build_material
+from .material import ImageLoader, PlainMaterials, build_material
 from .mesh import build_mesh
 
 
@@ -51,8 +51,15 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     for data in scene.collections:
         _build_collections(data, collection, target, hidden)
 
+    # The armature first: entering and leaving edit mode updates the view layer, which then has no meshes to
+    # evaluate (built after it, each is evaluated once, at the end, with its weights and modifier). It takes its
+    # name after the meshes, so names come out as they always have (the mesh "x", its armature "x.001").
+    armature = None
+    if scene.skeleton is not None:
+        armature = build_armature(context, collection, scene.skeleton, "io_ms3d_mdl armature")
     images = ImageLoader(scene.warnings)
-    materials = [build_material(m, images) for m in scene.materials]
+    plain = PlainMaterials()
+    materials = [build_material(m, images, plain) for m in scene.materials]
     objects = []
     for index, data in enumerate(scene.objects):
         mesh = build_mesh(data.mesh)
@@ -72,9 +79,8 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         collection["source_skins"] = [[materials[t].name if t >= 0 else "" for t in f] for f in scene.skin_families]
         collection["source_skin"] = 0
 
-    armature = None
-    if scene.skeleton is not None:
-        armature = build_armature(context, collection, scene.skeleton)
+    if armature is not None:
+        armature.name = scene.skeleton.name
         for data, obj in zip(scene.objects, objects, strict=True):
             if data.skin is not None:
                 apply_skin(obj, data.skin, scene.skeleton, armature)
