@@ -40,7 +40,9 @@ def build_mesh(data: MeshData) -> bpy.types.Mesh:
         me.color_attributes.active_color = colors
     _set_sharp_edges(me, data.sharp_edges)
     me.shade_smooth()
-    if data.normals is not None:
+    if data.vertex_normals is not None:
+        _set_vertex_normals(me, data)
+    elif data.normals is not None:
         _set_custom_normals(me, data)
     return me
 
@@ -68,6 +70,19 @@ def _set_custom_normals(me: bpy.types.Mesh, data: MeshData) -> None:
         me.normals_split_custom_set_from_vertices(_rows(per_vertex))
     else:
         me.normals_split_custom_set(_rows(normals))
+
+
+def _set_vertex_normals(me: bpy.types.Mesh, data: MeshData) -> None:
+    """Per-vertex normals (Source's): compared with Blender's own per vertex when nothing is marked sharp (every
+    corner then shows its vertex's normal), and stored only when they differ."""
+    normals = np.ascontiguousarray(data.vertex_normals, dtype=np.float32).reshape(-1, 3)
+    if data.sharp_edges is None or not len(data.sharp_edges):
+        auto = np.empty_like(normals)
+        me.vertex_normals.foreach_get("vector", auto.ravel())
+        differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
+        if not normals[differing].any():  # all within tolerance, or zero rows: "Blender's own normal"
+            return
+    me.normals_split_custom_set_from_vertices(_rows(normals))
 
 
 def _rows(vectors: np.ndarray) -> tuple[tuple[float, float, float], ...]:

@@ -41,10 +41,10 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _orthonormal(rotation: np.ndarray) -> bool:
-    """A proper rotation to well within the tolerance ``_rigid`` keeps stored rotations by (so its nearest
-    rotation is itself, to float32 rounding)."""
+    """A proper rotation to well within the tolerance ``_rigid`` keeps stored rotations by: ``RᵀR`` within 1e-5 of
+    the identity puts the nearest rotation within about 1e-5 of ``R``, and ``_rigid`` keeps ``R`` up to 1e-4."""
     gram = rotation.T @ rotation
-    return bool(np.abs(gram - np.eye(3)).max() < 1e-7) and np.linalg.det(rotation) > 0
+    return bool(np.abs(gram - np.eye(3)).max() < 1e-5) and np.linalg.det(rotation) > 0
 
 
 def _zero_non_finite(array: np.ndarray | None) -> int:
@@ -183,7 +183,14 @@ def replace_non_finite(scene: SceneData) -> None:
     count = _timing(scene) + _props(scene.props) + sum(_material_values(m) for m in scene.materials)
     for obj in scene.objects:
         mesh = obj.mesh
-        for array in (mesh.positions, mesh.uvs, mesh.uvs2, mesh.normals, *(p for _, p in mesh.shape_keys)):
+        for array in (
+            mesh.positions,
+            mesh.uvs,
+            mesh.uvs2,
+            mesh.normals,
+            mesh.vertex_normals,
+            *(p for _, p in mesh.shape_keys),
+        ):
             count += _zero_non_finite(array)
         if obj.skin is not None:
             count += _zero_non_finite(obj.skin.weights)

@@ -72,6 +72,9 @@ class MeshData:
     triangles: np.ndarray  # (T, 3) int32
     uvs: np.ndarray | None = None  # (T*3, 2) float32
     normals: np.ndarray | None = None  # (T*3, 3) float32; zero rows mean "let Blender compute"
+    # (V, 3) float32 instead of ``normals`` when the format stores one normal per vertex (Source's VVD): set as
+    # they are, without a per-corner copy or a check that every corner of a vertex agrees.
+    vertex_normals: np.ndarray | None = None
     material_indices: np.ndarray | None = None  # (T,) int32 into ``materials``
     materials: list[int | None] = field(default_factory=list)  # slot -> SceneData.materials index (None: empty)
     sharp_edges: np.ndarray | None = None  # (E, 2) int32 vertex pairs
@@ -80,6 +83,12 @@ class MeshData:
     shape_keys: list[tuple[str, np.ndarray]] = field(default_factory=list)  # (name, (V, 3) float32 positions)
     colors: np.ndarray | None = None  # (V, 4) uint8 sRGB RGBA per vertex (Titanfall's .vvc)
     uvs2: np.ndarray | None = None  # (T*3, 2) float32: a second UV map
+
+    def corner_normals(self) -> np.ndarray | None:
+        """Per-corner normals, whichever form the mesh holds them in."""
+        if self.vertex_normals is not None:
+            return self.vertex_normals[np.asarray(self.triangles).ravel()]
+        return self.normals
 
 
 @dataclass

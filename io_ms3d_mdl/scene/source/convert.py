@@ -289,9 +289,15 @@ def _model_object(
         tris_global, mesh_refs = tris_global[solid], mesh_refs[solid]
         if not len(tris_global):
             return None
-    used, inverse = np.unique(tris_global, return_inverse=True)  # dedupe by VVD index, compact to this LOD
+    # The pool vertices this LOD uses, in pool order, renumbered from 0 (``np.unique`` without its sort: indices
+    # are bounded by the pool, checked above).
+    in_use = np.zeros(len(pool), dtype=bool)
+    in_use[tris_global] = True
+    used = np.flatnonzero(in_use)
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
-    triangles = inverse.reshape(-1, 3).astype(np.int32)
+    renumber = np.zeros(len(pool), dtype=np.int32)
+    renumber[used] = np.arange(len(used), dtype=np.int32)
+    triangles = renumber[tris_global]
     verts = pool[used]
     refs, first = np.unique(mesh_refs, return_index=True)
     by_first = np.argsort(first)
@@ -303,7 +309,7 @@ def _model_object(
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
         uvs=_flipped_uvs(verts["uv"][triangles.ravel()]),
-        normals=np.ascontiguousarray(verts["normal"][triangles.ravel()], dtype=np.float32),
+        vertex_normals=np.ascontiguousarray(verts["normal"], dtype=np.float32),
         material_indices=np.argsort(by_first)[np.searchsorted(refs, mesh_refs)].astype(np.int32),
         materials=slots,
         source_vertices=used.astype(np.int32),
