@@ -22,7 +22,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .budget import Budget, current_budget, using_budget
@@ -87,6 +87,9 @@ class Confinement:
 
     roots: tuple[str, ...]
     allow_absolute: bool = False  # absolute texture names are honoured (the user's own files; off by default)
+    # (folder, name as written) → the entry's path or None, for this import: material searches try the same
+    # folders for every texture (and mostly miss), so each step is looked up once.
+    _steps: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_model(cls, model_path: str, user_roots: tuple[str, ...] = (), allow_absolute: bool = False) -> Confinement:
@@ -125,17 +128,23 @@ class Confinement:
         root = next((r for r in self.roots if _inside(target, r)), None)
         if root is None:
             return None
-        current = root
+        current: str | None = root
         for part in target[len(root) :].split(os.sep):  # below the root (the prefix ``_inside`` matched)
-            if not part:
-                continue
-            found = listing(current).get(part.lower())  # cached per folder: one listing instead of a stat a step
-            if found != part and os.path.lexists(os.path.join(current, part)):
-                found = part  # an exact name beside a case variant, or a folder that cannot be listed
-            if found is None:
-                return None
-            current = os.path.join(current, found)
+            if part:
+                current = self._step(current, part)
+                if current is None:
+                    return None
         return current if self.allows(current) and _is_regular(current) else None
+
+    def _step(self, folder: str, part: str) -> str | None:
+        """``folder``'s entry named ``part`` in any letter case (the exact name first), or None."""
+        key = (folder, part)
+        if key not in self._steps:
+            found = listing(folder).get(part.lower())  # cached per folder: one listing, not a stat a step
+            if found != part and os.path.lexists(os.path.join(folder, part)):
+                found = part  # an exact name beside a case variant, or a folder that cannot be listed
+            self._steps[key] = os.path.join(folder, found) if found is not None else None
+        return self._steps[key]
 
     def find_absolute(self, name: str) -> str | None:
         """An absolute name as written, only when the user allowed absolute paths; still a regular file only."""

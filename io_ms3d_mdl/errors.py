@@ -15,6 +15,8 @@ MESSAGE_LIMIT = 1000
 def printable(text: str, limit: int = MESSAGE_LIMIT) -> str:
     """Text as it may appear in a message: control characters escaped and length bounded, so a name from a file
     can neither forge lines in a report or console nor flood it."""
+    if len(text) <= limit and text.isprintable():
+        return text  # the usual case, without a pass per character
     out = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[: limit * 2])
     return out if len(out) <= limit else out[: limit - 1] + "…"
 

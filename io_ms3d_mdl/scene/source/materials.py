@@ -45,8 +45,8 @@ class Finder:
 
     def vmt(self, name: str, folders: list[str]) -> str | None:
         name = name.replace("\\", "/").strip("/")
-        for folder in [*folders, ""]:
-            folder = folder.replace("\\", "/").strip("/")
+        # Models list the same folder more than once (often "" twice, and "" is the last resort anyway).
+        for folder in dict.fromkeys(f.replace("\\", "/").strip("/") for f in [*folders, ""]):
             found = self.find(f"materials/{folder}/{name}.vmt" if folder else f"materials/{name}.vmt")
             if found:
                 return found
