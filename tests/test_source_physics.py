@@ -215,3 +215,37 @@ def test_reader_is_bytes_or_path(tmp_path):
     (tmp_path / "a.phy").write_bytes(data)
     assert os.fspath(read_phy(tmp_path / "a.phy").path).endswith("a.phy")
     assert read_phy_bytes(data).solid_count == 1
+
+
+def test_solids_are_meshed_together_but_never_merged_across_solids():
+    """All solids are meshed in one pass: equal points merge within a solid only, a face two pieces of a solid
+    share is kept once, a solid whose pieces are unusable gets no mesh, and each solid sits where its matrix puts
+    it — the same as meshing each solid alone."""
+    from io_ms3d_mdl.formats.source.phy import PhyPiece, PhySolid
+    from io_ms3d_mdl.scene.source.physics import _solid_meshes
+
+    square = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0]], np.float32)
+    halves = [
+        PhyPiece(square, np.array([[0, 1, 2]], np.int32), -1),
+        PhyPiece(square, np.array([[0, 2, 3]], np.int32), -1),
+    ]
+    twice = PhyPiece(square, np.array([[0, 1, 2]], np.int32), -1)
+    broken = PhyPiece(np.full((3, 3), np.nan, np.float32), np.array([[0, 1, 2]], np.int32), -1)
+    solids = [
+        PhySolid(0, 0, halves, 0),  # two pieces sharing points: one mesh of 4 points
+        PhySolid(1, 0, [twice, twice], 0),  # the same face from two pieces: kept once
+        PhySolid(2, 0, [broken], 0),  # nothing usable
+        PhySolid(3, 0, halves, 0),  # the same points as solid 0, placed elsewhere
+    ]
+    placements = np.tile(np.eye(4), (4, 1, 1))
+    placements[3, :3, 3] = (10, 0, 0)
+    meshes = _solid_meshes(solids, placements, 2.0, ["a", "b", "c", "d"])
+    assert meshes[2] is None
+    assert [len(m.positions) for m in (meshes[0], meshes[1], meshes[3])] == [4, 3, 4]
+    assert [len(m.triangles) for m in (meshes[0], meshes[1], meshes[3])] == [2, 1, 2]
+    np.testing.assert_array_equal(meshes[3].positions, meshes[0].positions + (20, 0, 0))  # scaled by 2
+    np.testing.assert_array_equal(meshes[3].triangles, meshes[0].triangles)
+    for s in (0, 1, 3):
+        alone = _solid_meshes([solids[s]], placements[s : s + 1], 2.0, ["x"])[0]
+        np.testing.assert_array_equal(alone.positions, meshes[s].positions)
+        np.testing.assert_array_equal(alone.triangles, meshes[s].triangles)

@@ -50,14 +50,14 @@ def add_physics(
     )
     budget = current_budget()
     vertices, triangles = scene.vertex_count, scene.triangle_count  # kept as running totals: thousands of solids
-    for solid in phy.solids:
-        keys = phy.solid_keys(solid.index)
-        name = str(keys.get("name", "") or "")
-        bone = _bone_of(solid, name, lookup, len(world), len(phy.solids))
-        placement = world[bone] if bone >= 0 else np.eye(4)
-        if len(phy.solids) == 1 and bone == 0 and prop_pose is not None:
-            placement = world[0] @ np.linalg.inv(prop_pose)
-        mesh = _solid_mesh(solid, placement, scale, f"{name or 'solid'}_physics")
+    keys_of = [phy.solid_keys(solid.index) for solid in phy.solids]
+    names = [str(keys.get("name", "") or "") for keys in keys_of]
+    bones = [_bone_of(s, n, lookup, len(world), len(phy.solids)) for s, n in zip(phy.solids, names, strict=True)]
+    placements = np.array([world[b] if b >= 0 else np.eye(4) for b in bones]).reshape(-1, 4, 4)
+    if len(phy.solids) == 1 and bones[0] == 0 and prop_pose is not None:
+        placements[0] = world[0] @ np.linalg.inv(prop_pose)
+    meshes = _solid_meshes(phy.solids, placements, scale, [f"{n or 'solid'}_physics" for n in names])
+    for solid, keys, name, bone, mesh in zip(phy.solids, keys_of, names, bones, meshes, strict=True):
         if mesh is None:
             scene.warnings.add(f"physics solid {solid.index} ('{name}') has no usable triangles; skipped")
             continue
@@ -107,32 +107,65 @@ def _bone_of(solid: PhySolid, name: str, lookup: dict[str, int], bones: int, sol
     return found if found < bones else -1
 
 
-def _solid_mesh(solid: PhySolid, bone_matrix: np.ndarray, scale: float, name: str) -> MeshData | None:
-    pieces = [p for p in solid.pieces if len(p.triangles) and np.isfinite(p.points).all()]
-    if not pieces:
-        return None
-    offsets = np.cumsum([0] + [len(p.points) for p in pieces[:-1]])
-    points = np.concatenate([p.points for p in pieces]).astype(np.float64)
-    triangles = np.concatenate([p.triangles.astype(np.int64) + o for p, o in zip(pieces, offsets, strict=True)])
-    model = points @ bone_matrix[:3, :3].T + bone_matrix[:3, 3]
-    # Pieces share their points in the file; merge the copies so the joined solid is one connected mesh.
+def _solid_meshes(
+    solids: list[PhySolid], placements: np.ndarray, scale: float, names: list[str]
+) -> list[MeshData | None]:
+    """Each solid's pieces as one mesh placed by its matrix, all solids at once (a handful of numpy calls per
+    solid cost more than their few dozen points). Pieces share their points in the file: equal points of a solid
+    are merged so it is one connected mesh; two pieces touching along a face would give that face twice, and one
+    is kept (Blender rejects duplicate faces). None for a solid with no usable triangle."""
+    points, tris, owner = [], [], []
+    offset = 0
+    for s, solid in enumerate(solids):
+        for piece in solid.pieces:
+            if len(piece.triangles) and np.isfinite(piece.points).all():
+                points.append(piece.points)
+                tris.append(piece.triangles.astype(np.int64) + offset)
+                owner.append(np.full(len(piece.triangles), s))
+                offset += len(piece.points)
+    out: list[MeshData | None] = [None] * len(solids)
+    if not tris:
+        return out
+    counts = [len(p) for p in points]
+    point_owner = np.repeat(np.concatenate([o[:1] for o in owner]), counts)
+    raw = np.concatenate(points).astype(np.float64)
+    model = np.empty_like(raw)
+    point_ends = np.cumsum(np.bincount(point_owner, minlength=len(solids))).tolist()
+    for s, (start, end) in enumerate(zip([0, *point_ends[:-1]], point_ends, strict=True)):
+        if end > start:  # one product per solid, as a solid alone would be placed (same bits, same point order)
+            model[start:end] = raw[start:end] @ placements[s, :3, :3].T + placements[s, :3, 3]
     model += 0.0  # -0.0 becomes 0.0: rows are compared by their bytes
-    _, first, inverse = np.unique(_rows(model), return_index=True, return_inverse=True)
-    unique = model[first]
-    triangles = inverse.reshape(-1)[triangles]
-    a, b, c = triangles.T
-    triangles = triangles[(a != b) & (b != c) & (a != c)]
-    # Two pieces touching along a face would give that face twice: keep one (Blender rejects duplicate faces).
-    _, first = np.unique(_rows(np.sort(triangles, axis=1)), return_index=True)
-    triangles = triangles[np.sort(first)]
-    if not len(triangles):
-        return None
-    used, compact = np.unique(triangles, return_inverse=True)
-    return MeshData(
-        name=name,
-        positions=np.ascontiguousarray(unique[used] * scale, dtype=np.float32),
-        triangles=np.ascontiguousarray(compact.reshape(-1, 3), dtype=np.int32),
+    # Rows of (solid, x, y, z) compared as bytes: equal points merge within a solid, never across solids, and each
+    # solid's points stay together (sorted by their coordinates' bytes, as one solid alone would be).
+    _, first, inverse = np.unique(
+        _rows(np.c_[point_owner.astype(np.float64), model]), return_index=True, return_inverse=True
     )
+    unique = model[first]
+    triangles = inverse.reshape(-1)[np.concatenate(tris)]
+    tri_owner = np.concatenate(owner)
+    a, b, c = triangles.T
+    solid = (a != b) & (b != c) & (a != c)
+    triangles, tri_owner = triangles[solid], tri_owner[solid]
+    _, first = np.unique(_rows(np.sort(triangles, axis=1)), return_index=True)
+    keep = np.sort(first)
+    triangles, tri_owner = triangles[keep], tri_owner[keep]
+    if not len(triangles):
+        return out
+    used, compact = np.unique(triangles, return_inverse=True)
+    compact = compact.reshape(-1, 3)
+    per_solid = np.bincount(tri_owner, minlength=len(solids))
+    ends = np.cumsum(per_solid).tolist()
+    for s, (count, end) in enumerate(zip(per_solid.tolist(), ends, strict=True)):
+        if not count:
+            continue
+        local = compact[end - count : end]
+        low, high = int(local.min()), int(local.max())  # a solid's vertices are one run of ``used``
+        out[s] = MeshData(
+            name=names[s],
+            positions=np.ascontiguousarray(unique[used[low : high + 1]] * scale, dtype=np.float32),
+            triangles=np.ascontiguousarray(local - low, dtype=np.int32),
+        )
+    return out
 
 
 def _rows(array: np.ndarray) -> np.ndarray:
