@@ -18,7 +18,7 @@ from ...budget import current_budget
 from ...errors import Warnings
 from ...formats.ms3d.model import Ms3dModel
 from ..bones import bone_frames, original_name_props, unique_names
-from ..rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
+from ..rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, slerp
 from ..types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
 from .rig import Hierarchy
 
@@ -81,7 +81,7 @@ def build_action(
     lo, hi = math.inf, -math.inf
     resample = _may_resample(rig, warnings)
     every_frame = [k.frames for k in rig.rotation_keys]
-    every_quat = [make_continuous(q) for q in _key_quaternions(rig, x)]
+    every_quat = _key_quaternions(rig, x)
     if resample:
         every_frame, every_quat = slerp_all_whole_frames(every_frame, every_quat)
     for j, (rot_frames, rotations, pk) in enumerate(zip(every_frame, every_quat, rig.position_keys, strict=True)):
@@ -105,14 +105,14 @@ def build_action(
 
 
 def _key_quaternions(rig: Hierarchy, x: np.ndarray) -> list[np.ndarray]:
-    """Each joint's rotation keys as quaternions of ``Xᵀ·R(key)·X``, worked out for all joints at once."""
+    """Each joint's rotation keys as sign-continuous quaternions of ``Xᵀ·R(key)·X``, for all joints at once."""
     counts = [len(k.frames) for k in rig.rotation_keys]
     if not sum(counts):
         return [np.zeros((0, 4)) for _ in counts]
     joint = np.repeat(np.arange(len(counts)), counts)
     values = np.concatenate([k.values for k in rig.rotation_keys])
     rot = np.einsum("kji,kjl,klm->kim", x[joint], euler_xyz_to_matrix(values), x[joint])
-    return np.split(matrix_to_quaternion(rot), np.cumsum(counts)[:-1])
+    return np.split(_continuous_by_channel(matrix_to_quaternion(rot), joint), np.cumsum(counts)[:-1])
 
 
 # More whole frames than this between a channel's first and last key are not resampled (hostile or absurd
