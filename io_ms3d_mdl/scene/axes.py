@@ -6,6 +6,8 @@ become those. The result is always a proper rotation (det +1), so triangle windi
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 AXES = ("X", "Y", "Z", "-X", "-Y", "-Z")
@@ -19,6 +21,12 @@ def _unit(axis: str) -> np.ndarray:
 
 def axis_conversion_matrix(from_forward: str = "Y", from_up: str = "Z") -> np.ndarray:
     """3×3 rotation taking file coordinates to Blender coordinates (column vectors: ``M @ v``)."""
+    return _conversion(from_forward, from_up).copy()  # a copy: callers may change theirs
+
+
+@functools.lru_cache(maxsize=64)
+def _conversion(from_forward: str, from_up: str) -> np.ndarray:
+    """Made once per axis pair (a dozen small numpy calls, a fixed cost of every import)."""
     if from_forward not in AXES or from_up not in AXES:
         raise ValueError(f"axes must be one of {AXES}")
     fwd, up = _unit(from_forward), _unit(from_up)
