@@ -243,7 +243,9 @@ def test_solids_are_meshed_together_but_never_merged_across_solids():
     assert meshes[2] is None
     assert [len(m.positions) for m in (meshes[0], meshes[1], meshes[3])] == [4, 3, 4]
     assert [len(m.triangles) for m in (meshes[0], meshes[1], meshes[3])] == [2, 1, 2]
-    np.testing.assert_array_equal(meshes[3].positions, meshes[0].positions + (20, 0, 0))  # scaled by 2
+    np.testing.assert_array_equal(
+        meshes[3].positions, meshes[0].positions + np.array((20, 0, 0), np.float32)
+    )  # scaled by 2
     np.testing.assert_array_equal(meshes[3].triangles, meshes[0].triangles)
     for s in (0, 1, 3):
         alone = _solid_meshes([solids[s]], placements[s : s + 1], 2.0, ["x"])[0]
