@@ -221,6 +221,22 @@ def test_long_group_and_material_names_import(blender, tmp_path):
     assert obj.name.startswith("é" * 20) and obj.material_slots[0].material.name.startswith("€" * 10)
 
 
+def test_groups_named_like_the_armatures_working_name_keep_their_names(blender, tmp_path):
+    """The armature is made before the meshes under a working name no object of the file asks for, and takes its
+    own name (and its place after the meshes in the collection) once they exist."""
+    from ms3d_writer import Group
+
+    bpy = blender
+    spec = arm_spec()
+    spec.groups = [Group("io_ms3d_mdl armature", [0]), Group("io_ms3d_mdl armature 1", [1])]
+    path = tmp_path / "rig.ms3d"
+    path.write_bytes(write_ms3d(spec))
+    assert bpy.ops.import_scene.ms3d(filepath=str(path)) == {"FINISHED"}
+    names = [o.name for o in bpy.data.collections["rig"].objects]
+    assert names == ["io_ms3d_mdl armature", "io_ms3d_mdl armature 1", "rig"]
+    assert bpy.data.objects["rig"].type == "ARMATURE"
+
+
 # --- Source ----------------------------------------------------------------------------------------------------
 
 LONG = "é" * 40  # 80 UTF-8 bytes; Latin-1 in the file

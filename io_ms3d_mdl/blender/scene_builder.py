@@ -53,10 +53,11 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
 
     # The armature first: entering and leaving edit mode updates the view layer, which then has no meshes to
     # evaluate (built after it, each is evaluated once, at the end, with its weights and modifier). It takes its
-    # name after the meshes, so names come out as they always have (the mesh "x", its armature "x.001").
+    # name, and its place after the meshes in the collection, once they are made, so both come out as they always
+    # have (the mesh "x", its armature "x.001").
     armature = None
     if scene.skeleton is not None:
-        armature = build_armature(context, collection, scene.skeleton, "io_ms3d_mdl armature")
+        armature = build_armature(context, collection, scene.skeleton, _unused_name(scene))
     images = ImageLoader(scene.warnings)
     plain = PlainMaterials()
     materials = [build_material(m, images, plain) for m in scene.materials]
@@ -81,6 +82,8 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
 
     if armature is not None:
         armature.name = scene.skeleton.name
+        collection.objects.unlink(armature)
+        collection.objects.link(armature)
         for data, obj in zip(scene.objects, objects, strict=True):
             if data.skin is not None:
                 apply_skin(obj, data.skin, scene.skeleton, armature)
@@ -102,6 +105,16 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
+
+
+def _unused_name(scene: SceneData) -> str:
+    """A name none of the objects this import makes will ask for (a file may name a group anything)."""
+    taken = {o.name for o in scene.objects} | {e.name for e in scene.empties}
+    name, n = "io_ms3d_mdl armature", 0
+    while name in taken:
+        n += 1
+        name = f"io_ms3d_mdl armature {n}"
+    return name
 
 
 def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy.types.Object) -> None:

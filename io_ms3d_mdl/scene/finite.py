@@ -25,6 +25,7 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
         return np.eye(4), 1
     rotation = m[:3, :3]
     if _orthonormal(rotation) and np.abs(m[:3, 3]).max() <= MAX_COORDINATE and (m[3] == (0, 0, 0, 1)).all():
+        m[3] = (0.0, 0.0, 0.0, 1.0)  # as written below (no -0.0 kept)
         return m, 0  # the usual case, without a decomposition: already its own nearest rotation
     u, s, vt = np.linalg.svd(rotation)
     if s[0] == 0.0 or s[2] < 1e-6 * s[0]:

@@ -171,7 +171,8 @@ def slerp_all_whole_frames(
     # Every whole frame of every resampled channel, and the key index after it in its channel (``searchsorted``
     # side="right", for all channels at once: a merge of keys and frames by channel, keys first at equal values).
     at = np.repeat(np.arange(len(counts)), wanted)
-    whole = low[at] + (np.arange(len(at)) - np.repeat(np.cumsum(wanted) - wanted, wanted))
+    step = np.arange(len(at)) - np.repeat(np.cumsum(wanted) - wanted, wanted)
+    whole = np.where(step == 0, low[at], low[at] + step)  # the first stays as ``ceil`` gives it (-0.0 too)
     merged = np.lexsort((np.r_[np.zeros(len(f)), np.ones(len(whole))], np.r_[f, whole], np.r_[channel, at]))
     is_key = merged < len(f)
     after = np.empty(len(whole), dtype=np.int64)

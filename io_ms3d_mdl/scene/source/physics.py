@@ -53,7 +53,7 @@ def add_physics(
     keys_of = [phy.solid_keys(solid.index) for solid in phy.solids]
     names = [str(keys.get("name", "") or "") for keys in keys_of]
     bones = [_bone_of(s, n, lookup, len(world), len(phy.solids)) for s, n in zip(phy.solids, names, strict=True)]
-    placements = np.array([world[b] if b >= 0 else np.eye(4) for b in bones]).reshape(-1, 4, 4)
+    placements = np.array([world[b] if b >= 0 else np.eye(4) for b in bones], dtype=np.float64).reshape(-1, 4, 4)
     if len(phy.solids) == 1 and bones[0] == 0 and prop_pose is not None:
         placements[0] = world[0] @ np.linalg.inv(prop_pose)
     meshes = _solid_meshes(phy.solids, placements, scale, [f"{n or 'solid'}_physics" for n in names])
