@@ -93,6 +93,11 @@ class Cursor:
 
     def array_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> np.ndarray:
         """``count`` records at an absolute ``offset``, checked to lie inside the data before anything is read."""
+        return self.view_at(dtype, offset, count, what).copy()
+
+    def view_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> np.ndarray:
+        """Like ``array_at`` without the copy: a read-only view for reading at once, never kept (it would keep the
+        whole file's bytes alive). Headers walked once cost more to copy than to read."""
         dtype = np.dtype(dtype)
         if count < 0:
             raise self.error(f"negative count {count} for {what}", offset)
@@ -103,12 +108,12 @@ class Cursor:
                 offset,
             )
         self._take(dtype.itemsize * count, what)
-        return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset).copy()
+        return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset)
 
     def records_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> Iterator[tuple[int, np.void]]:
         """Like ``array_at``, each record with its own offset: formats store names and nested lists relative to
         the record that points at them."""
-        records = self.array_at(dtype, offset, count, what)
+        records = self.view_at(dtype, offset, count, what)
         size = records.dtype.itemsize
         return ((offset + i * size, r) for i, r in enumerate(records))
 

@@ -194,19 +194,25 @@ def _piece(cur: Cursor, starts: np.ndarray, points_at: int, end: int, bone: int,
     count = int(starts.max()) + 1
     if starts.min() < 0 or points_at + count * POINT.itemsize > end:
         raise cur.error(f"a convex piece of solid {index} uses {count} points, past the solid's end", points_at)
-    raw = cur.array_at(POINT, points_at, count, f"points of solid {index}")
-    used, inverse = np.unique(starts, return_inverse=True)
-    ivp = raw[used, :3].astype(np.float64)
+    raw = cur.view_at(POINT, points_at, count, f"points of solid {index}")
+    in_use = np.zeros(count, dtype=bool)  # the points the triangles use, renumbered in order (no sort needed)
+    in_use[starts] = True
+    used = np.flatnonzero(in_use)
+    renumber = np.zeros(count, dtype=np.int32)
+    renumber[used] = np.arange(len(used), dtype=np.int32)
     # vphysics ConvertPositionToHL: HL = (x, z, -y) / 0.0254 (a rotation, so the winding is kept).
-    points = np.stack([ivp[:, 0], ivp[:, 2], -ivp[:, 1]], axis=1) * INCHES_PER_METRE
+    points = raw[used][:, [0, 2, 1]].astype(np.float64) * _TO_INCHES
     return PhyPiece(
         np.ascontiguousarray(points, dtype=np.float32),
-        np.ascontiguousarray(inverse.reshape(-1, 3), dtype=np.int32),
+        np.ascontiguousarray(renumber[starts].reshape(-1, 3)),
         bone if bone >= 0 else -1,
     )
 
 
-_TOKEN = re.compile(r'"([^"]*)"|([{}])|//[^\n]*|([^\s{}"]+)')
+_TO_INCHES = np.array([1.0, 1.0, -1.0]) * INCHES_PER_METRE  # after the (x, z, y) reorder above
+
+
+_TOKEN = re.compile(r'("[^"]*")|([{}])|//[^\n]*|([^\s{}"]+)')  # quoted tokens keep their quotes: "" is a value
 
 
 def parse_blocks(text: str) -> list[tuple[str, dict]]:
@@ -217,8 +223,7 @@ def parse_blocks(text: str) -> list[tuple[str, dict]]:
     stack: list[dict] = []
     pending: str | None = None
     skipped = 0  # braces opened past MAX_DEPTH: their contents stay in the deepest block kept
-    for match in _TOKEN.finditer(text):
-        quoted, brace, bare = match.groups()
+    for quoted, brace, bare in _TOKEN.findall(text):  # a comment matches with all three empty
         if brace == "{":
             if len(stack) < MAX_DEPTH:
                 block: dict = {}
@@ -236,8 +241,8 @@ def parse_blocks(text: str) -> list[tuple[str, dict]]:
             elif stack:
                 stack.pop()
             pending = None
-        elif quoted is not None or bare is not None:
-            token = quoted if quoted is not None else bare
+        elif quoted or bare:
+            token = quoted[1:-1] if quoted else bare
             if pending is None or not stack:  # outside blocks the last word before "{" names the block
                 pending = token
             else:

@@ -101,9 +101,9 @@ def _count(cur: Cursor, value: np.integer) -> int:
 
 def _strip_group(cur: Cursor, offset: int, group: np.ndarray, strip_dtype: np.dtype) -> VtxStripGroup:
     num_verts, num_indices = _count(cur, group["numverts"]), _count(cur, group["numindices"])
-    vertices = cur.array_at(S.VTX_VERTEX, offset + int(group["vertoffset"]), num_verts, "strip group vertices")
-    indices = cur.array_at(np.dtype("<u2"), offset + int(group["indexoffset"]), num_indices, "strip group indices")
-    strips = cur.array_at(strip_dtype, offset + int(group["stripoffset"]), _count(cur, group["numstrips"]), "strips")
+    vertices = cur.view_at(S.VTX_VERTEX, offset + int(group["vertoffset"]), num_verts, "strip group vertices")
+    indices = cur.view_at(np.dtype("<u2"), offset + int(group["indexoffset"]), num_indices, "strip group indices")
+    strips = cur.view_at(strip_dtype, offset + int(group["stripoffset"]), _count(cur, group["numstrips"]), "strips")
     triangles = []
     for strip in strips:
         first, count = int(strip["indexoffset"]), int(strip["numindices"])
