@@ -29,17 +29,18 @@ def read_vvd_bytes(data: bytes, path: str | None = None, root_lod: int = 0) -> V
         raise cur.error(f"vertex file declares {num_lods} LODs (1 to 8 are possible)", 12)
     counts = header["numlodvertexes"].astype(np.int64)
     total = int(counts[0])
-    pool = cur.array_at(S.VVD_VERTEX, int(header["vertexdatastart"]), total, "vertices")
+    # Views, copied once below: by the fixups' reordering when there are fixups, as they are otherwise.
+    pool = cur.view_at(S.VVD_VERTEX, int(header["vertexdatastart"]), total, "vertices")
     tangents = None
     if int(header["tangentdatastart"]):
-        tangents = cur.array_at(np.dtype(("<f4", 4)), int(header["tangentdatastart"]), total, "tangents")
+        tangents = cur.view_at(np.dtype(("<f4", 4)), int(header["tangentdatastart"]), total, "tangents")
     fixups = cur.array_at(S.VVD_FIXUP, int(header["fixuptablestart"]), int(header["numfixups"]), "LOD fixups")
     order = None
     if len(fixups):
         order = _replay_fixups(cur, fixups, total, root_lod)
-        pool = pool[order]
-        if tangents is not None:
-            tangents = tangents[order]
+    pool = pool[order] if order is not None else pool.copy()
+    if tangents is not None:
+        tangents = tangents[order] if order is not None else tangents.copy()
     return VvdFile(path, int(header["checksum"]), num_lods, counts, pool, tangents, order)
 
 
