@@ -60,10 +60,7 @@ def _set_custom_normals(me: bpy.types.Mesh, data: MeshData) -> None:
     Blender's own importers use, taking the cheapest route that reproduces them exactly.
     """
     normals = np.ascontiguousarray(data.normals, dtype=np.float32).reshape(-1, 3)
-    auto = np.empty((len(me.loops), 3), dtype=np.float32)
-    me.corner_normals.foreach_get("vector", auto.ravel())
-    differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
-    if not normals[differing].any():  # all within tolerance, or zero rows: "Blender's own normal"
+    if _blenders_own(me.corner_normals, normals):
         return
     per_vertex = vertex_normals_if_consistent(data.triangles, normals, len(me.vertices))
     if per_vertex is not None:
@@ -76,13 +73,19 @@ def _set_vertex_normals(me: bpy.types.Mesh, data: MeshData) -> None:
     """Per-vertex normals (Source's): compared with Blender's own per vertex when nothing is marked sharp (every
     corner then shows its vertex's normal), and stored only when they differ."""
     normals = np.ascontiguousarray(data.vertex_normals, dtype=np.float32).reshape(-1, 3)
-    if data.sharp_edges is None or not len(data.sharp_edges):
-        auto = np.empty_like(normals)
-        me.vertex_normals.foreach_get("vector", auto.ravel())
-        differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
-        if not normals[differing].any():  # all within tolerance, or zero rows: "Blender's own normal"
-            return
+    smooth = data.sharp_edges is None or not len(data.sharp_edges)
+    if smooth and _blenders_own(me.vertex_normals, normals):
+        return
     me.normals_split_custom_set_from_vertices(_rows(normals))
+
+
+def _blenders_own(computed: bpy.types.bpy_prop_collection, normals: np.ndarray) -> bool:
+    """Whether ``normals`` (N, 3) are what Blender computes itself (``computed``: its N normals), within the
+    tolerance; zero rows mean "Blender's own normal" and always agree."""
+    auto = np.empty_like(normals)
+    computed.foreach_get("vector", auto.ravel())
+    differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
+    return not normals[differing].any()
 
 
 def _rows(vectors: np.ndarray) -> tuple[tuple[float, float, float], ...]:
