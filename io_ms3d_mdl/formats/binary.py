@@ -17,6 +17,13 @@ from ..errors import FormatError
 from .text import decode_text
 
 
+def run_layout(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs of the given (non-negative) lengths laid end to end, without a Python loop: for every element, the
+    run it belongs to and its place in that run (concatenated ``arange``s)."""
+    run = np.repeat(np.arange(len(lengths)), lengths)
+    return run, np.arange(len(run)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 class Truncated(FormatError):
     """The data ended before a read could be satisfied; optional blocks catch this one."""
 

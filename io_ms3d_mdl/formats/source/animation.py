@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import FormatError
-from ..binary import Cursor
+from ..binary import Cursor, run_layout
 from . import structs as S
 from .animation_values import half_to_float
 from .frame_animation import decode_frame_section
@@ -139,8 +139,7 @@ def _expand_runs(
     _check(cur, at, 2 * valid, "animation values")
     filled = valid > 0
     track, first, span, valid, at = track[filled], first[filled], span[filled], valid[filled], at[filled]
-    run = np.repeat(np.arange(len(span)), span)
-    step = np.arange(len(run)) - np.repeat(np.cumsum(span) - span, span)
+    run, step = run_layout(span)
     byte = at[run] + 2 * np.minimum(step, valid[run] - 1)
     words = buf[byte].astype(np.uint16) | (buf[byte + 1].astype(np.uint16) << np.uint16(8))
     out[track[run], first[run] + step] = words.view(np.int16)

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from ...access import read_file
-from ..binary import Cursor
+from ..binary import Cursor, run_layout
 from . import structs as S
 from .model import VvdFile
 
@@ -55,7 +55,5 @@ def _replay_fixups(cur: Cursor, fixups: np.ndarray, total: int, root_lod: int) -
         return np.zeros(0, dtype=np.int64)
     if replayed > total:  # real fixups replay each vertex of the root LOD once; more is a replay bomb
         raise cur.error(f"the LOD fixups replay {replayed:,} vertices but the file holds only {total:,}", 0)
-    # concatenated aranges without a Python loop: offsets within each run plus that run's start
-    run_of = np.repeat(np.arange(len(runs)), length)
-    within = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+    run_of, within = run_layout(length)
     return start[run_of] + within

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import Warnings
+from ...formats.binary import run_layout
 from ...formats.ms3d.model import Ms3dModel
 from ..bones import bone_frames, original_name_props, unique_names
 from ..rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, slerp
@@ -170,8 +171,7 @@ def slerp_all_whole_frames(
         return frames, quats
     # Every whole frame of every resampled channel, and the key index after it in its channel (``searchsorted``
     # side="right", for all channels at once: a merge of keys and frames by channel, keys first at equal values).
-    at = np.repeat(np.arange(len(counts)), wanted)
-    step = np.arange(len(at)) - np.repeat(np.cumsum(wanted) - wanted, wanted)
+    at, step = run_layout(wanted)
     whole = np.where(step == 0, low[at], low[at] + step)  # the first stays as ``ceil`` gives it (-0.0 too)
     merged = np.lexsort((np.r_[np.zeros(len(f)), np.ones(len(whole))], np.r_[f, whole], np.r_[channel, at]))
     is_key = merged < len(f)
