@@ -197,11 +197,12 @@ def slerp_all_whole_frames(
 
 def _continuous_by_channel(q: np.ndarray, channel: np.ndarray) -> np.ndarray:
     """:func:`make_continuous` on each channel's run of rows (sorted by channel) at once."""
+    begins = channel[1:] != channel[:-1]  # row i + 1 starts a channel
     signs = np.where(np.einsum("ij,ij->i", q[1:], q[:-1]) < 0, -1.0, 1.0)
-    signs[channel[1:] != channel[:-1]] = 1.0  # a channel's first key keeps its sign
+    signs[begins] = 1.0  # a channel's first key keeps its sign
     running = np.cumprod(np.r_[1.0, signs])
-    first_row = np.r_[0, np.flatnonzero(channel[1:] != channel[:-1]) + 1]
-    start_of = first_row[np.cumsum(np.r_[0, channel[1:] != channel[:-1]])]
+    first_row = np.r_[0, np.flatnonzero(begins) + 1]
+    start_of = first_row[np.cumsum(np.r_[0, begins])]
     return q * (running * running[start_of])[:, None]
 
 

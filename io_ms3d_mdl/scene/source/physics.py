@@ -114,21 +114,20 @@ def _solid_meshes(
     solid cost more than their few dozen points). Pieces share their points in the file: equal points of a solid
     are merged so it is one connected mesh; two pieces touching along a face would give that face twice, and one
     is kept (Blender rejects duplicate faces). None for a solid with no usable triangle."""
-    points, tris, owner = [], [], []
-    offset = 0
-    for s, solid in enumerate(solids):
-        for piece in solid.pieces:
-            if len(piece.triangles) and np.isfinite(piece.points).all():
-                points.append(piece.points)
-                tris.append(piece.triangles.astype(np.int64) + offset)
-                owner.append(np.full(len(piece.triangles), s))
-                offset += len(piece.points)
+    usable = [
+        (s, piece)
+        for s, solid in enumerate(solids)
+        for piece in solid.pieces
+        if len(piece.triangles) and np.isfinite(piece.points).all()
+    ]
     out: list[MeshData | None] = [None] * len(solids)
-    if not tris:
+    if not usable:
         return out
-    counts = [len(p) for p in points]
-    point_owner = np.repeat(np.concatenate([o[:1] for o in owner]), counts)
-    raw = np.concatenate(points).astype(np.float64)
+    solid_of = np.array([s for s, _ in usable])
+    point_counts = [len(piece.points) for _, piece in usable]
+    offsets = np.cumsum([0, *point_counts[:-1]]).tolist()
+    point_owner = np.repeat(solid_of, point_counts)
+    raw = np.concatenate([piece.points for _, piece in usable]).astype(np.float64)
     model = np.empty_like(raw)
     point_ends = np.cumsum(np.bincount(point_owner, minlength=len(solids))).tolist()
     for s, (start, end) in enumerate(zip([0, *point_ends[:-1]], point_ends, strict=True)):
@@ -141,8 +140,10 @@ def _solid_meshes(
         _rows(np.c_[point_owner.astype(np.float64), model]), return_index=True, return_inverse=True
     )
     unique = model[first]
-    triangles = inverse.reshape(-1)[np.concatenate(tris)]
-    tri_owner = np.concatenate(owner)
+    triangles = inverse.reshape(-1)[
+        np.concatenate([piece.triangles.astype(np.int64) + o for (_, piece), o in zip(usable, offsets, strict=True)])
+    ]
+    tri_owner = np.repeat(solid_of, [len(piece.triangles) for _, piece in usable])
     a, b, c = triangles.T
     solid = (a != b) & (b != c) & (a != c)
     triangles, tri_owner = triangles[solid], tri_owner[solid]
