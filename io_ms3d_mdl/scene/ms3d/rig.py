@@ -87,8 +87,9 @@ def hierarchy(model: Ms3dModel, warnings: Warnings) -> Hierarchy:
         if parent[j] >= 0:
             world[j] = world[parent[j]] @ local[j]
     fps = effective_fps(model)
-    rotation_keys = clean_keys([j.rotation_keys for j in joints], fps, [j.name for j in joints], warnings)
-    position_keys = clean_keys([j.position_keys for j in joints], fps, [j.name for j in joints], warnings)
+    names = [j.name for j in joints]
+    rotation_keys = clean_keys([j.rotation_keys for j in joints], fps, names, warnings)
+    position_keys = clean_keys([j.position_keys for j in joints], fps, names, warnings)
     return Hierarchy(parent, order, local, world, rotation_keys, position_keys)
 
 
