@@ -516,6 +516,12 @@ def legacy_build_action(
     return action
 
 
+def legacy_build_actions(
+    armature: bpy.types.Object, data: list[ActionData], skeleton: SkeletonData, limits: Limits | None = None
+) -> list[bpy.types.Action]:
+    return [legacy_build_action(armature, action, skeleton, limits) for action in data]
+
+
 def legacy_showable(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     import numpy as np
 
@@ -540,7 +546,7 @@ def legacy_animation(on: bool = True) -> Iterator[None]:
     patches = [
         (source_animation, "decode_animation", legacy_decode_animation),
         (source_animation, "_action", legacy_action),
-        (scene_builder, "build_action", legacy_build_action),
+        (scene_builder, "build_actions", legacy_build_actions),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]
     try:
@@ -562,7 +568,7 @@ def timed(fn: Callable[[], object], legacy: bool) -> Callable[[], object]:
 
 def bench_animation(path: Path, runs: int) -> dict[str, float]:
     """One model with every animation built, ours and before, alternating in one process (medians):
-    decode + convert (the scene with all animations less the scene with none), curves (``build_action`` for every
+    decode + convert (the scene with all animations less the scene with none), curves (``build_actions`` for every
     action on a fresh armature), their sum, and the whole ``import_scene.source_mdl`` with all and with none."""
     import bpy
 
@@ -589,8 +595,7 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
     def curves(data: object, legacy: bool) -> Callable[[], None]:
         def run() -> None:
             with legacy_animation(legacy):
-                for action in data.actions:
-                    scene_builder.build_action(state["arm"], action, data.skeleton)
+                scene_builder.build_actions(state["arm"], data.actions, data.skeleton)
 
         return run
 
@@ -634,7 +639,7 @@ def animation_tables(runs: int) -> list[str]:
         "\n### Animations, every one built: ours vs the code before (per-bone decode and conversion, a key on every "
         "frame, one numpy set-up per F-curve)\n",
         "Per-frame keys: one key per frame per channel, what the code before wrote. Decode + curves: the scene with "
-        "all animations less the scene with none, plus `build_action` for every action on a fresh armature.\n",
+        "all animations less the scene with none, plus `build_actions` for every action on a fresh armature.\n",
         "| model | actions | F-curves | per-frame keys | keys written | decode + convert s (÷ before) "
         "| curves s (÷ before) | decode + curves s (÷ before) | per-frame keys/s | written keys/s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

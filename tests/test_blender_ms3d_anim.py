@@ -179,7 +179,7 @@ def test_a_failure_while_building_the_rig_removes_everything(blender, tmp_path, 
     def boom(*args, **kwargs):
         raise RuntimeError("injected failure in the action")
 
-    monkeypatch.setattr(scene_builder, "build_action", boom)
+    monkeypatch.setattr(scene_builder, "build_actions", boom)
     before = datablock_counts()
     scene = bpy.context.scene
     timing = (scene.render.fps, scene.frame_start, scene.frame_end, len(scene.timeline_markers))

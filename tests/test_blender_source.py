@@ -171,7 +171,7 @@ def test_source_axes_rest_pose_equals_inverse_pose_to_bone(blender):
         ("scene_builder", "apply_skin"),
         ("scene_builder", "_shape_keys"),
         ("scene_builder", "_build_empties"),
-        ("scene_builder", "build_action"),
+        ("scene_builder", "build_actions"),
         ("scene_builder", "stash_actions"),
         ("material", "_image_from_pixels"),
     ],

@@ -1,6 +1,7 @@
-"""Keys as Blender holds them after a bulk write: every F-curve LINEAR, sorted, with handles Blender set, and
-playing every original frame of the per-frame reference within the tolerance; laid out right for channels of any
-length (none, unsorted, duplicated, beyond Blender's frame range), on 4.2 (legacy curves), 4.5 and 5.0 (slots)."""
+"""Keys as Blender holds them after a bulk write: every F-curve LINEAR, sorted, with handles Blender set (a lone
+key's on the key), and playing every original frame of the per-frame reference within the tolerance; laid out right
+for channels of any length (none, unsorted, duplicated, beyond Blender's frame range), on 4.2 (legacy curves), 4.5
+and 5.0 (slots); actions sharing their curves filled into copies of a template exactly as if each were made anew."""
 
 from __future__ import annotations
 
@@ -101,6 +102,84 @@ def test_channels_of_any_length_land_on_their_own_curves(blender, tmp_path):
     )
     np.testing.assert_array_equal(got[("rotation_quaternion", pelvis, 1)], [[0, 0], [1, 0], [2, 1]])  # sorted
     np.testing.assert_array_equal(got[("rotation_quaternion", spine, 0)], [[5, 1]])
+    lone = next(c for c in fcurves(action) if c.data_path.endswith(".rotation_quaternion") and spine in c.data_path)
+    co, interpolation, left, right = curve_keys(lone)
+    assert interpolation.tolist() == [LINEAR] and left.tolist() == right.tolist() == co.tolist()  # handles on the key
     location = got[("location", spine, 2)]
     assert location[0].tolist() == [0, 2] and location[-1, 0] == 3 and len(location) == 2  # one key per frame
     assert limits.notes == {"keys beyond frame ±1,048,574 dropped": 2}  # NaN and 2,000,000
+
+
+MONSTER_CUBE = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
+
+
+def test_actions_sharing_their_curves_are_template_copies_equal_to_fresh_builds(blender, monkeypatch):
+    """Actions keying the same curves are copies of a template (one key per curve) filled in: each must equal the
+    same action built on its own, curve by curve (paths, groups, keys, interpolation, handles), and no template
+    may be left behind."""
+    from io_ms3d_mdl.blender import animation
+
+    made = []
+    template = animation._template
+    monkeypatch.setattr(animation, "_template", lambda *args: made.append(template(*args)) or made[-1])
+    path = samples_dir() / "source" / MONSTER_CUBE
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    assert made and all(t is not None for t in made)
+    assert not [a.name for a in blender.data.actions if a.name.startswith("io_ms3d_mdl key template")]
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    armature = blender.data.objects[scene.skeleton.name]
+    imported = {a["source_animation"]: a for a in blender.data.actions}
+    compared = 0
+    for data in scene.actions:
+        fresh = animation.build_action(armature, data, scene.skeleton)
+        copied = imported[data.props["source_animation"]]
+        pairs = list(zip(fcurves(copied), fcurves(fresh), strict=True))
+        for a, b in pairs:
+            assert (a.data_path, a.array_index, a.group.name) == (b.data_path, b.array_index, b.group.name)
+            for x, y in zip(curve_keys(a), curve_keys(b), strict=True):
+                np.testing.assert_array_equal(x, y)
+        compared += len(pairs)
+    assert compared == sum(len(fcurves(a)) for a in imported.values()) > 1000
+
+
+def test_a_template_whose_curves_blender_reordered_is_not_used(blender, monkeypatch):
+    """Copies are filled in the order the template's curves were made: if Blender listed them otherwise, the
+    template is dropped and every action is made anew, with the same result."""
+    from io_ms3d_mdl.blender import animation
+
+    listed = animation._fcurves
+
+    def reordered(action):
+        curves = list(listed(action))
+        return curves[::-1] if action.name.startswith("io_ms3d_mdl key template") else curves
+
+    monkeypatch.setattr(animation, "_fcurves", reordered)
+    copies = []
+    monkeypatch.setattr(animation, "_filled_copy", lambda *args: copies.append(args))
+    path = samples_dir() / "source" / MONSTER_CUBE
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    assert not copies
+    assert len(blender.data.actions) == len(load_source(str(path), SourceOptions(animations="ALL")).actions)
+    assert not [a.name for a in blender.data.actions if a.name.startswith("io_ms3d_mdl key template")]
+
+
+def test_a_failure_while_filling_a_copy_leaves_nothing(blender, monkeypatch):
+    """The templates go with the rest of a failed import."""
+    from conftest import datablock_counts
+
+    from io_ms3d_mdl.blender import animation
+
+    calls = []
+    fill = animation._filled_copy
+
+    def fail_third(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("injected failure in a copy")
+        return fill(*args)
+
+    monkeypatch.setattr(animation, "_filled_copy", fail_third)
+    before = datablock_counts()
+    with pytest.raises(RuntimeError, match="injected failure in a copy"):
+        blender.ops.import_scene.source_mdl(filepath=str(samples_dir() / "source" / MONSTER_CUBE), animations="ALL")
+    assert datablock_counts() == before

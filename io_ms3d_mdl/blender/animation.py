@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import Counter
 from collections.abc import Callable
 
 import bpy
@@ -80,38 +81,126 @@ class Limits:
 def build_action(
     armature: bpy.types.Object, data: ActionData, skeleton: SkeletonData, limits: Limits | None = None
 ) -> bpy.types.Action:
-    """One action: its keys laid out for every curve at once, then per curve only the RNA calls that make it."""
-    action = bpy.data.actions.new(data.name)
+    """One action (the animation list builds them one at a time)."""
+    return build_actions(armature, [data], skeleton, limits)[0]
+
+
+def build_actions(
+    armature: bpy.types.Object, data: list[ActionData], skeleton: SkeletonData, limits: Limits | None = None
+) -> list[bpy.types.Action]:
+    """Every action of an import, its keys laid out for all its curves at once, then per curve only the RNA calls
+    that set them. Actions keying the same curves (most of a character's sequences) are copies of a template with
+    one key per curve: Blender copies an action in C, which spares each curve its creation, the largest per-curve
+    cost (about 4 µs in a 300-curve action, growing with the curve count), and a one-key curve needs one call."""
+    layouts = [_ActionLayout(d, skeleton) for d in data]
+    repeats = Counter(layout.signature for layout in layouts)
+    templates: dict[tuple, bpy.types.Action | None] = {}
+    actions = []
+    try:
+        for info, layout in zip(data, layouts, strict=True):
+            template = None
+            if repeats[layout.signature] > 1:
+                if layout.signature not in templates:
+                    templates[layout.signature] = _template(armature, layout)
+                template = templates[layout.signature]
+            action = _filled_copy(template, info.name, layout) if template else _filled_new(armature, info.name, layout)
+            armature.animation_data_create().action = action
+            actions.append(action)
+            if layout.dropped and limits is not None:
+                limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", layout.dropped)
+    finally:
+        for template in templates.values():
+            if template is not None:
+                bpy.data.actions.remove(template)
+    return actions
+
+
+class _ActionLayout:
+    """One action's curves in the order they are made: data path, index, group, keys as float32 (frame, value)
+    pairs (views of per-action buffers) and key count; ``signature`` names the curves, for sharing a template."""
+
+    def __init__(self, data: ActionData, skeleton: SkeletonData) -> None:
+        rotations = _CurveKeys([(c.rotation_frames, c.rotations) for c in data.channels], 4)
+        locations = _CurveKeys([(c.location_frames, c.locations) for c in data.channels], 3)
+        self.dropped = rotations.dropped + locations.dropped
+        # Keyframe.interpolation is a byte in Blender: a uint8 buffer is copied as is (other types item by item).
+        self.linear = np.full(max(rotations.longest, locations.longest, 1), LINEAR, dtype=np.uint8)
+        self.curves: list[tuple[str, int, str, np.ndarray, int]] = []
+        signature = []
+        bones, escape = skeleton.bones, bpy.utils.escape_identifier
+        for j, channels in enumerate(data.channels):
+            name = bones[channels.bone].name
+            base = f'pose.bones["{escape(name)}"]'
+            for keys, path in ((rotations, f"{base}.rotation_quaternion"), (locations, f"{base}.location")):
+                count = keys.counts[j]
+                if count:
+                    signature.append(path)
+                    self.curves.extend((path, i, name, co, count) for i, co in enumerate(keys.curves[j]))
+        self.signature = tuple(signature)
+
+
+# ``update()`` sorts a curve's keys and sets their handles: LINEAR keys evaluate without them, but the Graph Editor
+# frames curves by their handles too (and a switch to Bezier starts from them), so they are kept valid. A lone key
+# is set through ``co_ui``, which moves its handles with it (new keys start with key and handles at 0, 0), so
+# they sit on the key without an ``update()``.
+
+
+def _filled_new(armature: bpy.types.Object, name: str, layout: _ActionLayout) -> bpy.types.Action:
+    action = bpy.data.actions.new(name)
     new_curve = curve_factory(action, armature)
-    rotations = _CurveKeys([(c.rotation_frames, c.rotations) for c in data.channels], 4)
-    locations = _CurveKeys([(c.location_frames, c.locations) for c in data.channels], 3)
-    # Keyframe.interpolation is a byte in Blender: a uint8 buffer is copied as is (other types item by item).
-    linear = np.full(max(rotations.longest, locations.longest), LINEAR, dtype=np.uint8)
-    bones, escape = skeleton.bones, bpy.utils.escape_identifier
-    for j, channels in enumerate(data.channels):
-        name = bones[channels.bone].name
-        base = f'pose.bones["{escape(name)}"]'
-        for keys, path in ((rotations, f"{base}.rotation_quaternion"), (locations, f"{base}.location")):
-            count = keys.counts[j]
-            if not count:
-                continue
-            codes = linear[:count]
-            for i, co in enumerate(keys.curves[j]):
-                # Inline (39,000 curves in civilian.mdl's 130 actions): ``co`` is (frame, value) pairs as float32 and
-                # ``codes`` as many LINEAR codes, slices of per-action buffers. ``update()`` sorts and sets the
-                # handles: LINEAR keys evaluate without them, but the Graph Editor frames curves by their handles
-                # too (and a switch to Bezier starts from them), so they are kept valid.
-                fcurve = new_curve(path, i, name)
-                points = fcurve.keyframe_points
-                points.add(count)
-                points.foreach_set("co", co)
-                points.foreach_set("interpolation", codes)
-                fcurve.update()
-    dropped = rotations.dropped + locations.dropped
-    if dropped and limits is not None:
-        limits.note(f"keys beyond frame ±{Limits.MAX_FRAME:,} dropped", dropped)
-    armature.animation_data_create().action = action
+    linear = layout.linear
+    for path, index, group, co, count in layout.curves:  # inline: 39,000 curves in civilian.mdl's 130 actions
+        fcurve = new_curve(path, index, group)
+        points = fcurve.keyframe_points
+        points.add(count)
+        if count == 1:
+            points.foreach_set("co_ui", co)
+            points.foreach_set("interpolation", linear[:1])
+        else:
+            points.foreach_set("co", co)
+            points.foreach_set("interpolation", linear[:count])
+            fcurve.update()
     return action
+
+
+def _template(armature: bpy.types.Object, layout: _ActionLayout) -> bpy.types.Action | None:
+    """An action with ``layout``'s curves, each holding one LINEAR key at (0, 0) with its handles there too; None
+    if Blender did not keep the curves in the order they were made (then every action is made anew)."""
+    template = bpy.data.actions.new("io_ms3d_mdl key template")
+    new_curve = curve_factory(template, armature)
+    linear = layout.linear[:1]
+    for path, index, group, _co, _count in layout.curves:
+        points = new_curve(path, index, group).keyframe_points
+        points.add(1)
+        points.foreach_set("interpolation", linear)
+    made = [(c.data_path, c.array_index) for c in _fcurves(template)]
+    if made != [(path, index) for path, index, *_ in layout.curves]:
+        bpy.data.actions.remove(template)
+        return None
+    return template
+
+
+def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout) -> bpy.types.Action:
+    action = template.copy()
+    action.name = name
+    linear = layout.linear
+    for fcurve, (_path, _index, _group, co, count) in zip(_fcurves(action), layout.curves, strict=True):
+        points = fcurve.keyframe_points
+        if count == 1:
+            points.foreach_set("co_ui", co)
+        else:
+            points.add(count - 1)
+            points.foreach_set("co", co)
+            points.foreach_set("interpolation", linear[:count])
+            fcurve.update()
+    return action
+
+
+def _fcurves(action: bpy.types.Action) -> bpy.types.bpy_prop_collection:
+    """The curves of an action made by :func:`curve_factory`: its only channelbag's on 4.4+, else the legacy list."""
+    if hasattr(action, "layers"):
+        return action.layers[0].strips[0].channelbags[0].fcurves
+    return action.fcurves
 
 
 class _CurveKeys:

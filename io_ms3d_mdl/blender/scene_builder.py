@@ -11,7 +11,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
-from .animation import Limits, add_clip_markers, add_clip_strips, build_action, set_scene_timing, stash_actions
+from .animation import Limits, add_clip_markers, add_clip_strips, build_actions, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
 from .material import ImageLoader, PlainMaterials, build_material
@@ -121,7 +121,7 @@ def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy
     """Actions, clip strips, then the scene's timing and markers; values Blender cannot hold are clamped, with one
     warning."""
     limits = Limits()
-    actions = [build_action(armature, a, scene.skeleton, limits) for a in scene.actions]
+    actions = build_actions(armature, scene.actions, scene.skeleton, limits)
     stash_actions(armature, actions, scene.actions, limits)
     placed = (
         add_clip_strips(armature, actions[0], scene.clips, scene.warnings, limits) if actions and scene.clips else []
