@@ -204,6 +204,21 @@ def test_no_animation_option():
     assert scene.skeleton is not None and scene.actions == [] and scene.fps is None and scene.frame_range is None
 
 
+def test_without_keys_the_rig_is_its_reference_pose_and_keys_are_not_cleaned():
+    """No animation asked for: the keys are neither cleaned nor warned about; the rest of the rig is the same."""
+    spec = arm_spec()
+    spec.joints[1].rotation_keys.append((math.nan, (0, 0, 0)))
+    model = read_ms3d_bytes(write_ms3d(spec))
+    full, warned = hierarchy(model, warnings := Warnings()), list(warnings)
+    bare = hierarchy(model, warnings := Warnings(), keys=False)
+    assert warned and not list(warnings)
+    for name in ("parent", "order", "local", "world"):
+        np.testing.assert_array_equal(getattr(bare, name), getattr(full, name))
+    assert all(len(k.frames) == 0 for k in bare.rotation_keys + bare.position_keys)
+    np.testing.assert_allclose(world_at(bare, 2.0), full.world)
+    assert ms3d_to_scene(model, Ms3dOptions(import_animation=False)).warnings == []
+
+
 def test_clips_from_the_dwarf_comment():
     clips = parse_clips(read_ms3d(ms3d_sample("akadjoker__H3DView/media/dwarf.ms3d")).model_comment)
     assert len(clips) == 19

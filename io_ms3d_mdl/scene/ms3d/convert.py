@@ -118,7 +118,7 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
 
 def _add_rig(model: Ms3dModel, scene: SceneData, matrix: np.ndarray, options: Ms3dOptions, stem: str) -> None:
     """Armature, per-object skin weights, the action, clips, and the scene timing the keys need."""
-    rig = hierarchy(model, scene.warnings)
+    rig = hierarchy(model, scene.warnings, keys=options.import_animation)
     scene.skeleton, bone_of_joint, x = build_skeleton(model, rig, matrix, options.scale, options.bone_tails, stem)
     joint_ids, weights = skin_weights(model)
     bone_ids = np.where(joint_ids >= 0, bone_of_joint[np.maximum(joint_ids, 0)], -1).astype(np.int32)

@@ -54,7 +54,9 @@ def key_frames(times: np.ndarray, fps: float) -> np.ndarray:
         return np.where(np.abs(frames - nearest) < 1e-3, nearest, frames)
 
 
-def hierarchy(model: Ms3dModel, warnings: Warnings) -> Hierarchy:
+def hierarchy(model: Ms3dModel, warnings: Warnings, keys: bool = True) -> Hierarchy:
+    """The joints' tree and reference pose, with their cleaned keys; ``keys=False`` (no animation asked for) leaves
+    the keys out (the rig then holds its reference pose) and skips their cleaning and its warnings."""
     joints = model.joints
     count = len(joints)
     exact: dict[str, int] = {}
@@ -86,6 +88,9 @@ def hierarchy(model: Ms3dModel, warnings: Warnings) -> Hierarchy:
     for j in order:
         if parent[j] >= 0:
             world[j] = world[parent[j]] @ local[j]
+    if not keys:
+        none = [Keys(np.zeros(0), np.zeros((0, 3))) for _ in joints]
+        return Hierarchy(parent, order, local, world, none, list(none))
     fps = effective_fps(model)
     names = [j.name for j in joints]
     rotation_keys = clean_keys([j.rotation_keys for j in joints], fps, names, warnings)
