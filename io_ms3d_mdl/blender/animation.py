@@ -92,7 +92,7 @@ def build_actions(
     that set them. Actions keying the same curves (most of a character's sequences) are copies of a template with
     one key per curve: Blender copies an action in C, which spares each curve its creation, the largest per-curve
     cost (about 4 µs in a 300-curve action, growing with the curve count), and a one-key curve needs one call."""
-    layouts = [_ActionLayout(d, skeleton) for d in data]
+    layouts = [_ActionLayout(d) for d in data]
     repeats = Counter(layout.signature for layout in layouts)
     templates: dict[tuple, bpy.types.Action | None] = {}
     actions = []
@@ -101,9 +101,12 @@ def build_actions(
             template = None
             if repeats[layout.signature] > 1:
                 if layout.signature not in templates:
-                    templates[layout.signature] = _template(armature, layout)
+                    templates[layout.signature] = _template(armature, layout, skeleton)
                 template = templates[layout.signature]
-            action = _filled_copy(template, info.name, layout) if template else _filled_new(armature, info.name, layout)
+            if template is None:
+                action = _filled_new(armature, info.name, layout, skeleton)
+            else:
+                action = _filled_copy(template, info.name, layout)
             armature.animation_data_create().action = action
             actions.append(action)
             if layout.dropped and limits is not None:
@@ -116,27 +119,71 @@ def build_actions(
 
 
 class _ActionLayout:
-    """One action's curves in the order they are made: data path, index, group, keys as float32 (frame, value)
-    pairs (views of per-action buffers) and key count; ``signature`` names the curves, for sharing a template."""
+    """One action's keys as a single float32 buffer of (frame, value) pairs, each curve's a contiguous run: curves
+    in the order they are made (per channel, the 4 rotation then the 3 location components of those it keys),
+    with their runs' ``starts``/``ends`` in the buffer and key ``counts``. Laid out in numpy, not per curve (an
+    import may hold 39,000 curves). ``signature`` tells which curves the action has, for sharing a template."""
 
-    def __init__(self, data: ActionData, skeleton: SkeletonData) -> None:
-        rotations = _CurveKeys([(c.rotation_frames, c.rotations) for c in data.channels], 4)
-        locations = _CurveKeys([(c.location_frames, c.locations) for c in data.channels], 3)
-        self.dropped = rotations.dropped + locations.dropped
+    def __init__(self, data: ActionData) -> None:
+        channels = data.channels
+        rotations, rot_first, rot_counts, lost = _pairs(
+            [c.rotation_frames for c in channels], [c.rotations for c in channels], 4
+        )
+        locations, loc_first, loc_counts, lost_too = _pairs(
+            [c.location_frames for c in channels], [c.locations for c in channels], 3
+        )
+        self.dropped = lost + lost_too
+        self.pairs = np.concatenate([rotations, locations])
+        rot_keys, loc_keys = len(rotations) // 8, len(locations) // 6
+        first = np.concatenate(
+            [rot_first[:, None] + rot_keys * np.arange(4), 4 * rot_keys + loc_first[:, None] + loc_keys * np.arange(3)],
+            axis=1,
+        )
+        counts = np.concatenate(
+            [np.repeat(rot_counts[:, None], 4, axis=1), np.repeat(loc_counts[:, None], 3, axis=1)], axis=1
+        )
+        made = counts > 0
+        self.starts = (2 * first[made]).tolist()
+        self.counts = counts[made].tolist()
+        self.ends = (2 * (first[made] + counts[made])).tolist()
+        self.bones = [c.bone for c in channels]
+        self.keyed = made[:, [0, 4]].tolist()  # per channel: has rotation curves, has location curves
+        self.signature = (tuple(self.bones), made[:, 0].tobytes(), made[:, 4].tobytes())
         # Keyframe.interpolation is a byte in Blender: a uint8 buffer is copied as is (other types item by item).
-        self.linear = np.full(max(rotations.longest, locations.longest, 1), LINEAR, dtype=np.uint8)
-        self.curves: list[tuple[str, int, str, np.ndarray, int]] = []
-        signature = []
-        bones, escape = skeleton.bones, bpy.utils.escape_identifier
-        for j, channels in enumerate(data.channels):
-            name = bones[channels.bone].name
-            base = f'pose.bones["{escape(name)}"]'
-            for keys, path in ((rotations, f"{base}.rotation_quaternion"), (locations, f"{base}.location")):
-                count = keys.counts[j]
-                if count:
-                    signature.append(path)
-                    self.curves.extend((path, i, name, co, count) for i, co in enumerate(keys.curves[j]))
-        self.signature = tuple(signature)
+        self.linear = np.full(max(self.counts, default=1), LINEAR, dtype=np.uint8)
+
+    def names(self, skeleton: SkeletonData) -> list[tuple[str, int, str]]:
+        """Each curve's data path, index and group (its bone's name), in the order of the runs."""
+        out = []
+        for bone, (rotation, location) in zip(self.bones, self.keyed, strict=True):
+            name = skeleton.bones[bone].name
+            base = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+            if rotation:
+                out.extend((f"{base}.rotation_quaternion", i, name) for i in range(4))
+            if location:
+                out.extend((f"{base}.location", i, name) for i in range(3))
+        return out
+
+
+def _pairs(
+    frames: list[np.ndarray], values: list[np.ndarray], width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One kind of channel (rotations or locations) of every bone: float32 (frame, value) pairs, component-major
+    so that each curve's keys are contiguous ((width·N·2,) for N keys), with each channel's first key and key count.
+    Keys on frames Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
+    channels = len(frames)
+    owner = np.repeat(np.arange(channels), [len(f) for f in frames])
+    frames = np.concatenate([np.zeros(0), *frames])
+    values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
+    showable = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
+    dropped = len(frames) - int(showable.sum())
+    if dropped:
+        frames, values, owner = frames[showable], values[showable], owner[showable]
+    counts = np.bincount(owner, minlength=channels)
+    pairs = np.empty((width, len(frames), 2), dtype=np.float32)
+    pairs[:, :, 0] = frames
+    pairs[:, :, 1] = values.T
+    return pairs.reshape(-1), np.cumsum(counts) - counts, counts, dropped
 
 
 # ``update()`` sorts a curve's keys and sets their handles: LINEAR keys evaluate without them, but the Graph Editor
@@ -145,36 +192,39 @@ class _ActionLayout:
 # they sit on the key without an ``update()``.
 
 
-def _filled_new(armature: bpy.types.Object, name: str, layout: _ActionLayout) -> bpy.types.Action:
+def _filled_new(
+    armature: bpy.types.Object, name: str, layout: _ActionLayout, skeleton: SkeletonData
+) -> bpy.types.Action:
     action = bpy.data.actions.new(name)
     new_curve = curve_factory(action, armature)
-    linear = layout.linear
-    for path, index, group, co, count in layout.curves:  # inline: 39,000 curves in civilian.mdl's 130 actions
+    pairs, linear = layout.pairs, layout.linear
+    runs = zip(layout.names(skeleton), layout.starts, layout.ends, layout.counts, strict=True)
+    for (path, index, group), start, end, count in runs:  # inline: 39,000 curves in civilian.mdl's 130 actions
         fcurve = new_curve(path, index, group)
         points = fcurve.keyframe_points
         points.add(count)
         if count == 1:
-            points.foreach_set("co_ui", co)
+            points.foreach_set("co_ui", pairs[start:end])
             points.foreach_set("interpolation", linear[:1])
         else:
-            points.foreach_set("co", co)
+            points.foreach_set("co", pairs[start:end])
             points.foreach_set("interpolation", linear[:count])
             fcurve.update()
     return action
 
 
-def _template(armature: bpy.types.Object, layout: _ActionLayout) -> bpy.types.Action | None:
+def _template(armature: bpy.types.Object, layout: _ActionLayout, skeleton: SkeletonData) -> bpy.types.Action | None:
     """An action with ``layout``'s curves, each holding one LINEAR key at (0, 0) with its handles there too; None
     if Blender did not keep the curves in the order they were made (then every action is made anew)."""
     template = bpy.data.actions.new("io_ms3d_mdl key template")
     new_curve = curve_factory(template, armature)
     linear = layout.linear[:1]
-    for path, index, group, _co, _count in layout.curves:
+    names = layout.names(skeleton)
+    for path, index, group in names:
         points = new_curve(path, index, group).keyframe_points
         points.add(1)
         points.foreach_set("interpolation", linear)
-    made = [(c.data_path, c.array_index) for c in _fcurves(template)]
-    if made != [(path, index) for path, index, *_ in layout.curves]:
+    if [(c.data_path, c.array_index) for c in _fcurves(template)] != [(path, index) for path, index, _ in names]:
         bpy.data.actions.remove(template)
         return None
     return template
@@ -183,14 +233,15 @@ def _template(armature: bpy.types.Object, layout: _ActionLayout) -> bpy.types.Ac
 def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout) -> bpy.types.Action:
     action = template.copy()
     action.name = name
-    linear = layout.linear
-    for fcurve, (_path, _index, _group, co, count) in zip(_fcurves(action), layout.curves, strict=True):
+    pairs, linear = layout.pairs, layout.linear
+    runs = zip(_fcurves(action), layout.starts, layout.ends, layout.counts, strict=True)
+    for fcurve, start, end, count in runs:
         points = fcurve.keyframe_points
         if count == 1:
-            points.foreach_set("co_ui", co)
+            points.foreach_set("co_ui", pairs[start:end])
         else:
             points.add(count - 1)
-            points.foreach_set("co", co)
+            points.foreach_set("co", pairs[start:end])
             points.foreach_set("interpolation", linear[:count])
             fcurve.update()
     return action
@@ -201,32 +252,6 @@ def _fcurves(action: bpy.types.Action) -> bpy.types.bpy_prop_collection:
     if hasattr(action, "layers"):
         return action.layers[0].strips[0].channelbags[0].fcurves
     return action.fcurves
-
-
-class _CurveKeys:
-    """The keys of one kind of channel (rotations or locations) of every bone of an action, laid out once as
-    float32 (frame, value) pairs per component, so each curve's keys are a contiguous slice. Keys on frames
-    Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
-
-    def __init__(self, channels: list[tuple[np.ndarray, np.ndarray]], width: int) -> None:
-        sizes = [len(f) for f, _ in channels]
-        frames = np.concatenate([np.zeros(0), *(f for f, _ in channels)])
-        values = np.concatenate([np.zeros((0, width)), *(v for _, v in channels if len(v))])
-        owner = np.repeat(np.arange(len(channels)), sizes)
-        showable = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
-        self.dropped = len(frames) - int(showable.sum())
-        if self.dropped:
-            frames, values, owner = frames[showable], values[showable], owner[showable]
-        counts = np.bincount(owner, minlength=len(channels))
-        pairs = np.empty((width, len(frames), 2), dtype=np.float32)
-        pairs[:, :, 0] = frames
-        pairs[:, :, 1] = values.T
-        self.counts = counts.tolist()
-        self.longest = int(counts.max()) if len(counts) else 0
-        flat = [pairs[i].reshape(-1) for i in range(width)]
-        ends = np.cumsum(2 * counts).tolist()
-        # Per channel, the (frame, value) pairs of each of its curves (none without keys): views, no copies.
-        self.curves = [[f[e - 2 * n : e] for f in flat] if n else [] for n, e in zip(self.counts, ends, strict=True)]
 
 
 def stash_actions(
