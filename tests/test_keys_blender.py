@@ -183,3 +183,45 @@ def test_a_failure_while_filling_a_copy_leaves_nothing(blender, monkeypatch):
     with pytest.raises(RuntimeError, match="injected failure in a copy"):
         blender.ops.import_scene.source_mdl(filepath=str(samples_dir() / "source" / MONSTER_CUBE), animations="ALL")
     assert datablock_counts() == before
+
+
+def _two_alike(skeleton, names):
+    """Actions keying the same curves (so built from one template), named ``names``."""
+    turn = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]])
+    return [
+        ActionData(
+            name, [BoneChannels(0, np.array([0.0, 1.0]), turn * (i + 1), np.zeros(0), np.zeros((0, 3)))], (0.0, 1.0)
+        )
+        for i, name in enumerate(names)
+    ]
+
+
+def test_an_animation_named_like_the_template_keeps_its_name(blender, tmp_path):
+    """The template takes a name that neither the file's actions nor the import's have."""
+    from io_ms3d_mdl.blender.animation import build_actions
+
+    path = write_source(character_spec(), tmp_path, "guy")
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="NONE") == {"FINISHED"}
+    blender.data.actions.new("io_ms3d_mdl key template 1")  # the user's own
+    skeleton = load_source(str(path), SourceOptions()).skeleton
+    names = ["io_ms3d_mdl key template", "walk", "io_ms3d_mdl key template 2"]
+    built = build_actions(blender.data.objects["guy"], _two_alike(skeleton, names), skeleton)
+    assert [a.name for a in built] == names
+    assert sorted(a.name for a in blender.data.actions) == sorted([*names, "io_ms3d_mdl key template 1"])
+
+
+def test_a_failure_while_making_a_template_removes_it(blender, tmp_path, monkeypatch):
+    from io_ms3d_mdl.blender import animation
+
+    path = write_source(character_spec(), tmp_path, "guy")
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="NONE") == {"FINISHED"}
+    before = sorted(a.name for a in blender.data.actions)
+    skeleton = load_source(str(path), SourceOptions()).skeleton
+
+    def broken(action):
+        raise RuntimeError("injected failure in a template")
+
+    monkeypatch.setattr(animation, "_fcurves", broken)
+    with pytest.raises(RuntimeError, match="injected failure in a template"):
+        animation.build_actions(blender.data.objects["guy"], _two_alike(skeleton, ["a", "b"]), skeleton)
+    assert sorted(a.name for a in blender.data.actions) == before

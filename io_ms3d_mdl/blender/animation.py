@@ -94,6 +94,7 @@ def build_actions(
     cost (about 4 µs in a 300-curve action, growing with the curve count), and a one-key curve needs one call."""
     layouts = [_ActionLayout(d) for d in data]
     repeats = Counter(layout.signature for layout in layouts)
+    taken = {d.name for d in data}
     templates: dict[tuple, bpy.types.Action | None] = {}
     actions = []
     try:
@@ -101,7 +102,7 @@ def build_actions(
             template = None
             if repeats[layout.signature] > 1:
                 if layout.signature not in templates:
-                    templates[layout.signature] = _template(armature, layout, skeleton)
+                    templates[layout.signature] = _template(armature, layout, skeleton, taken)
                 template = templates[layout.signature]
             if template is None:
                 action = _filled_new(armature, info.name, layout, skeleton)
@@ -213,18 +214,30 @@ def _filled_new(
     return action
 
 
-def _template(armature: bpy.types.Object, layout: _ActionLayout, skeleton: SkeletonData) -> bpy.types.Action | None:
+def _template(
+    armature: bpy.types.Object, layout: _ActionLayout, skeleton: SkeletonData, taken: set[str]
+) -> bpy.types.Action | None:
     """An action with ``layout``'s curves, each holding one LINEAR key at (0, 0) with its handles there too; None
-    if Blender did not keep the curves in the order they were made (then every action is made anew)."""
-    template = bpy.data.actions.new("io_ms3d_mdl key template")
-    new_curve = curve_factory(template, armature)
-    linear = layout.linear[:1]
-    names = layout.names(skeleton)
-    for path, index, group in names:
-        points = new_curve(path, index, group).keyframe_points
-        points.add(1)
-        points.foreach_set("interpolation", linear)
-    if [(c.data_path, c.array_index) for c in _fcurves(template)] != [(path, index) for path, index, _ in names]:
+    if Blender did not keep the curves in the order they were made (then every action is made anew). Its name is
+    one no action of the file or the import has, so that it never pushes an imported action's name aside."""
+    name, n = "io_ms3d_mdl key template", 0
+    while name in taken or name in bpy.data.actions:
+        n += 1
+        name = f"io_ms3d_mdl key template {n}"
+    template = bpy.data.actions.new(name)
+    try:
+        new_curve = curve_factory(template, armature)
+        linear = layout.linear[:1]
+        names = layout.names(skeleton)
+        for path, index, group in names:
+            points = new_curve(path, index, group).keyframe_points
+            points.add(1)
+            points.foreach_set("interpolation", linear)
+        in_order = [(c.data_path, c.array_index) for c in _fcurves(template)] == [(p, i) for p, i, _ in names]
+    except BaseException:
+        bpy.data.actions.remove(template)
+        raise
+    if not in_order:
         bpy.data.actions.remove(template)
         return None
     return template
