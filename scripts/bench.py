@@ -130,9 +130,9 @@ def write_obj(scene: SceneData, obj_path: Path) -> None:
         lines.append(f"o {obj.name}")
         lines += [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in mesh.positions]
         uvs = mesh.uvs if mesh.uvs is not None else np.zeros((len(mesh.triangles) * 3, 2))
-        normals = (
-            mesh.corner_normals() if mesh.corner_normals() is not None else np.tile((0.0, 0.0, 1.0), (len(uvs), 1))
-        )
+        normals = mesh.corner_normals()
+        if normals is None:
+            normals = np.tile((0.0, 0.0, 1.0), (len(uvs), 1))
         lines += [f"vt {u:.6f} {v:.6f}" for u, v in uvs]
         lines += [f"vn {x:.6f} {y:.6f} {z:.6f}" for x, y, z in normals]
         slots = mesh.material_indices if mesh.material_indices is not None else np.zeros(len(mesh.triangles), int)

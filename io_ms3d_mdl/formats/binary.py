@@ -24,6 +24,18 @@ def run_layout(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return run, np.arange(len(run)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
+def renumbered(indices: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The values ``indices`` use (all in ``0..size-1``, checked by the caller), in ascending order, and
+    ``indices`` renumbered to their places in it (int32): ``np.unique(..., return_inverse=True)`` without its
+    sort, since the values are bounded."""
+    in_use = np.zeros(size, dtype=bool)
+    in_use[indices] = True
+    used = np.flatnonzero(in_use)
+    renumber = np.zeros(size, dtype=np.int32)
+    renumber[used] = np.arange(len(used), dtype=np.int32)
+    return used, renumber[indices]
+
+
 class Truncated(FormatError):
     """The data ended before a read could be satisfied; optional blocks catch this one."""
 

@@ -24,7 +24,7 @@ import numpy as np
 from ...access import read_file
 from ...budget import current_budget
 from ...errors import Warnings
-from ..binary import Cursor
+from ..binary import Cursor, renumbered
 from ..text import decode_text
 
 HEADER = np.dtype([("size", "<i4"), ("id", "<i4"), ("solid_count", "<i4"), ("checksum", "<i4")])
@@ -195,16 +195,12 @@ def _piece(cur: Cursor, starts: np.ndarray, points_at: int, end: int, bone: int,
     if starts.min() < 0 or points_at + count * POINT.itemsize > end:
         raise cur.error(f"a convex piece of solid {index} uses {count} points, past the solid's end", points_at)
     raw = cur.view_at(POINT, points_at, count, f"points of solid {index}")
-    in_use = np.zeros(count, dtype=bool)  # the points the triangles use, renumbered in order (no sort needed)
-    in_use[starts] = True
-    used = np.flatnonzero(in_use)
-    renumber = np.zeros(count, dtype=np.int32)
-    renumber[used] = np.arange(len(used), dtype=np.int32)
+    used, triangles = renumbered(starts, count)  # the points the triangles use, in order
     # vphysics ConvertPositionToHL: HL = (x, z, -y) / 0.0254 (a rotation, so the winding is kept).
     points = raw[used][:, [0, 2, 1]].astype(np.float64) * _TO_INCHES
     return PhyPiece(
         np.ascontiguousarray(points, dtype=np.float32),
-        np.ascontiguousarray(renumber[starts].reshape(-1, 3)),
+        triangles.reshape(-1, 3),
         bone if bone >= 0 else -1,
     )
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...access import current, game_root
 from ...budget import current_budget
+from ...formats.binary import renumbered
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ...formats.source.phy import PhyFile
@@ -289,15 +290,9 @@ def _model_object(
         tris_global, mesh_refs = tris_global[solid], mesh_refs[solid]
         if not len(tris_global):
             return None
-    # The pool vertices this LOD uses, in pool order, renumbered from 0 (``np.unique`` without its sort: indices
-    # are bounded by the pool, checked above).
-    in_use = np.zeros(len(pool), dtype=bool)
-    in_use[tris_global] = True
-    used = np.flatnonzero(in_use)
+    # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
+    used, triangles = renumbered(tris_global, len(pool))
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
-    renumber = np.zeros(len(pool), dtype=np.int32)
-    renumber[used] = np.arange(len(used), dtype=np.int32)
-    triangles = renumber[tris_global]
     verts = pool[used]
     refs, first = np.unique(mesh_refs, return_index=True)
     by_first = np.argsort(first)
