@@ -256,6 +256,46 @@ def test_an_interrupted_run_keeps_its_report_and_resume_finishes_it(tmp_path, jo
 
 
 @needs_blender
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_run_killed_before_its_report_is_written_resumes_from_its_log_of_outputs(tmp_path, jobs):
+    """Killed outright, a run leaves outputs its report never recorded (it is written every 10 s); --resume knows
+    them from the log and replaces them, while a file someone else put at an output's path is still refused."""
+    folder, out = tmp_path / "in", tmp_path / "out"
+    folder.mkdir()
+    for i in range(8):
+        (folder / f"m{i}.ms3d").write_bytes(write_ms3d(box_spec() if i % 2 else quad_spec()))
+    out.mkdir()
+    (out / "m7.blend").write_bytes(b"someone else's")
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(folder), "-o", str(out), "--jobs", str(jobs)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in process.stderr:
+        if line.startswith("[4/8]"):
+            process.kill()
+            break
+    process.wait(timeout=120)
+    process.stderr.close()
+    assert not (out / "report.json").exists()  # killed within the first 10 s: no report at all
+    made = sorted(p.name for p in out.glob("m[0-6].blend"))
+    assert len(made) >= 2 and len(read_log_lines(out / "report.outputs.jsonl")) >= len(made)
+    resumed = run(folder, "-o", out, "--resume", "--jobs", jobs)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # m7 only
+    final = records(out / "report.json")
+    failed = {Path(f).name: r["error"] for f, r in final.items() if r["status"] != "ok"}
+    assert failed == {"m7.ms3d": f"output exists: {out / 'm7.blend'} (use --overwrite)"}
+    assert (out / "m7.blend").read_bytes() == b"someone else's"
+    assert sorted(p.name for p in out.glob("*.blend")) == [f"m{i}.blend" for i in range(8)]
+    assert not (out / "report.outputs.jsonl").exists()  # the report names every output now
+
+
+def read_log_lines(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@needs_blender
 def test_real_workers_past_the_memory_bound_or_the_timeout_are_killed_and_the_batch_goes_on(tmp_path):
     # the report names inputs by their resolved paths (the samples may sit behind a link)
     civilian = (samples_dir() / "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl").resolve()

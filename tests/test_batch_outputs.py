@@ -20,6 +20,7 @@ from source_writer import character_spec, write_source
 
 from io_ms3d_mdl.cli import batch, blender_side, files
 from io_ms3d_mdl.cli.files import Task
+from io_ms3d_mdl.cli.output_log import log_output, read_log, settle, still_ours
 from io_ms3d_mdl.cli.settings import Settings
 
 SCRIPT = ROOT / "scripts" / "batch_import.py"
@@ -169,6 +170,45 @@ def test_a_worker_that_never_starts_fails_its_files_without_a_restart_for_each(t
 
 
 # --- with Blender -------------------------------------------------------------------------------------------
+
+
+def test_the_log_of_outputs_knows_only_the_very_file_it_logged(tmp_path):
+    log, out = tmp_path / "report.outputs.jsonl", tmp_path / "out"
+    out.mkdir()
+    outputs = {name: out / name for name in ("a.blend", "b.blend", "c.blend", "d.blend")}
+    for name, target in outputs.items():
+        partial = out / f".{name}.t.partial.blend"
+        partial.write_bytes(name.encode())
+        log_output(log, target, partial)
+        os.replace(partial, target)  # the move keeps the file's identity
+    with log.open("a") as f:
+        f.write('{"output": "cut short by a ki')  # a kill in the middle of a line
+    entries = read_log(log)
+    assert sorted(entries) == sorted(str(p) for p in outputs.values())
+    assert all(still_ours(p, entries) for p in outputs.values())
+    outputs["b.blend"].write_bytes(b"changed by someone")  # changed since: not ours any more
+    outputs["c.blend"].unlink()
+    outputs["c.blend"].symlink_to(outputs["a.blend"])  # a link in its place: not ours
+    assert not still_ours(outputs["b.blend"], entries) and not still_ours(outputs["c.blend"], entries)
+    assert not still_ours(out / "never-logged.blend", entries) and not still_ours(None, entries)
+    settle(log, [{"file": "d.ms3d", "status": "ok", "output": str(outputs["d.blend"])}])  # the report names d
+    assert sorted(read_log(log)) == [str(outputs["a.blend"])]  # only what the report does not say, still ours
+    settle(log, [{"file": "a.ms3d", "status": "ok", "output": str(outputs["a.blend"])}])
+    assert not log.exists()  # nothing left to say: removed
+
+
+def test_the_log_of_outputs_is_never_written_through_a_planted_link(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    log = tmp_path / "report.outputs.jsonl"
+    log.symlink_to(victim)
+    partial = tmp_path / "partial.blend"
+    partial.write_bytes(b"x")
+    with pytest.raises(OSError):
+        log_output(log, tmp_path / "x.blend", partial)
+    assert victim.read_text() == "keep me"
+    settle(log, [])  # nothing in it is ours: the link is removed, not what it points to
+    assert not log.is_symlink() and victim.read_text() == "keep me"
 
 
 @needs_blender

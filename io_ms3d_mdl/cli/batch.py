@@ -12,10 +12,11 @@ done/total, time left) goes to stderr, a summary to stdout and a JSON report (``
 default ``OUTPUT_DIR/report.json`` (``report-I-of-N.json`` with ``--shard I/N``), or ``FILE.report.json`` beside
 the ``--single`` file when no ``-o`` is given. The report is rewritten every few seconds, so ``--resume`` can pick
 up a run that was killed: it skips inputs whose output an earlier report records as made from the same input (same
-size and modification time) with the same options, and still exists. ``--shard I/N`` takes every N-th input, so
-one command fans out under GNU parallel, a Slurm array or any job queue; ``--merge-reports OUT.json REPORT...``
-joins the shards' reports. A file that fails, whatever it raises, does not stop the others; the exit status is 1
-when any file failed, 2 for a usage error.
+size and modification time) with the same options, and still exists. It converts the others again, replacing an
+output only when the report or the log of outputs (``output_log.py``) shows an earlier run made that very file.
+``--shard I/N`` takes every N-th input, so one command fans out under GNU parallel, a Slurm array or any job queue;
+``--merge-reports OUT.json REPORT...`` joins the shards' reports. A file that fails, whatever it raises, does not
+stop the others; the exit status is 1 when any file failed, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .files import Task, collect, parse_shard, plan, read_list, shard
 from .import_flags import add_import_flags, choices_from
 from .memory import measurable
 from .needs_blender import BlenderMissing, bpy_available, inside_blender
+from .output_log import log_path, read_log, settle, still_ours
 from .progress import Progress
 from .reports import (
     ReportWriter,
@@ -139,13 +141,15 @@ def run(args: argparse.Namespace) -> int:
         return 1
     out_dir = Path(args.output_dir or "converted").resolve()
     single = Path(args.single).resolve() if args.single else None
-    settings = Settings(args.format, args.overwrite, uuid.uuid4().hex[:12], single, choices, args.verbose)
+    report = report_path(args, out_dir, single)
+    log = None if single else log_path(report)
+    settings = Settings(args.format, args.overwrite, uuid.uuid4().hex[:12], single, choices, args.verbose, log)
     tasks = plan(found, None if single else out_dir, args.format)
     meta = {"settings": settings.fingerprint(), "shard": args.shard, "inputs": len(tasks)}
     if args.shard:
         tasks = shard(tasks, *parse_shard(args.shard))
-    report = report_path(args, out_dir, single)
     earlier_report = load_earlier(report) if args.resume else None
+    logged = read_log(log) if args.resume and log else {}
     earlier = records_by_file(earlier_report)
     same_options = earlier_report is not None and earlier_report.get("settings") == meta["settings"]
     if earlier_report is not None and not same_options:
@@ -158,11 +162,13 @@ def run(args: argparse.Namespace) -> int:
         if same_options and up_to_date(task, before, stamps[task.source]):
             writer.records[str(task.source)] = {**before, "reused": True}
         else:
-            to_run.append(replace(task, replace=args.resume and wrote(task, before)))
+            ours = wrote(task, before) or still_ours(task.target, logged)
+            to_run.append(replace(task, replace=args.resume and ours))
     if args.resume and earlier_report is not None:
         print(f"--resume: {len(tasks) - len(to_run):,} of {len(tasks):,} files up to date", file=sys.stderr)
-    if single is None:
+    if log is not None:  # one output per task, each logged as it is written
         out_dir.mkdir(parents=True, exist_ok=True)
+        log.parent.mkdir(parents=True, exist_ok=True)
     limits = Limits(args.timeout, args.max_memory)
     jobs = max(1, min(args.jobs, len(to_run)))
     progress = Progress(len(to_run), jobs)
@@ -188,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
         for target in [single] if single else [task.target for task in to_run]:
             discard(partial_path(target, settings.token))  # what a killed worker or an interrupted save left
         writer.write(complete)  # also when interrupted: what was done is kept for --resume
+        if log is not None:
+            settle(log, writer.files())
     results = writer.results()
     print("\n".join(["", *summary(results), "", f"report: {report}"]))
     return 1 if any(r["status"] != "ok" for r in results) else 0

@@ -19,6 +19,7 @@ from typing import Any
 
 from .files import NotAModel, Task
 from .needs_blender import require_bpy
+from .output_log import log_output
 from .reports import describe, new_record, one_line
 from .safe_write import discard, partial_path, publish, refuse_existing
 from .settings import Settings
@@ -120,9 +121,9 @@ def anchor(output: Path, token: str) -> None:
     bpy.ops.wm.save_as_mainfile(filepath=str(partial_path(output, token)))
 
 
-def save(target: Path, overwrite: bool, token: str, animations: str) -> None:
+def save(target: Path, overwrite: bool, token: str, animations: str, log: Path | None = None) -> None:
     """Write the open file (.blend, or .glb by the target's extension) under a temporary name, then move it into
-    place."""
+    place; logged first when a run keeps a log of its outputs, so even an unreported output is known as ours."""
     bpy = sys.modules["bpy"]
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_path(target, token)
@@ -133,6 +134,8 @@ def save(target: Path, overwrite: bool, token: str, animations: str) -> None:
             )
         else:
             bpy.ops.wm.save_as_mainfile(filepath=str(partial), compress=True)
+        if log is not None:
+            log_output(log, target, partial)
         publish(partial, target, overwrite)
     finally:
         discard(partial)
@@ -165,7 +168,7 @@ def convert_one(import_file: ImportFile, task: Task, settings: Settings) -> dict
             if not result.ok:
                 record.update(status="failed", error=one_line(str(result.error)))
             elif task.target is not None:
-                save(task.target, overwrite, settings.token, settings.choices.animations)
+                save(task.target, overwrite, settings.token, settings.choices.animations, settings.outputs_log)
                 record["output"] = str(task.target)
     except KeyboardInterrupt:
         raise

@@ -120,14 +120,18 @@ class ReportWriter:
     def results(self) -> list[dict[str, Any]]:
         return [self.records[f] for f in self.order if f in self.records]
 
-    def write(self, complete: bool) -> None:
+    def files(self) -> list[dict[str, Any]]:
+        """What the report holds: this run's records, and the earlier report's for the tasks not redone yet."""
         files = [self.records.get(f) or self.earlier.get(f) for f in self.order]
+        return [r for r in files if r is not None]
+
+    def write(self, complete: bool) -> None:
         report = {
             "kind": KIND,
             **self.meta,
             "complete": complete,
             "seconds": round(time.perf_counter() - self.started, 3),
-            "files": [r for r in files if r is not None],
+            "files": self.files(),
         }
         write_text(self.path, json.dumps(report, indent=2))
         self.written = time.perf_counter()

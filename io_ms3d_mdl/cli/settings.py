@@ -18,6 +18,7 @@ class Settings:
     single: Path | None = None  # everything into this one file (.blend or .glb) instead
     choices: ImportChoices = field(default_factory=ImportChoices)
     verbose: bool = False  # Blender's own messages go to stderr instead of nowhere
+    outputs_log: Path | None = None  # where each output is logged before it is moved into place (output_log.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -27,13 +28,15 @@ class Settings:
             "single": str(self.single) if self.single else None,
             "choices": self.choices.to_json(),
             "verbose": self.verbose,
+            "outputs_log": str(self.outputs_log) if self.outputs_log else None,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Settings:
         single = Path(data["single"]) if data["single"] else None
         choices = ImportChoices.from_json(data["choices"])
-        return cls(data["format"], data["overwrite"], data["token"], single, choices, data["verbose"])
+        log = Path(data["outputs_log"]) if data["outputs_log"] else None
+        return cls(data["format"], data["overwrite"], data["token"], single, choices, data["verbose"], log)
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides an output's content, for --resume: the same inputs with other options are not up to date."""
