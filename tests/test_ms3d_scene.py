@@ -75,7 +75,7 @@ def test_degenerate_and_duplicate_faces():
     assert faces.degenerate == 1 and faces.duplicates == 2  # (1,2,0) repeats (0,1,2); (0,2,1) repeats (2,1,0)
     assert faces.keep.tolist() == [True, False, True, False, False, True]
     assert faces.back_faces.tolist() == [False, False, True, False, False, False]
-    new, source = compact(tris[faces.keep], faces.back_faces[faces.keep])
+    new, source = compact(tris[faces.keep], 7, faces.back_faces[faces.keep])
     assert source.tolist() == [0, 1, 2, 4, 5, 6, 2, 1, 0]  # the back face gets its own copies
     assert new.tolist() == [[0, 1, 2], [6, 7, 8], [3, 4, 5]]
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..formats.binary import renumbered
+
 
 def _row_keys(rows: np.ndarray) -> np.ndarray:
     """One int64 per row of small non-negative ints, so rows can be compared with 1-D ``np.unique``."""
@@ -62,15 +64,14 @@ def classify_faces(tris: np.ndarray) -> FaceCleanup:
     return FaceCleanup(keep=keep, degenerate=int(degenerate.sum()), duplicates=dup_count, back_faces=back)
 
 
-def compact(tris: np.ndarray, back_faces: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Renumber the vertices ``tris`` uses to 0..k-1 in ascending original order.
+def compact(tris: np.ndarray, vertex_count: int, back_faces: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Renumber the vertices ``tris`` uses (all below ``vertex_count``, checked by the reader) to 0..k-1 in
+    ascending original order.
 
     Returns ``(new_tris, source)`` where ``source[i]`` is the original index of new vertex ``i``. Corners of
     ``back_faces`` get fresh copies of their vertices, appended after the shared ones.
     """
-    tris = np.asarray(tris, dtype=np.int64)
-    used, inverse = np.unique(tris, return_inverse=True)
-    new_tris = inverse.reshape(tris.shape).astype(np.int32)
+    used, new_tris = renumbered(np.asarray(tris, dtype=np.int64), vertex_count)
     source = used.astype(np.int32)
     if back_faces is not None and back_faces.any():
         rows = np.nonzero(back_faces)[0]

@@ -158,7 +158,7 @@ def _mesh(
     keep = faces.keep
     if not keep.all():
         records, tris = records[keep], tris[keep]
-    new_tris, source = compact(tris, faces.back_faces[keep])
+    new_tris, source = compact(tris, len(model.vertices), faces.back_faces[keep])
 
     positions = transform_points(model.vertices["position"][source], matrix, options.scale)
     positions = finite(positions, f"'{name}': vertex positions", scene)

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import FormatError
+from ...formats.binary import renumbered
 from ...formats.source.animation import SkippedAnimation, decode_animation
 from ...formats.source.model import MdlFile
 from ...formats.source.phy import PhyFile, PhySolid
@@ -152,8 +153,7 @@ def _solid_meshes(
     triangles, tri_owner = triangles[keep], tri_owner[keep]
     if not len(triangles):
         return out
-    used, compact = np.unique(triangles, return_inverse=True)
-    compact = compact.reshape(-1, 3)
+    used, compact = renumbered(triangles, len(unique))
     per_solid = np.bincount(tri_owner, minlength=len(solids))
     ends = np.cumsum(per_solid).tolist()
     for s, (count, end) in enumerate(zip(per_solid.tolist(), ends, strict=True)):
