@@ -23,6 +23,7 @@ from source_writer import SAnimation, SNode, character_spec, write_source
 
 from io_ms3d_mdl.cli import batch
 from io_ms3d_mdl.cli.files import Task, parse_shard, shard
+from io_ms3d_mdl.cli.output_log import read_log
 from io_ms3d_mdl.cli.progress import Progress
 from io_ms3d_mdl.cli.reports import ReportWriter
 
@@ -280,7 +281,7 @@ def test_a_run_killed_before_its_report_is_written_resumes_from_its_log_of_outpu
     process.stderr.close()
     assert not (out / "report.json").exists()  # killed within the first 10 s: no report at all
     made = sorted(p.name for p in out.glob("m[0-6].blend"))
-    assert len(made) >= 2 and len(read_log_lines(out / "report.outputs.jsonl")) >= len(made)
+    assert len(made) >= 2 and len(read_log(out / "report.outputs.jsonl")) >= len(made)
     resumed = run(folder, "-o", out, "--resume", "--jobs", jobs)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # m7 only
     final = records(out / "report.json")
@@ -291,8 +292,36 @@ def test_a_run_killed_before_its_report_is_written_resumes_from_its_log_of_outpu
     assert not (out / "report.outputs.jsonl").exists()  # the report names every output now
 
 
-def read_log_lines(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
+@needs_blender
+def test_resume_replaces_only_the_very_files_the_batch_made(tmp_path):
+    """An output the user replaced after the run, or a file of theirs where the log of outputs would go, is never
+    touched: the first is refused as any existing file is, the second stops the run before it starts."""
+    folder, out = tmp_path / "in", tmp_path / "out"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"m{i}.ms3d").write_bytes(write_ms3d(quad_spec()))
+    first = run(folder, "-o", out)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert records(out / "report.json")[str(folder / "m0.ms3d")]["output_identity"]["size"] > 0
+    (out / "m1.blend").unlink()
+    (out / "m1.blend").write_bytes(b"the user's own")
+    for i in range(2):
+        (folder / f"m{i}.ms3d").write_bytes(write_ms3d(box_spec()))  # both changed: both converted again
+    again = run(folder, "-o", out, "--resume")
+    assert again.returncode == 1, again.stdout + again.stderr
+    final = records(out / "report.json")
+    assert final[str(folder / "m0.ms3d")]["status"] == "ok" and final[str(folder / "m0.ms3d")]["triangles"] == 12
+    assert final[str(folder / "m1.ms3d")]["error"] == f"output exists: {out / 'm1.blend'} (use --overwrite)"
+    assert (out / "m1.blend").read_bytes() == b"the user's own"
+    (out / "notes.json").write_text("the user's own")
+    for args in (["--report", out / "notes.json"], ["--merge-reports", out / "notes.json", out / "report.json"]):
+        refused = run(*([folder, "-o", out] if args[0] == "--report" else []), *args)
+        assert refused.returncode == 2 and "choose another --report" in refused.stderr, refused.stderr
+    assert (out / "notes.json").read_text() == "the user's own"
+    (out / "mine.outputs.jsonl").write_text("notes\n")
+    refused = run(folder, "-o", out, "--report", out / "mine.json")
+    assert refused.returncode == 2 and "is not a log of io-ms3d-mdl batch" in refused.stderr, refused.stderr
+    assert (out / "mine.outputs.jsonl").read_text() == "notes\n" and not (out / "mine.json").exists()
 
 
 @needs_blender

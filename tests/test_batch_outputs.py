@@ -20,7 +20,8 @@ from source_writer import character_spec, write_source
 
 from io_ms3d_mdl.cli import batch, blender_side, files
 from io_ms3d_mdl.cli.files import Task
-from io_ms3d_mdl.cli.output_log import log_output, read_log, settle, still_ours
+from io_ms3d_mdl.cli.output_log import NotOurLog, close_log, identity, log_output, open_log, read_log, still_ours
+from io_ms3d_mdl.cli.safe_write import OutputExists, publish
 from io_ms3d_mdl.cli.settings import Settings
 
 SCRIPT = ROOT / "scripts" / "batch_import.py"
@@ -172,43 +173,90 @@ def test_a_worker_that_never_starts_fails_its_files_without_a_restart_for_each(t
 # --- with Blender -------------------------------------------------------------------------------------------
 
 
-def test_the_log_of_outputs_knows_only_the_very_file_it_logged(tmp_path):
-    log, out = tmp_path / "report.outputs.jsonl", tmp_path / "out"
-    out.mkdir()
-    outputs = {name: out / name for name in ("a.blend", "b.blend", "c.blend", "d.blend")}
-    for name, target in outputs.items():
-        partial = out / f".{name}.t.partial.blend"
+def logged_outputs(log: Path, out: Path, names: list[str]) -> dict[str, Path]:
+    """Outputs written as the batch writes them: a finished temporary file, logged, then moved into place."""
+    outputs = {}
+    for name in names:
+        target, partial = out / name, out / f".{name}.t.partial.blend"
         partial.write_bytes(name.encode())
         log_output(log, target, partial)
         os.replace(partial, target)  # the move keeps the file's identity
+        outputs[name] = target
+    return outputs
+
+
+def test_the_log_of_outputs_knows_only_the_very_files_it_logged(tmp_path):
+    log, out = tmp_path / "report.outputs.jsonl", tmp_path / "out"
+    out.mkdir()
+    open_log(log)
+    outputs = logged_outputs(log, out, ["a.blend", "b.blend", "c.blend"])
     with log.open("a") as f:
-        f.write('{"output": "cut short by a ki')  # a kill in the middle of a line
+        f.write('{"output": "cut short by a ki')  # a kill in the middle of a line ...
+    outputs |= logged_outputs(log, out, ["d.blend", "e.blend"])  # ... does not take the next line with it
+    attempt = out / ".a.blend.u.partial.blend"
+    attempt.write_bytes(b"a later attempt, refused at the move")
+    log_output(log, outputs["a.blend"], attempt)  # a second identity for a.blend: the first still counts
     entries = read_log(log)
     assert sorted(entries) == sorted(str(p) for p in outputs.values())
-    assert all(still_ours(p, entries) for p in outputs.values())
+    assert all(still_ours(p, entries[str(p)]) for p in outputs.values())
     outputs["b.blend"].write_bytes(b"changed by someone")  # changed since: not ours any more
     outputs["c.blend"].unlink()
-    outputs["c.blend"].symlink_to(outputs["a.blend"])  # a link in its place: not ours
-    assert not still_ours(outputs["b.blend"], entries) and not still_ours(outputs["c.blend"], entries)
-    assert not still_ours(out / "never-logged.blend", entries) and not still_ours(None, entries)
-    settle(log, [{"file": "d.ms3d", "status": "ok", "output": str(outputs["d.blend"])}])  # the report names d
-    assert sorted(read_log(log)) == [str(outputs["a.blend"])]  # only what the report does not say, still ours
-    settle(log, [{"file": "a.ms3d", "status": "ok", "output": str(outputs["a.blend"])}])
-    assert not log.exists()  # nothing left to say: removed
+    outputs["c.blend"].symlink_to(outputs["d.blend"])  # a link in its place: not ours
+    (tmp_path / "elsewhere").mkdir()
+    os.replace(outputs["e.blend"], tmp_path / "elsewhere" / "e.blend")
+    linked = out / "linked"
+    linked.symlink_to(tmp_path / "elsewhere")  # the very file, reached through a linked folder: not ours
+    found = identity(tmp_path / "elsewhere" / "e.blend")
+    assert still_ours(tmp_path / "elsewhere" / "e.blend", [found]) == found
+    assert still_ours(linked / "e.blend", [found]) is None
+    assert still_ours(outputs["b.blend"], entries[str(outputs["b.blend"])]) is None
+    assert still_ours(outputs["c.blend"], entries[str(outputs["c.blend"])]) is None
+    assert still_ours(None, [found]) is None and still_ours(out / "never-logged.blend", []) is None
+    records = [{"status": "ok", "output": str(outputs["d.blend"]), "output_identity": identity(outputs["d.blend"])}]
+    close_log(log, records)
+    assert log.exists()  # a.blend is still ours and no record names it: kept for --resume, as it was
+    records.append({"status": "ok", "output": str(outputs["a.blend"]), "output_identity": identity(outputs["a.blend"])})
+    close_log(log, records)
+    assert not log.exists()  # the report says all it says: removed
 
 
-def test_the_log_of_outputs_is_never_written_through_a_planted_link(tmp_path):
+def test_what_is_not_our_log_is_neither_written_nor_removed(tmp_path):
+    notes = tmp_path / "report.outputs.jsonl"
+    notes.write_text("a user's own notes\n")
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    log = tmp_path / "report.outputs.jsonl"
-    log.symlink_to(victim)
+    link = tmp_path / "r2.outputs.jsonl"
+    link.symlink_to(victim)
+    folder = tmp_path / "r3.outputs.jsonl"
+    folder.mkdir()
+    for log in (notes, link, folder):
+        with pytest.raises(NotOurLog, match="not a log of io-ms3d-mdl batch"):
+            open_log(log)
+        assert read_log(log) == {}
+        close_log(log, [])
     partial = tmp_path / "partial.blend"
     partial.write_bytes(b"x")
     with pytest.raises(OSError):
-        log_output(log, tmp_path / "x.blend", partial)
-    assert victim.read_text() == "keep me"
-    settle(log, [])  # nothing in it is ours: the link is removed, not what it points to
-    assert not log.is_symlink() and victim.read_text() == "keep me"
+        log_output(link, tmp_path / "x.blend", partial)  # never appended to through a link
+    assert notes.read_text() == "a user's own notes\n" and victim.read_text() == "keep me"
+    assert link.is_symlink() and folder.is_dir()
+
+
+def test_an_earlier_output_is_checked_again_just_before_it_is_replaced(tmp_path):
+    target = tmp_path / "m.blend"
+    target.write_bytes(b"made by an earlier run")
+    made = identity(target)
+    partial = tmp_path / ".m.blend.t.partial.blend"
+    partial.write_bytes(b"new")
+    publish(partial, target, overwrite=False, replaces=made)  # still that file: replaced
+    assert target.read_bytes() == b"new" and not partial.exists()
+    made = identity(target)
+    target.unlink()
+    target.write_bytes(b"put there by the user meanwhile")
+    partial.write_bytes(b"newer")
+    with pytest.raises(OutputExists):
+        publish(partial, target, overwrite=False, replaces=made)
+    assert target.read_bytes() == b"put there by the user meanwhile"
 
 
 @needs_blender
@@ -308,19 +356,21 @@ def test_single_keeps_an_existing_file_and_creates_no_unused_folder(tmp_path):
 
 
 @needs_blender
-@pytest.mark.parametrize(("jobs", "fmt"), [(1, "blend"), (2, "blend"), (2, "glb")])
-def test_temporary_files_are_removed_also_when_files_fail(tmp_path, jobs, fmt):
+@pytest.mark.parametrize(("jobs", "fmt", "textures"), [(1, "blend", "pack"), (2, "blend", "png"), (2, "glb", "pack")])
+def test_temporary_files_are_removed_also_when_files_fail(tmp_path, jobs, fmt, textures):
     folder = tmp_path / "in"
     folder.mkdir()
     shutil.copy(EXAMPLE, folder / "house.ms3d")
     (folder / "broken.ms3d").write_bytes(b"MS3D000000\x04\0\0\0\xff\xff")
     env = fresh_tmpdir(tmp_path)
     out = tmp_path / "out"
-    result = run(folder, tmp_path / "missing.mdl", "-o", out, "--jobs", jobs, "--format", fmt, env=env)
+    flags = ("--jobs", jobs, "--format", fmt, "--textures", textures)
+    result = run(folder, tmp_path / "missing.mdl", "-o", out, *flags, env=env)
     assert result.returncode == 1
     statuses = {Path(f).name: r["status"] for f, r in report_of(out / "report.json").items()}
     assert statuses == {"house.ms3d": "ok", "broken.ms3d": "failed", "missing.mdl": "failed"}
-    assert sorted(p.name for p in out.iterdir()) == [f"house.{fmt}", "report.json"]
+    assert sorted(p.name for p in out.iterdir() if p.name != "textures") == [f"house.{fmt}", "report.json"]
+    assert hidden_leftovers(out) == []  # no .blend1 backup of a temporary .blend saved twice (--textures png)
     assert list(Path(env["TMPDIR"]).iterdir()) == []  # Blender's session folders and the job files included
 
 

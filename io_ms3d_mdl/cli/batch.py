@@ -34,18 +34,18 @@ from .files import Task, collect, parse_shard, plan, read_list, shard
 from .import_flags import add_import_flags, choices_from
 from .memory import measurable
 from .needs_blender import BlenderMissing, bpy_available, inside_blender
-from .output_log import log_path, read_log, settle, still_ours
+from .output_log import NotOurLog, close_log, log_path, open_log, read_log, still_ours
 from .progress import Progress
 from .reports import (
     ReportWriter,
     failure,
     load_report,
     merge_reports,
+    recorded_identity,
     records_by_file,
     stamp,
     summary,
     up_to_date,
-    wrote,
 )
 from .safe_write import OutputExists, discard, partial_path, refuse_existing, scratch_folder, write_text
 from .settings import Settings
@@ -148,8 +148,8 @@ def run(args: argparse.Namespace) -> int:
     meta = {"settings": settings.fingerprint(), "shard": args.shard, "inputs": len(tasks)}
     if args.shard:
         tasks = shard(tasks, *parse_shard(args.shard))
-    earlier_report = load_earlier(report) if args.resume else None
-    logged = read_log(log) if args.resume and log else {}
+    earlier_report = load_earlier(report) if args.resume else refuse_foreign(report)
+    logged = read_log(log) if args.resume and log else {}  # read before this run adds to it
     earlier = records_by_file(earlier_report)
     same_options = earlier_report is not None and earlier_report.get("settings") == meta["settings"]
     if earlier_report is not None and not same_options:
@@ -162,13 +162,19 @@ def run(args: argparse.Namespace) -> int:
         if same_options and up_to_date(task, before, stamps[task.source]):
             writer.records[str(task.source)] = {**before, "reused": True}
         else:
-            ours = wrote(task, before) or still_ours(task.target, logged)
-            to_run.append(replace(task, replace=args.resume and ours))
+            made = recorded_identity(task, before) + logged.get(str(task.target), [])
+            to_run.append(replace(task, replaces=still_ours(task.target, made) if args.resume else None))
     if args.resume and earlier_report is not None:
         print(f"--resume: {len(tasks) - len(to_run):,} of {len(tasks):,} files up to date", file=sys.stderr)
     if log is not None:  # one output per task, each logged as it is written
         out_dir.mkdir(parents=True, exist_ok=True)
         log.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            open_log(log)
+        except NotOurLog as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"cannot write the log of outputs {log}: {exc}") from None
     limits = Limits(args.timeout, args.max_memory)
     jobs = max(1, min(args.jobs, len(to_run)))
     progress = Progress(len(to_run), jobs)
@@ -195,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
             discard(partial_path(target, settings.token))  # what a killed worker or an interrupted save left
         writer.write(complete)  # also when interrupted: what was done is kept for --resume
         if log is not None:
-            settle(log, writer.files())
+            close_log(log, writer.files())
     results = writer.results()
     print("\n".join(["", *summary(results), "", f"report: {report}"]))
     return 1 if any(r["status"] != "ok" for r in results) else 0
@@ -225,6 +231,14 @@ def check(args: argparse.Namespace) -> None:
             parse_shard(args.shard)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+
+
+def refuse_foreign(report: Path) -> None:
+    """A report is replaced at the end of the run: only an earlier report, never a file of someone else's."""
+    try:
+        load_report(report)
+    except ValueError as exc:
+        raise UsageError(f"{exc}; move it, or choose another --report") from None
 
 
 def load_earlier(path: Path) -> dict[str, Any] | None:
@@ -281,6 +295,7 @@ def merge(out: Path, reports: list[Path]) -> int:
     """Join the shards' reports; 0 when they cover the whole batch and every file converted."""
     if not reports:
         raise UsageError("--merge-reports OUT.json needs the reports to merge")
+    refuse_foreign(out)
     try:
         merged, problems = merge_reports(reports)
     except ValueError as exc:

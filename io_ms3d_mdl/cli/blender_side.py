@@ -19,7 +19,7 @@ from typing import Any
 
 from .files import NotAModel, Task
 from .needs_blender import require_bpy
-from .output_log import log_output
+from .output_log import Identity, identity, log_output
 from .reports import describe, new_record, one_line
 from .safe_write import discard, partial_path, publish, refuse_existing
 from .settings import Settings
@@ -121,9 +121,17 @@ def anchor(output: Path, token: str) -> None:
     bpy.ops.wm.save_as_mainfile(filepath=str(partial_path(output, token)))
 
 
-def save(target: Path, overwrite: bool, token: str, animations: str, log: Path | None = None) -> None:
+def save(
+    target: Path,
+    overwrite: bool,
+    token: str,
+    animations: str,
+    log: Path | None = None,
+    replaces: Identity | None = None,
+) -> Identity | None:
     """Write the open file (.blend, or .glb by the target's extension) under a temporary name, then move it into
-    place; logged first when a run keeps a log of its outputs, so even an unreported output is known as ours."""
+    place; logged first when the run keeps a log of its outputs, so even an unreported output is known as ours.
+    Returns the output's identity (what the report records)."""
     bpy = sys.modules["bpy"]
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = partial_path(target, token)
@@ -134,9 +142,9 @@ def save(target: Path, overwrite: bool, token: str, animations: str, log: Path |
             )
         else:
             bpy.ops.wm.save_as_mainfile(filepath=str(partial), compress=True)
-        if log is not None:
-            log_output(log, target, partial)
-        publish(partial, target, overwrite)
+        made = log_output(log, target, partial) if log is not None else identity(partial)
+        publish(partial, target, overwrite, replaces)
+        return made
     finally:
         discard(partial)
 
@@ -146,12 +154,11 @@ def convert_one(import_file: ImportFile, task: Task, settings: Settings) -> dict
     bpy = sys.modules["bpy"]
     start = time.perf_counter()
     record = new_record(task.source)
-    overwrite = settings.overwrite or task.replace
     try:
         with blender_messages(settings.verbose):
             textures = texture_folder(settings, task.target)
             if task.target is not None:
-                refuse_existing(task.target, overwrite)  # before the work, not only after it
+                refuse_existing(task.target, settings.overwrite, task.replaces)  # before the work, not only after it
                 empty_file(bpy)
                 if textures is not None:
                     anchor(task.target, settings.token)
@@ -168,8 +175,15 @@ def convert_one(import_file: ImportFile, task: Task, settings: Settings) -> dict
             if not result.ok:
                 record.update(status="failed", error=one_line(str(result.error)))
             elif task.target is not None:
-                save(task.target, overwrite, settings.token, settings.choices.animations, settings.outputs_log)
-                record["output"] = str(task.target)
+                made = save(
+                    task.target,
+                    settings.overwrite,
+                    settings.token,
+                    settings.choices.animations,
+                    settings.outputs_log,
+                    task.replaces,
+                )
+                record.update(output=str(task.target), output_identity=made)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: no file may end the batch

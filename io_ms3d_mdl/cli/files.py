@@ -37,19 +37,21 @@ class Found:
 class Task:
     source: Path
     target: Path | None  # None: imported into the one open file (convert -o, --single, or nothing saved)
-    replace: bool = False  # the target is an output an earlier run wrote (--resume): it may be replaced
+    # --resume: the target is an output an earlier run wrote, with this identity (``output_log.identity``); it may
+    # be replaced while it still has it
+    replaces: dict[str, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "source": str(self.source),
             "target": str(self.target) if self.target else None,
-            "replace": self.replace,
+            "replaces": self.replaces,
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Task:
         target = data["target"]
-        return cls(Path(data["source"]), Path(target) if target else None, data["replace"])
+        return cls(Path(data["source"]), Path(target) if target else None, data["replaces"])
 
 
 def read_list(path: str) -> list[str]:

@@ -1,11 +1,20 @@
-"""The outputs a batch made, by file identity, so ``--resume`` knows its own files even when the report does not.
+"""Which outputs a batch made, by file identity, so ``--resume`` replaces its own files and nothing else.
 
 The report is rewritten only every few seconds, and a run that is interrupted, or killed outright, may already have
 moved outputs into place that its report never recorded. So each output is also logged, one JSON line appended to
 ``<report>.outputs.jsonl`` just before it is moved into place: its final path and the identity of the finished
-temporary file (device, inode, size, modification time), which the move keeps. ``--resume`` replaces such a file only
-while it is still that very file, so a file someone else put there, or changed since, is never touched. At the end of
-a run the log keeps only what the report does not already say, and is removed when that is nothing.
+temporary file (inode, size, modification time), which the move keeps. The report's record of an output carries the
+same identity.
+
+``--resume`` plans to replace an output only while the file there still has an identity the report or the log gives
+it, and sits in the folder its path names (no linked folder on the way); the worker checks the identity again just
+before it replaces the file. A file someone else put there, or changed since, is never touched; neither is a log
+that is not ours. At the end of a run the log is removed once the report says all it says.
+
+Appending one short line at a time keeps the lines of several workers whole on local POSIX file systems; a line cut
+short by a kill cannot take the next one with it, since every line starts on a fresh one. Identities are only as
+good as the file system's: on FAT or over SMB a moved file may get a new one, and then ``--resume`` refuses to
+replace it, as it would a stranger's.
 """
 
 from __future__ import annotations
@@ -16,74 +25,133 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .safe_write import write_text
+HEADER = {"kind": "io_ms3d_mdl batch outputs"}
+IDENTITY = ("ino", "size", "mtime_ns")
+NO_LINKS = getattr(os, "O_NOFOLLOW", 0)  # never through a planted link, where the platform can say so
+Identity = dict[str, int]
 
-IDENTITY = ("dev", "ino", "size", "mtime_ns")
-OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)  # never through a planted link
+
+class NotOurLog(Exception):
+    """Something else sits where the run would keep its log of outputs."""
 
 
 def log_path(report: Path) -> Path:
     return report.with_name(report.stem + ".outputs.jsonl")
 
 
-def identity(path: Path) -> dict[str, int] | None:
-    """What tells this file from any other at the same path; None unless it is a regular file."""
+def identity(path: Path) -> Identity | None:
+    """What tells this file from another at the same path; None unless it is a regular file."""
     try:
         info = path.lstat()
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    return dict(zip(IDENTITY, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), strict=True))
+    return dict(zip(IDENTITY, (info.st_ino, info.st_size, info.st_mtime_ns), strict=True))
 
 
-def log_output(log: Path, target: Path, finished: Path) -> None:
-    """Log ``finished`` (the complete temporary file) as the output ``target`` it is about to become. One short
-    write to a file opened for appending, so the lines of several workers never interleave."""
-    line = json.dumps({"output": str(target), **(identity(finished) or {})}) + "\n"
-    descriptor = os.open(log, OPEN_FLAGS, 0o644)
+def still_ours(target: Path | None, identities: list[Identity]) -> Identity | None:
+    """The identity the file at ``target`` has, when it is one of ``identities`` and the file sits in the folder
+    its path names (a linked folder on the way could lead anywhere); else None."""
+    if target is None or not identities:
+        return None
+    now = identity(target)
+    if now is None or now not in identities:
+        return None
+    return now if os.path.realpath(target.parent) == os.path.normpath(target.parent) else None
+
+
+# --- the log ----------------------------------------------------------------------------------------------------
+
+
+def open_log(log: Path) -> None:
+    """Start the run's log, or keep the one an earlier run left; NotOurLog when anything else is there (a user's
+    file is never appended to or removed). Done before any file is converted, so a log that cannot be written stops
+    the run at once."""
     try:
-        os.write(descriptor, line.encode("utf-8"))
+        descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINKS, 0o644)
+    except FileExistsError:
+        if not ours(log):
+            raise NotOurLog(
+                f"{log} exists and is not a log of io-ms3d-mdl batch; move it, or choose another --report"
+            ) from None
+        return
+    try:
+        _write(descriptor, json.dumps(HEADER) + "\n")
     finally:
         os.close(descriptor)
 
 
-def read_log(log: Path) -> dict[str, dict[str, Any]]:
-    """Output path → its last logged identity. A line cut short by a kill, or anything else that is not an entry,
-    is skipped."""
+def ours(log: Path) -> bool:
+    """A regular file that starts with our header."""
+    if identity(log) is None:
+        return False
+    try:
+        with log.open("rb") as f:
+            first = f.readline(256)
+    except OSError:
+        return False
+    try:
+        return json.loads(first) == HEADER
+    except ValueError:
+        return False
+
+
+def log_output(log: Path, target: Path, finished: Path) -> Identity:
+    """Log ``finished`` (the complete temporary file) as the output ``target`` it is about to become; returns its
+    identity. One write to the run's existing log (never created here, never through a link)."""
+    found = identity(finished)
+    if found is None:
+        raise OSError(f"{finished} is not a regular file")
+    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | NO_LINKS)
+    try:
+        _write(descriptor, "\n" + json.dumps({"output": str(target), **found}) + "\n")
+    finally:
+        os.close(descriptor)
+    return found
+
+
+def _write(descriptor: int, text: str) -> None:
+    data = text.encode("utf-8")
+    if os.write(descriptor, data) != len(data):  # a full disk: the line is cut, and so is this output
+        raise OSError("the log of outputs could not be written in full")
+
+
+def read_log(log: Path) -> dict[str, list[Identity]]:
+    """Output path → every identity logged for it. Lines cut short by a kill, and anything else that is not an
+    entry, are skipped; a file that is not our log gives nothing."""
+    if not ours(log):
+        return {}
     try:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return {}
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, list[Identity]] = {}
     for line in text.splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
         if isinstance(entry, dict) and isinstance(entry.get("output"), str):
-            entries[entry["output"]] = entry
+            found = {key: entry.get(key) for key in IDENTITY}
+            if all(isinstance(v, int) for v in found.values()):
+                entries.setdefault(entry["output"], []).append(found)
     return entries
 
 
-def still_ours(target: Path | None, entries: dict[str, dict[str, Any]]) -> bool:
-    """The file at ``target`` is the very file a run of ours logged there."""
-    entry = entries.get(str(target)) if target is not None else None
-    if entry is None:
-        return False
-    now = identity(target)
-    return now is not None and all(entry.get(key) == now[key] for key in IDENTITY)
-
-
-def settle(log: Path, records: list[dict[str, Any]]) -> None:
-    """Keep only the outputs that are still ours and that no record of the report names; remove the log when none
-    is left (the usual end of a run)."""
+def close_log(log: Path, records: list[dict[str, Any]]) -> None:
+    """Remove the log when it says nothing the report does not: every output it names is gone, changed, or
+    recorded as made with that identity. Otherwise it stays as it is, for the next ``--resume``."""
     entries = read_log(log)
-    if not entries and not os.path.lexists(log):
+    if not ours(log):
         return
-    recorded = {r.get("output") for r in records if r.get("status") == "ok"}
-    kept = [e for output, e in entries.items() if output not in recorded and still_ours(Path(output), entries)]
-    if kept:
-        write_text(log, "".join(json.dumps(e) + "\n" for e in kept))
-    else:
-        log.unlink(missing_ok=True)
+    recorded = {(r.get("output"), _key(r.get("output_identity"))) for r in records if r.get("status") == "ok"}
+    for output, identities in entries.items():
+        now = still_ours(Path(output), identities)
+        if now is not None and (output, _key(now)) not in recorded:
+            return
+    log.unlink(missing_ok=True)
+
+
+def _key(found: object) -> tuple | None:
+    return tuple(found.get(key) for key in IDENTITY) if isinstance(found, dict) else None

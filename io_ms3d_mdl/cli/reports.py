@@ -1,14 +1,16 @@
 """Per-file records, the JSON report they go into, reading an earlier report back (``--resume``), merging the
 reports of several shards, and the summary table people read.
 
-A record: ``file``, ``status`` (``ok`` or ``failed``), ``output``, ``error``, ``warnings``, the counts of what was
-built, ``seconds``, and the input's ``input_size`` and ``input_mtime_ns`` when it was converted; ``reused: true``
-marks an output an earlier run made that was still up to date.
+A record: ``file``, ``status`` (``ok`` or ``failed``), ``output`` and its ``output_identity`` (``output_log.py``),
+``error``, ``warnings``, the counts of what was built, ``seconds``, and the input's ``input_size`` and
+``input_mtime_ns`` when it was converted; ``reused: true`` marks an output an earlier run made that was still up to
+date.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,8 @@ def stamp(path: Path) -> dict[str, int]:
 
 def load_report(path: Path) -> dict[str, Any] | None:
     """An earlier report, or None when there is none; ValueError when the file is not one of ours."""
+    if os.path.lexists(path) and not path.is_file():  # a folder, a FIFO (which would block), a device
+        raise ValueError(f"{path} is not a report of io-ms3d-mdl batch")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -91,9 +95,13 @@ def up_to_date(task: Task, earlier: dict[str, Any] | None, now: dict[str, int]) 
     )
 
 
-def wrote(task: Task, earlier: dict[str, Any] | None) -> bool:
-    """The target is the output an earlier run recorded for this input, so --resume may replace it."""
-    return bool(earlier and task.target is not None and earlier.get("output") == str(task.target))
+def recorded_identity(task: Task, earlier: dict[str, Any] | None) -> list[dict[str, int]]:
+    """The identity of the output an earlier run recorded at this task's target (none in reports from before
+    identities were recorded: such an output is not replaced)."""
+    if not earlier or task.target is None or earlier.get("output") != str(task.target):
+        return []
+    found = earlier.get("output_identity")
+    return [found] if isinstance(found, dict) else []
 
 
 # --- writing ------------------------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from .output_log import Identity, still_ours
+
 TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # where Blender (and Python) put temporary files, per platform
 
 
@@ -25,31 +27,38 @@ def partial_path(target: Path, token: str) -> Path:
     return target.with_name(f".{target.name}.{token}.partial{target.suffix}")
 
 
-def refuse_existing(target: Path, overwrite: bool) -> None:
-    if not overwrite and os.path.lexists(target):
+def refuse_existing(target: Path, overwrite: bool, replaces: Identity | None = None) -> None:
+    """Refuse an existing target, unless --overwrite, or --resume found it to be the file an earlier run made
+    (``replaces``) and it still is."""
+    if overwrite or not os.path.lexists(target):
+        return
+    if replaces is None or still_ours(target, [replaces]) is None:
         raise OutputExists(target)
 
 
-def publish(partial: Path, target: Path, overwrite: bool) -> None:
+def publish(partial: Path, target: Path, overwrite: bool, replaces: Identity | None = None) -> None:
     """Move a finished file into place in one step. Without --overwrite a hard link, which fails when the target
-    exists, rather than a rename, which would replace a file that appeared meanwhile."""
+    exists, rather than a rename, which would replace a file that appeared meanwhile; an output an earlier run made
+    is checked again just before it is replaced."""
     if overwrite:
         os.replace(partial, target)
         return
     try:
         os.link(partial, target)
     except FileExistsError:
-        raise OutputExists(target) from None
+        refuse_existing(target, overwrite, replaces)
+        os.replace(partial, target)
     except OSError:  # no hard links on this file system: check, then rename
-        refuse_existing(target, overwrite)
+        refuse_existing(target, overwrite, replaces)
         os.replace(partial, target)
     else:
         os.unlink(partial)
 
 
 def discard(partial: Path) -> None:
-    """Remove a temporary output, and the ``@`` file Blender writes a .blend through, if either is left."""
-    for path in (partial, partial.with_name(partial.name + "@")):
+    """Remove a temporary output, the ``@`` file Blender writes a .blend through and the ``.blend1`` backup it
+    makes when the temporary .blend is saved twice (``--textures png``), where they are left."""
+    for path in (partial, partial.with_name(partial.name + "@"), partial.with_name(partial.name + "1")):
         with suppress(OSError):
             path.unlink(missing_ok=True)
 
