@@ -535,17 +535,29 @@ def legacy_showable(frames: np.ndarray, values: np.ndarray) -> tuple[np.ndarray,
 
 @contextmanager
 def legacy_animation(on: bool = True) -> Iterator[None]:
-    """The import as it was before: per-bone decode and conversion (copies kept in ``tests/test_keys_decode.py``
-    and ``tests/test_keys_reduce.py``, where they are the reference) and one numpy set-up per F-curve."""
+    """The import as it was before: per-bone decode and conversion, one animation at a time (copies kept in
+    ``tests/test_keys_decode.py`` and ``tests/test_keys_reduce.py``, where they are the reference) and one numpy
+    set-up per F-curve."""
     from test_keys_decode import legacy_decode_animation
-    from test_keys_reduce import legacy_action
+    from test_keys_reduce import legacy_actions
 
     from io_ms3d_mdl.blender import scene_builder
+    from io_ms3d_mdl.errors import FormatError
+    from io_ms3d_mdl.formats.source.animation import SkippedAnimation
     from io_ms3d_mdl.scene.source import animation as source_animation
 
+    def legacy_decode_animations(mdl, indices, ani_data=None, ani_path=None) -> list:
+        out = []
+        for index in indices:
+            try:
+                out.append(legacy_decode_animation(mdl, index, ani_data, ani_path))
+            except (FormatError, SkippedAnimation) as exc:
+                out.append(exc)
+        return out
+
     patches = [
-        (source_animation, "decode_animation", legacy_decode_animation),
-        (source_animation, "_action", legacy_action),
+        (source_animation, "decode_animations", legacy_decode_animations),
+        (source_animation, "_actions", legacy_actions),
         (scene_builder, "build_actions", legacy_build_actions),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]

@@ -168,7 +168,7 @@ def test_included_animations_map_onto_our_bones(blender, tmp_path):
     assert action["source_include"] == "models/test\\Test_Animations.MDL"
     mdl = read_mdl(main)
     (included,) = load_includes(str(main), mdl, [])
-    remapped = _remap(decode_animation(included.mdl, 0), np.array([0, -1, 1]), mdl)
+    (remapped,) = _remap([decode_animation(included.mdl, 0)], np.array([0, -1, 1]), mdl)
     assert remapped.animated.tolist() == [False, True]  # 'tail' is unknown to us and dropped
     check_posed(bpy, main, [(0, 0), (0, 1), (0, 2)], animations=[remapped])
 

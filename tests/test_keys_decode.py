@@ -30,6 +30,7 @@ from io_ms3d_mdl.formats.source.animation import (
     SkippedAnimation,
     _data_offset,
     decode_animation,
+    decode_animations,
     euler_to_quaternion,
     rle_tracks,
 )
@@ -220,6 +221,19 @@ def test_every_sample_animation_decodes_as_before():
     assert compared == 1 + 1 + 11 + 2 + 1 + 1 + 2 + 129 + 97 + 1 + 10  # every animation of the corpus
 
 
+def joint_outcomes(mdl: MdlFile, ani: tuple[bytes, str] | None) -> list[DecodedAnimation | type[Exception]]:
+    results = decode_animations(mdl, list(range(len(mdl.animations))), *(ani or (None, None)))
+    return [type(r) if isinstance(r, Exception) else r for r in results]
+
+
+def test_every_sample_animation_decodes_together_as_alone():
+    """All of a model's animations in one joint decode: each the same as the reference decoder gives it alone."""
+    for path in sample_models():
+        mdl, ani = load(path)
+        for i, new in enumerate(joint_outcomes(mdl, ani)):
+            assert_same(new, outcome(legacy_decode_animation, mdl, i, ani), f"{path.name}: {mdl.animations[i].name}")
+
+
 @pytest.mark.parametrize(
     "relative, cases",
     [
@@ -241,6 +255,10 @@ def test_damaged_animation_data_ends_the_same_way(relative, cases):
         new = outcome(decode_animation, damaged_mdl, i, damaged_ani)
         assert_same(new, outcome(legacy_decode_animation, damaged_mdl, i, damaged_ani), f"case {case}, animation {i}")
         kinds.add(new if isinstance(new, type) else DecodedAnimation)
+        if case % 6 == 0:  # decoded with all the others, each ends as it does alone
+            for j, joint in enumerate(joint_outcomes(damaged_mdl, damaged_ani)):
+                alone = new if j == i else outcome(decode_animation, damaged_mdl, j, damaged_ani)
+                assert_same(joint, alone, f"case {case}, animation {j} of all")
     assert DecodedAnimation in kinds and FormatError in kinds  # both endings were compared
 
 

@@ -55,6 +55,17 @@ def legacy_action(
     return ActionData(anim.name, channels, (0.0, float(frames[-1]) if len(frames) else 0.0), additive=anim.delta)
 
 
+def legacy_actions(
+    anims: list[DecodedAnimation],
+    frame_scales: list[float],
+    rest_rot: np.ndarray,
+    rest_pos: np.ndarray,
+    x: np.ndarray,
+    scale: float,
+) -> list[ActionData]:
+    return [legacy_action(a, rest_rot, rest_pos, x, scale, f) for a, f in zip(anims, frame_scales, strict=True)]
+
+
 def legacy_collapse(frames: np.ndarray, values: np.ndarray, tolerance: float = 1e-7) -> tuple[np.ndarray, np.ndarray]:
     if len(values) > 1 and np.abs(values - values[0]).max() <= tolerance:
         return frames[:1], values[:1]
@@ -69,7 +80,7 @@ def dense_and_reduced(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list
     options = SourceOptions(animations="ALL")
     reduced = load_source(str(path), options).actions
     with monkeypatch.context() as patch:
-        patch.setattr(source_animation, "_action", legacy_action)
+        patch.setattr(source_animation, "_actions", legacy_actions)
         dense = load_source(str(path), options).actions
     return dense, reduced
 
@@ -191,3 +202,65 @@ def test_quaternion_products_compose_like_matrices():
     np.testing.assert_allclose(quaternion_to_matrix(np.einsum("nij,nj->ni", sandwich, b)), expected, atol=1e-12)
     signs = canonical_sign(b)
     np.testing.assert_allclose(b * signs[:, None], matrix_to_quaternion(quaternion_to_matrix(b)), atol=1e-12)
+
+
+# --- many animations at once --------------------------------------------------------------------------------------
+
+
+def clips(rng: np.random.Generator, lengths: list[int], width: int) -> list[np.ndarray]:
+    """(3, F, width) per clip: a slow curve, noise or a hold, a value that is not a number now and then."""
+    out = []
+    for n in lengths:
+        t = np.arange(n, dtype=np.float64)[None, :, None]
+        values = np.concatenate(
+            [
+                1e-5 * rng.normal() * (t - n / 2) ** 2 / max(n, 1) + rng.normal(size=(1, 1, width)),
+                rng.normal(scale=rng.choice([0.0, 1e-6, 1e-3]), size=(1, n, width)),
+                np.repeat(rng.normal(size=(1, 1, width)), n, axis=1),
+            ]
+        )
+        if rng.random() < 0.2:
+            values[rng.integers(3), rng.integers(n), rng.integers(width)] = np.nan
+        out.append(values)
+    return out
+
+
+def test_clips_end_to_end_reduce_and_turn_as_each_alone():
+    """Keys chosen for clips laid end to end, and sign continuity, are exactly those of each clip alone."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        lengths = rng.integers(1, 40, size=rng.integers(1, 8)).tolist()
+        parts = clips(rng, lengths, 4)
+        starts = np.cumsum(lengths) - lengths
+        together = _needed_keys(np.concatenate(parts, axis=1), 1e-5, starts)
+        alone = np.concatenate([_needed_keys(p, 1e-5) for p in parts], axis=1)
+        np.testing.assert_array_equal(together, alone)
+        quats = np.concatenate([rng.normal(size=(3, n, 4)) for n in lengths], axis=1)
+        each = [make_continuous(quats[:, s : s + n]) for s, n in zip(starts, lengths, strict=True)]
+        np.testing.assert_array_equal(make_continuous(quats, starts), np.concatenate(each, axis=1))
+
+
+def test_actions_made_together_equal_actions_made_alone():
+    """Every animation of male_postures (deltas keying different bones, and full poses) converted in one pass and
+    one by one: the same keys, values within float64 rounding."""
+    from test_keys_decode import load
+
+    from io_ms3d_mdl.formats.source.animation import decode_animations
+
+    (path,) = [p for p in sample_files("source", "*.mdl") if p.name == "male_postures.mdl"]
+    mdl, ani = load(path)
+    anims = decode_animations(mdl, list(range(len(mdl.animations))), *ani)
+    assert all(isinstance(a, DecodedAnimation) for a in anims) and {a.delta for a in anims} == {False, True}
+    rest_rot = quaternion_to_matrix(mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
+    rest = (rest_rot, mdl.bones["pos"].astype(np.float64), np.tile(np.eye(3), (len(mdl.bones), 1, 1)), 0.0254)
+    scales = [30.0 / a.fps for a in anims]
+    together = source_animation._actions(anims, scales, *rest)
+    for anim, scale, built in zip(anims, scales, together, strict=True):
+        (alone,) = source_animation._actions([anim], [scale], *rest)
+        assert (built.name, built.frame_range, built.additive) == (alone.name, alone.frame_range, alone.additive)
+        assert [c.bone for c in built.channels] == [c.bone for c in alone.channels]
+        for b, a in zip(built.channels, alone.channels, strict=True):
+            np.testing.assert_array_equal(b.rotation_frames, a.rotation_frames)
+            np.testing.assert_array_equal(b.location_frames, a.location_frames)
+            np.testing.assert_allclose(b.rotations, a.rotations, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(b.locations, a.locations, rtol=0, atol=1e-12)

@@ -102,14 +102,21 @@ def canonical_sign(q: np.ndarray) -> np.ndarray:
     return np.where(np.take_along_axis(q, branch[..., None], axis=-1)[..., 0] < 0, -1.0, 1.0)
 
 
-def make_continuous(q: np.ndarray) -> np.ndarray:
+def make_continuous(q: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """Flip signs along a key sequence (…, K, 4) so neighbours have a positive dot product: interpolating
-    component-wise then never takes the long way round."""
+    component-wise then never takes the long way round. With ``starts``, the keys are several clips end to end,
+    each made continuous on its own (its first key keeps its sign)."""
     q = np.array(q, dtype=np.float64)
     if q.shape[-2] < 2:
         return q
     dots = np.einsum("...i,...i->...", q[..., 1:, :], q[..., :-1, :])
     flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=-1)
+    if starts is not None and len(starts) > 1:
+        # The flips so far, times (±1, its own inverse) those up to the clip's first key: each clip afresh.
+        flips = np.concatenate([np.ones((*flips.shape[:-1], 1)), flips], axis=-1)
+        clip = np.searchsorted(starts, np.arange(q.shape[-2]), side="right") - 1
+        q *= (flips * flips[..., np.asarray(starts)[clip]])[..., None]
+        return q
     q[..., 1:, :] *= flips[..., None]
     return q
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...errors import FormatError
+from ...errors import BudgetExceeded, FormatError
 from ..binary import Cursor, run_layout
 from . import structs as S
 from .animation_values import half_to_float
@@ -31,6 +31,7 @@ STUDIO_DELTA, STUDIO_FRAMEANIM = 0x04, 0x40
 BONE_FIXED_ALIGNMENT = 0x100000
 MAX_FRAMES = 100_000
 CHUNK_VALUES = 1 << 16  # frames × nodes decoded per step: bounds the temporaries of long animations
+BATCH_VALUES = 1 << 17  # node-frames decoded per step when several animations are decoded together
 NODE = struct.Struct("<BBh")  # mstudioanim_t: bone, flags, nextoffset
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -100,16 +101,24 @@ def rle_track(cur: Cursor, offset: int, frames: int) -> np.ndarray:
 
 
 def rle_tracks(cur: Cursor, starts: np.ndarray, frames: int) -> np.ndarray:
-    """(T,) stream offsets → (T, frames): ``ExtractAnimValue`` for frames 0..n-1 of many streams at once.
+    """(T,) stream offsets → (T, frames): ``ExtractAnimValue`` for frames 0..n-1 of many streams at once."""
+    return rle_streams(cur, starts, np.full(len(starts), frames, dtype=np.int64)).reshape(len(starts), frames)
+
+
+def rle_streams(cur: Cursor, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(T,) stream offsets and frame counts → every stream's frames laid end to end (stream ``i`` from
+    ``cumsum(lengths)[i] − lengths[i]``): ``ExtractAnimValue`` for frames 0..n-1 of each stream.
 
     A stream is runs of ``{valid, total}`` headers, each followed by ``valid`` shorts; a run covers ``total``
     frames and repeats its last valid value for the rest. Streams hold a few runs each, so all of them advance one
     run per step (never frame by frame), then every value is gathered in one indexing operation. Work is bounded
-    by T × frames (every run covers a frame), which the caller budgets; reads are checked like ``Cursor`` reads.
+    by the sum of ``lengths`` (every run covers a frame), which the caller budgets; reads are checked like
+    ``Cursor`` reads.
     """
     buf = np.frombuffer(cur.data, np.uint8)
     track = np.arange(len(starts))
     offset = np.asarray(starts, dtype=np.int64)
+    need = np.asarray(lengths, dtype=np.int64)
     frame = np.zeros(len(starts), dtype=np.int64)
     runs = []
     while len(track):
@@ -117,22 +126,20 @@ def rle_tracks(cur: Cursor, starts: np.ndarray, frames: int) -> np.ndarray:
         valid, total = buf[offset].astype(np.int64), buf[offset + 1].astype(np.int64)
         go = total > 0  # corrupt: the SDK returns 0 for the rest
         if not go.all():
-            track, offset, frame, valid, total = track[go], offset[go], frame[go], valid[go], total[go]
-        runs.append((track, frame, np.minimum(total, frames - frame), valid, offset + 2))
+            track, offset, frame, need, valid, total = track[go], offset[go], frame[go], need[go], valid[go], total[go]
+        runs.append((track, frame, np.minimum(total, need - frame), valid, offset + 2))
         frame, offset = frame + total, offset + 2 * (valid + 1)
-        more = frame < frames
+        more = frame < need
         if not more.all():
-            track, offset, frame = track[more], offset[more], frame[more]
-    return _expand_runs(cur, buf, runs, len(starts), frames)
+            track, offset, frame, need = track[more], offset[more], frame[more], need[more]
+    return _expand_runs(cur, buf, runs, np.asarray(lengths, dtype=np.int64))
 
 
-def _expand_runs(
-    cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]], count: int, frames: int
-) -> np.ndarray:
-    """Runs ``(track, first frame, span, valid, values offset)`` → (count, frames), frames past a run's valid
-    values holding its last one and frames no run covers holding 0. Every run's values must lie in the data
-    (as the SDK reads them all), checked once for all runs."""
-    out = np.zeros((count, frames))
+def _expand_runs(cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]], lengths: np.ndarray) -> np.ndarray:
+    """Runs ``(track, first frame, span, valid, values offset)`` → the tracks' frames end to end, frames past a
+    run's valid values holding its last one and frames no run covers holding 0. Every run's values must lie in the
+    data (as the SDK reads them all), checked once for all runs."""
+    out = np.zeros(int(lengths.sum()))
     if not runs:
         return out
     track, first, span, valid, at = (np.concatenate(column) for column in zip(*runs, strict=True))
@@ -142,7 +149,7 @@ def _expand_runs(
     run, step = run_layout(span)
     byte = at[run] + 2 * np.minimum(step, valid[run] - 1)
     words = buf[byte].astype(np.uint16) | (buf[byte + 1].astype(np.uint16) << np.uint16(8))
-    out[track[run], first[run] + step] = words.view(np.int16)
+    out[(np.cumsum(lengths) - lengths)[track[run]] + first[run] + step] = words.view(np.int16)
     return out
 
 
@@ -204,45 +211,161 @@ def section_spans(anim: MdlAnimation, respawn: bool = False) -> list[tuple[int, 
 def decode_animation(
     mdl: MdlFile, index: int, ani_data: bytes | None = None, ani_path: str | None = None
 ) -> DecodedAnimation:
+    (result,) = decode_animations(mdl, [index], ani_data, ani_path)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+Outcome = DecodedAnimation | SkippedAnimation | FormatError
+
+
+def decode_animations(
+    mdl: MdlFile, indices: list[int], ani_data: bytes | None = None, ani_path: str | None = None
+) -> list[Outcome]:
+    """Several animations of one model, each decoded or the reason it could not be. Their per-bone data is decoded
+    together: numpy's cost per call, not the data, is what one short animation costs. Their arrays are views of
+    buffers laid end to end along frames. An animation whose sections cannot all be located, or all animations
+    when the joint decode meets damaged data, are decoded again one by one, section by section, so each ends as
+    it would alone, with the error of the first damage met."""
     if mdl.version == 53:  # Respawn's own per-bone headers; that module builds on this one's helpers
         from .animation53 import decode_v53_animation
 
-        return decode_v53_animation(mdl, index)
-    anim = mdl.animations[index]
-    frames = anim.num_frames
-    if not 0 < frames <= MAX_FRAMES:
-        raise FormatError(mdl.path, anim.offset, f"animation '{anim.name}' declares {frames} frames")
-    bones = mdl.bones
-    count = len(bones)
-    delta = anim.is_delta
-    base_quat = bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
-    rotations = np.empty((frames, count, 4))
-    positions = np.empty((frames, count, 3))
-    rotations[:] = (1.0, 0.0, 0.0, 0.0) if delta else base_quat
-    positions[:] = 0.0 if delta else bones["pos"].astype(np.float64)
-    animated = np.zeros(count, dtype=bool)
-    mdl_cur = Cursor(mdl.data, mdl.path)
-    ani = Cursor(ani_data, ani_path) if ani_data is not None else None
+        return [_caught(decode_v53_animation, mdl, index) for index in indices]
+    batch = _Batch(mdl, indices, ani_data, ani_path)
+    alone = [k for k, result in enumerate(batch.results) if result is None and not batch.locate(k)]
+    together = [k for k, result in enumerate(batch.results) if result is None and k not in alone]
+    try:
+        batch.decode_nodes(together)
+    except BudgetExceeded:
+        raise
+    except FormatError:
+        alone = sorted(alone + together)
+    for k in alone:
+        batch.decode_alone(k)
+    return [batch.results[k] or batch.decoded(k) for k in range(len(indices))]
 
-    for section, start, length in section_spans(anim):
-        cur, offset = _data_offset(anim, section, mdl_cur, ani, mdl)
-        if anim.flags & STUDIO_FRAMEANIM:
-            decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, animated)
-            continue
-        nodes = _read_nodes(cur, offset, count, anim.name)
-        # Nodes in groups whose decoded frames stay small (a long animation in one section could hold 100k frames)
-        chunk = max(1, CHUNK_VALUES // length)
-        for first in range(0, len(nodes[0]), chunk):
-            part = tuple(column[first : first + chunk] for column in nodes)
-            _decode_nodes(cur, part, start, length, bones, rotations, positions, animated)
-    return DecodedAnimation(anim.name, anim.fps if anim.fps > 0 else 30.0, delta, rotations, positions, animated)
+
+def _caught(decode, mdl: MdlFile, index: int) -> Outcome:
+    try:
+        return decode(mdl, index)
+    except BudgetExceeded:
+        raise
+    except (SkippedAnimation, FormatError) as exc:
+        return exc
+
+
+@dataclass
+class _Piece:
+    """One section's nodes, and where its frames go in the batch's buffers."""
+
+    animation: int
+    cur: Cursor
+    bone: np.ndarray
+    flags: np.ndarray
+    data: np.ndarray
+    first: int
+    length: int
+
+
+class _Batch:
+    """The animations of one decode, their buffers and how far each got."""
+
+    def __init__(self, mdl: MdlFile, indices: list[int], ani_data: bytes | None, ani_path: str | None) -> None:
+        self.mdl = mdl
+        self.anims = [mdl.animations[i] for i in indices]
+        self.results: list[Outcome | None] = [None] * len(indices)
+        for k, anim in enumerate(self.anims):
+            if not 0 < anim.num_frames <= MAX_FRAMES:
+                self.results[k] = FormatError(
+                    mdl.path, anim.offset, f"animation '{anim.name}' declares {anim.num_frames} frames"
+                )
+        self.lengths = np.array(
+            [0 if r else a.num_frames for a, r in zip(self.anims, self.results, strict=True)], dtype=np.int64
+        )
+        self.starts = (np.cumsum(self.lengths) - self.lengths).tolist()
+        self.delta = np.array([a.is_delta for a in self.anims], dtype=bool)
+        count = len(mdl.bones)
+        self.rotations = np.empty((int(self.lengths.sum()), count, 4))
+        self.positions = np.empty((int(self.lengths.sum()), count, 3))
+        self.animated = np.zeros((len(indices), count), dtype=bool)
+        self.reset(slice(None), np.repeat(self.delta, self.lengths))
+        self.mdl_cur = Cursor(mdl.data, mdl.path)
+        self.ani = Cursor(ani_data, ani_path) if ani_data is not None else None
+        self.pieces: dict[int, list[_Piece]] = {}
+
+    def frames(self, k: int) -> slice:
+        return slice(self.starts[k], self.starts[k] + int(self.lengths[k]))
+
+    def reset(self, frames: slice, delta: np.ndarray | bool) -> None:
+        """The rest pose (identity in a delta) over ``frames``: bones without data keep it."""
+        bones = self.mdl.bones
+        delta = np.asarray(delta)[..., None, None]
+        self.rotations[frames] = np.where(delta, IDENTITY, bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
+        self.positions[frames] = np.where(delta, 0.0, bones["pos"].astype(np.float64))
+
+    def locate(self, k: int) -> bool:
+        """Walk animation ``k``'s sections: frame-major ones are decoded now, node lists kept for the joint decode.
+        False when anything on the way fails (the animation is then decoded alone)."""
+        anim, frames = self.anims[k], self.frames(k)
+        pieces = []
+        try:
+            for section, start, length in section_spans(anim):
+                cur, offset = _data_offset(anim, section, self.mdl_cur, self.ani, self.mdl)
+                if anim.flags & STUDIO_FRAMEANIM:
+                    rotations, positions = self.rotations[frames], self.positions[frames]
+                    decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
+                    continue
+                nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
+                pieces.append(_Piece(k, cur, *nodes, frames.start + start, length))
+        except BudgetExceeded:
+            raise
+        except (SkippedAnimation, FormatError):
+            return False
+        self.pieces[k] = pieces
+        return True
+
+    def decode_nodes(self, animations: list[int]) -> None:
+        """The node data of these animations' sections, in steps of at most BATCH_VALUES node-frames, one step per
+        file (the .mdl or the .ani) at a time."""
+        for cur in (self.mdl_cur, self.ani):
+            pieces = [p for k in animations for p in self.pieces.get(k, ()) if p.cur is cur]
+            if pieces:
+                _decode_pieces(cur, pieces, self.mdl.bones, self.rotations, self.positions, self.animated)
+
+    def decode_alone(self, k: int) -> None:
+        """Animation ``k`` from scratch, section by section as the SDK reads it; its error, if any, is kept."""
+        anim, frames = self.anims[k], self.frames(k)
+        self.reset(frames, bool(self.delta[k]))
+        self.animated[k] = False
+        rotations, positions = self.rotations[frames], self.positions[frames]
+        try:
+            for section, start, length in section_spans(anim):
+                cur, offset = _data_offset(anim, section, self.mdl_cur, self.ani, self.mdl)
+                if anim.flags & STUDIO_FRAMEANIM:
+                    decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
+                    continue
+                nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
+                piece = _Piece(k, cur, *nodes, frames.start + start, length)
+                _decode_pieces(cur, [piece], self.mdl.bones, self.rotations, self.positions, self.animated)
+        except BudgetExceeded:
+            raise
+        except (SkippedAnimation, FormatError) as exc:
+            self.results[k] = exc
+
+    def decoded(self, k: int) -> DecodedAnimation:
+        anim, frames = self.anims[k], self.frames(k)
+        fps = anim.fps if anim.fps > 0 else 30.0
+        return DecodedAnimation(
+            anim.name, fps, bool(self.delta[k]), self.rotations[frames], self.positions[frames], self.animated[k]
+        )
 
 
 def _read_nodes(cur: Cursor, offset: int, count: int, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The section's linked list of ``{bone, flags, nextoffset}`` nodes → (bone, flags, data offset) arrays.
 
     One small read per node (a list cannot be walked in bulk); the data the nodes point at is decoded for all
-    bones at once by :func:`_decode_nodes`."""
+    bones at once by :func:`_decode_pieces`."""
     bones, flags, data = [], [], []
     while True:
         if offset < 0 or offset + NODE.size > cur.size:
@@ -265,49 +388,83 @@ def _read_nodes(cur: Cursor, offset: int, count: int, name: str) -> tuple[np.nda
     return np.array(bones, np.int64), np.array(flags, np.int64), np.array(data, np.int64)
 
 
-def _decode_nodes(
+def _decode_pieces(
     cur: Cursor,
-    nodes: tuple[np.ndarray, np.ndarray, np.ndarray],
-    start: int,
-    length: int,
+    pieces: list[_Piece],
     bones: np.ndarray,
     rotations: np.ndarray,
     positions: np.ndarray,
     animated: np.ndarray,
 ) -> None:
-    """Write the frames ``start..start+length`` of every bone the nodes name: all RLE streams (rotations and
-    positions) walked together, raw values read in one gather each; a bone named twice keeps its last node."""
-    bone, flags, data = nodes
-    if not len(bone):
-        return
+    """Write every frame of every node of ``pieces`` (all in ``cur``'s file) into the buffers, in steps whose
+    node-frames stay under BATCH_VALUES (a single node is never split: at most MAX_FRAMES)."""
+    bone, flags, data = (np.concatenate([getattr(p, name) for p in pieces]) for name in ("bone", "flags", "data"))
+    counts = [len(p.bone) for p in pieces]
+    piece = np.repeat(np.arange(len(pieces)), counts)
+    first = np.repeat([p.first for p in pieces], counts)
+    length = np.repeat([p.length for p in pieces], counts)
+    owner = np.repeat([p.animation for p in pieces], counts)
+    ends = np.cumsum(length)
+    step_of = (ends - 1) // BATCH_VALUES  # nodes ending in the same span of node-frames go together
+    cuts = np.flatnonzero(np.diff(step_of)) + 1
+    for part in np.split(np.arange(len(bone)), cuts):
+        if len(part):
+            at = (bone[part], flags[part], data[part], first[part], length[part], piece[part] * len(bones))
+            _decode_nodes(cur, at, bones, rotations, positions)
+            animated[owner[part], bone[part]] = True
+
+
+def _decode_nodes(
+    cur: Cursor,
+    nodes: tuple[np.ndarray, ...],
+    bones: np.ndarray,
+    rotations: np.ndarray,
+    positions: np.ndarray,
+) -> None:
+    """Write each node's frames ``first..first+length`` into the buffers: all RLE streams (rotations and
+    positions) walked together, raw values read in one gather each; a bone named twice in a section keeps its last
+    node."""
+    bone, flags, data, first, length, section = nodes
     delta = (flags & DELTA) != 0
     rot_kind = np.select([(flags & mask) != 0 for mask in (RAWROT, RAWROT2, ANIMROT)], [1, 2, 3], 0)
     pos_at = data + np.array([0, 6, 8, 6])[rot_kind]
     rle_rot = rot_kind == 3
     rle_pos = ((flags & RAWPOS) == 0) & ((flags & ANIMPOS) != 0)
-    tracks = _value_tracks(
+    node, step = run_layout(length)  # every node-frame: its node, its frame in the section
+    tracks = _value_streams(
         cur,
         np.concatenate([data[rle_rot], pos_at[rle_pos]]),
-        length,
+        np.concatenate([length[rle_rot], length[rle_pos]]),
         np.concatenate([bones["rotscale"][bone[rle_rot]], bones["posscale"][bone[rle_pos]]]).astype(np.float64),
     )
-    rot = _node_rotations(cur, bones, bone, rot_kind, data, delta, tracks[: rle_rot.sum()], length)
-    pos = _node_positions(cur, bones, bone, flags, pos_at, delta, tracks[rle_rot.sum() :], length)
-    last = _last_per_bone(bone)
-    rotations[start : start + length, bone[last]] = rot[last].swapaxes(0, 1)
-    positions[start : start + length, bone[last]] = pos[last].swapaxes(0, 1)
-    animated[bone] = True
+    split = int(length[rle_rot].sum())
+    rot = _node_rotations(cur, bones, bone, rot_kind, data, delta, tracks[:split], node)
+    pos = _node_positions(cur, bones, bone, flags, pos_at, delta, tracks[split:], node)
+    keep = np.flatnonzero(_last_per_bone(section + bone)[node] == node)
+    frame = first[node] + step
+    rotations[frame[keep], bone[node[keep]]] = rot[keep]
+    positions[frame[keep], bone[node[keep]]] = pos[keep]
 
 
 def _value_tracks(cur: Cursor, pointers: np.ndarray, length: int, scale: np.ndarray) -> np.ndarray:
-    """(N,) value pointers → (N, length, 3): the three RLE streams each names (offsets relative to the pointer;
-    ≤ 0 means the axis is 0), times the bone's per-axis ``scale`` (N, 3); frames are local to the section."""
+    """(N,) value pointers → (N, length, 3): see :func:`_value_streams`, all of one length."""
+    lengths = np.full(len(pointers), length, dtype=np.int64)
+    return _value_streams(cur, pointers, lengths, scale).reshape(len(pointers), length, 3)
+
+
+def _value_streams(cur: Cursor, pointers: np.ndarray, lengths: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(N,) value pointers and frame counts → (sum of lengths, 3), pointer by pointer: the three RLE streams each
+    names (offsets relative to the pointer; ≤ 0 means the axis is 0), times the bone's per-axis ``scale`` (N, 3);
+    frames are local to the section."""
     offsets = _gather(cur, pointers, 6, "animation value offsets").view("<i2").astype(np.int64)
-    values = np.zeros((len(pointers), length, 3))
+    values = np.zeros((int(lengths.sum()), 3))
     used = offsets > 0
     if used.any():
-        streams = rle_tracks(cur, (pointers[:, None] + offsets)[used], length)
-        values.swapaxes(1, 2)[used] = streams * scale[used][:, None]
+        which, axis = np.nonzero(used)
+        streams = rle_streams(cur, pointers[which] + offsets[which, axis], lengths[which])
+        run, step = run_layout(lengths[which])
+        rows = (np.cumsum(lengths) - lengths)[which][run] + step
+        values[rows, axis[run]] = streams * scale[which, axis][run]
     return values
 
 
@@ -319,26 +476,26 @@ def _node_rotations(
     data: np.ndarray,
     delta: np.ndarray,
     angles: np.ndarray,
-    length: int,
+    node: np.ndarray,
 ) -> np.ndarray:
-    """(N, length, 4) per node: raw Quaternion48/64, RLE Euler angles (plus the bind ``rot`` unless delta), or the
-    bind pose (identity in a delta); bones with a fixed alignment keep their quaternions on its side."""
-    out = np.empty((len(bone), length, 4))
-    out[:] = np.where(delta[:, None], IDENTITY, bones["quat"][bone][:, [3, 0, 1, 2]].astype(np.float64))[:, None]
+    """(node-frames, 4): raw Quaternion48/64, RLE Euler angles (plus the bind ``rot`` unless delta), or the bind
+    pose (identity in a delta); bones with a fixed alignment keep their quaternions on its side."""
+    fixed = np.where(delta[:, None], IDENTITY, bones["quat"][bone][:, [3, 0, 1, 2]].astype(np.float64))
     raw48, raw64 = kind == 1, kind == 2
     if raw48.any():
-        out[raw48] = quaternion48_words(_gather(cur, data[raw48], 6, "Quaternion48").view("<u2"))[:, None]
+        fixed[raw48] = quaternion48_words(_gather(cur, data[raw48], 6, "Quaternion48").view("<u2"))
     if raw64.any():
-        out[raw64] = quaternion64_words(_gather(cur, data[raw64], 8, "Quaternion64").view("<u8")[:, 0])[:, None]
-    rle = kind == 3
+        fixed[raw64] = quaternion64_words(_gather(cur, data[raw64], 8, "Quaternion64").view("<u8")[:, 0])
+    out = fixed[node]
+    rle = (kind == 3)[node]
     if rle.any():
-        bind = np.where(delta[rle, None], 0.0, bones["rot"][bone[rle]].astype(np.float64))
-        out[rle] = euler_to_quaternion(angles + bind[:, None])
-    aligned = ((bones["flags"][bone].astype(np.int64) & BONE_FIXED_ALIGNMENT) != 0) & ~delta
+        bind = np.where(delta[:, None], 0.0, bones["rot"][bone].astype(np.float64))
+        out[rle] = euler_to_quaternion(angles + bind[node[rle]])
+    aligned = (((bones["flags"][bone].astype(np.int64) & BONE_FIXED_ALIGNMENT) != 0) & ~delta)[node]
     if aligned.any():
-        align = bones["qalignment"][bone[aligned]][:, [3, 0, 1, 2]].astype(np.float64)
+        align = bones["qalignment"][bone][:, [3, 0, 1, 2]].astype(np.float64)[node[aligned]]
         q = out[aligned]
-        q[np.einsum("nfi,ni->nf", q, align) < 0] *= -1.0
+        q[np.einsum("fi,fi->f", q, align) < 0] *= -1.0
         out[aligned] = q
     return out
 
@@ -351,25 +508,25 @@ def _node_positions(
     at: np.ndarray,
     delta: np.ndarray,
     tracks: np.ndarray,
-    length: int,
+    node: np.ndarray,
 ) -> np.ndarray:
-    """(N, length, 3) per node: a raw Vector48 (absolute), RLE streams (plus the bind ``pos`` unless delta), or
-    the bind position (zero in a delta)."""
+    """(node-frames, 3): a raw Vector48 (absolute), RLE streams (plus the bind ``pos`` unless delta), or the bind
+    position (zero in a delta)."""
     bind = np.where(delta[:, None], 0.0, bones["pos"][bone].astype(np.float64))
-    out = np.empty((len(bone), length, 3))
-    out[:] = bind[:, None]
+    fixed = bind.copy()
     raw = (flags & RAWPOS) != 0
     if raw.any():
-        out[raw] = half_to_float(_gather(cur, at[raw], 6, "Vector48").view("<u2"))[:, None]
-    rle = ~raw & ((flags & ANIMPOS) != 0)
+        fixed[raw] = half_to_float(_gather(cur, at[raw], 6, "Vector48").view("<u2"))
+    out = fixed[node]
+    rle = (~raw & ((flags & ANIMPOS) != 0))[node]
     if rle.any():
-        out[rle] = tracks + bind[rle, None]
+        out[rle] = tracks + bind[node[rle]]
     return out
 
 
 def _last_per_bone(bone: np.ndarray) -> np.ndarray:
-    """Indices of each bone's last node (file order): later nodes overwrite earlier ones, as the SDK's do."""
+    """Each node's last node of the same bone (file order): later nodes overwrite earlier ones, as the SDK's do."""
     if len(np.unique(bone)) == len(bone):
         return np.arange(len(bone))
-    _, first_from_end = np.unique(bone[::-1], return_index=True)
-    return len(bone) - 1 - first_from_end
+    _, first_from_end, inverse = np.unique(bone[::-1], return_index=True, return_inverse=True)
+    return (len(bone) - 1 - first_from_end)[inverse[::-1]]

@@ -19,7 +19,7 @@ from ...errors import Warnings
 from ...formats.binary import run_layout
 from ...formats.ms3d.model import Ms3dModel
 from ..bones import bone_frames, original_name_props, unique_names
-from ..rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, slerp
+from ..rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
 from ..types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
 from .rig import Hierarchy
 
@@ -113,7 +113,7 @@ def _key_quaternions(rig: Hierarchy, x: np.ndarray) -> list[np.ndarray]:
     joint = np.repeat(np.arange(len(counts)), counts)
     values = np.concatenate([k.values for k in rig.rotation_keys])
     rot = np.einsum("kji,kjl,klm->kim", x[joint], euler_xyz_to_matrix(values), x[joint])
-    return np.split(_continuous_by_channel(matrix_to_quaternion(rot), joint), np.cumsum(counts)[:-1])
+    return np.split(make_continuous(matrix_to_quaternion(rot), _run_starts(joint)), np.cumsum(counts)[:-1])
 
 
 # More whole frames than this between a channel's first and last key are not resampled (hostile or absurd
@@ -190,20 +190,14 @@ def slerp_all_whole_frames(
     order = np.lexsort((np.r_[f, extra_frames], np.r_[channel, extra_at]))
     out_channel = np.r_[channel, extra_at][order]
     out_frames = np.r_[f, extra_frames][order]
-    out_quats = _continuous_by_channel(np.r_[q, values][order], out_channel)
+    out_quats = make_continuous(np.r_[q, values][order], _run_starts(out_channel))
     bounds = np.cumsum(counts + np.bincount(extra_at, minlength=len(counts)))[:-1]
     return np.split(out_frames, bounds), np.split(out_quats, bounds)
 
 
-def _continuous_by_channel(q: np.ndarray, channel: np.ndarray) -> np.ndarray:
-    """:func:`make_continuous` on each channel's run of rows (sorted by channel) at once."""
-    begins = channel[1:] != channel[:-1]  # row i + 1 starts a channel
-    signs = np.where(np.einsum("ij,ij->i", q[1:], q[:-1]) < 0, -1.0, 1.0)
-    signs[begins] = 1.0  # a channel's first key keeps its sign
-    running = np.cumprod(np.r_[1.0, signs])
-    first_row = np.r_[0, np.flatnonzero(begins) + 1]
-    start_of = first_row[np.cumsum(np.r_[0, begins])]
-    return q * (running * running[start_of])[:, None]
+def _run_starts(channel: np.ndarray) -> np.ndarray:
+    """Where each channel's run of rows (sorted by channel) starts: each is made continuous on its own."""
+    return np.r_[0, np.flatnonzero(np.diff(channel)) + 1]
 
 
 _CLIP_START = re.compile(r"\bname\s*=", re.IGNORECASE)

@@ -9,13 +9,15 @@ already relative (``L(t)`` is the delta), so their basis is ``Xᵀ·L(t)·X`` an
 from __future__ import annotations
 
 import functools
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...budget import current_budget
-from ...errors import BudgetExceeded, FormatError
-from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animation
+from ...errors import FormatError
+from ...formats.binary import run_layout
+from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animations
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
 from ..rotations import (
@@ -76,10 +78,10 @@ def add_source_animations(
     data_bytes = sum(len(s.data) + (len(a[0]) if a else 0) for s, a, _ in sources)
     frames_left = total_frames = budget.bone_frames(data_bytes)
     events_left = budget.events
-    mappings: dict[int, np.ndarray] = {}
     events: dict[int, dict[int, list[tuple[str, float]]]] = {}
-    for offer in chosen:
-        source, source_ani, label = sources[offer.source]
+    costs = []
+    for offer in chosen:  # every budget is checked before any work
+        source = sources[offer.source][0]
         desc = source.animations[offer.index]
         if offer.source not in events:
             events[offer.source] = _events_by_animation(source)
@@ -91,39 +93,50 @@ def add_source_animations(
         budget.check(source.path, f"frames × bones of animation '{desc.name}'", cost, budget.animation_bone_frames)
         frames_left -= cost
         budget.check(source.path, "frames × bones over all animations", total_frames - frames_left, total_frames)
-        try:
-            anim = decode_animation(source, offer.index, *(source_ani or (None, None)))
-        except SkippedAnimation as exc:
-            scene.warnings.add(f"animation '{desc.name}' was skipped: {exc}")
-            continue
-        except BudgetExceeded:
-            raise
-        except FormatError as exc:
-            scene.warnings.add(f"animation '{desc.name}' could not be decoded: {exc.reason} (byte {exc.offset})")
-            continue
-        scene.warnings.extend(anim.notes)
-        if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
-            scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
-            anim.fps = 30.0
-        if offer.source:
-            if offer.source not in mappings:
-                mappings[offer.source] = np.array([ours.get(n.lower(), -1) for n in source.bone_names], np.int64)
-            anim = _remap(anim, mappings[offer.source], mdl)
-        fps = fps or anim.fps
-        action = _action(anim, rest_rot, rest_pos, bone_axes, scale, fps / anim.fps)
-        action.markers = [
-            (n, c * (len(anim.rotations) - 1) * fps / anim.fps) for n, c in events[offer.source].get(offer.index, [])
-        ]
-        action.props = {
-            "source_animation": desc.name,
-            "source_fps": anim.fps,
-            "source_frames": len(anim.rotations),
-            "source_delta": anim.delta,
-        }
-        if label:
-            action.props["source_include"] = label
-        offer.entry.built = True
-        scene.actions.append(action)
+        costs.append(cost)
+    mappings = {
+        s: np.array([ours.get(n.lower(), -1) for n in source.bone_names], np.int64)
+        for s, (source, _, _) in enumerate(sources)
+        if s
+    }
+    rest = (rest_rot, rest_pos, bone_axes, scale)
+    for batch in _batches(chosen, costs):
+        ready = []
+        for offer, anim in zip(batch, _decoded(batch, sources), strict=True):
+            desc = sources[offer.source][0].animations[offer.index]
+            if isinstance(anim, SkippedAnimation):
+                scene.warnings.add(f"animation '{desc.name}' was skipped: {anim}")
+                continue
+            if isinstance(anim, FormatError):
+                scene.warnings.add(f"animation '{desc.name}' could not be decoded: {anim.reason} (byte {anim.offset})")
+                continue
+            scene.warnings.extend(anim.notes)
+            if not 1e-3 <= anim.fps <= 1e4:  # NaN, infinity or absurd: the timeline cannot show it
+                scene.warnings.add(f"animation '{desc.name}' has a frame rate of {anim.fps}; 30 fps is used")
+                anim.fps = 30.0
+            fps = fps or anim.fps
+            ready.append((offer, anim))
+        anims = []
+        for source, group in itertools.groupby(ready, key=lambda r: r[0].source):
+            own = [anim for _, anim in group]
+            anims += _remap(own, mappings[source], mdl) if source else own
+        actions = _actions(anims, [fps / a.fps for a in anims], *rest) if anims else []
+        for (offer, _), anim, action in zip(ready, anims, actions, strict=True):
+            desc = sources[offer.source][0].animations[offer.index]
+            action.markers = [
+                (n, c * (len(anim.rotations) - 1) * fps / anim.fps)
+                for n, c in events[offer.source].get(offer.index, [])
+            ]
+            action.props = {
+                "source_animation": desc.name,
+                "source_fps": anim.fps,
+                "source_frames": len(anim.rotations),
+                "source_delta": anim.delta,
+            }
+            if sources[offer.source][2]:
+                action.props["source_include"] = sources[offer.source][2]
+            offer.entry.built = True
+            scene.actions.append(action)
     scene.animations = [o.entry for o in offers]
     if not scene.actions:
         return
@@ -177,26 +190,59 @@ def _chosen(offers: list[_Offer], build: str, only: str | None, default: int) ->
     return []
 
 
+# Frames × bones decoded and converted in one pass: large enough that numpy's cost per call is spread over many
+# animations, small enough that the pass's temporaries (some 30 floats per bone-frame) stay under about 60 MB.
+BATCH_BONE_FRAMES = 1 << 18
+
+
+def _batches(chosen: list[_Offer], costs: list[int]) -> list[list[_Offer]]:
+    """Consecutive runs of the chosen animations, each within BATCH_BONE_FRAMES (or one animation alone)."""
+    batches: list[list[_Offer]] = []
+    total = 0
+    for offer, cost in zip(chosen, costs, strict=True):
+        if not batches or total + cost > BATCH_BONE_FRAMES:
+            batches.append([])
+            total = 0
+        batches[-1].append(offer)
+        total += cost
+    return batches
+
+
+def _decoded(batch: list[_Offer], sources: list[tuple[MdlFile, tuple[bytes, str] | None, str]]) -> list:
+    """Each offer's decoded animation, or why it was not: the animations of one source decoded together."""
+    out = []
+    for source, group in itertools.groupby(batch, key=lambda o: o.source):
+        mdl, ani, _ = sources[source]
+        out += decode_animations(mdl, [o.index for o in group], *(ani or (None, None)))
+    return out
+
+
 def _default_index(mdl: MdlFile) -> int:
     """What the game plays when nothing else is asked: the first animation of the model's first sequence."""
     first = mdl.sequences[0].animations if mdl.sequences else []
     return first[0] if first and 0 <= first[0] < len(mdl.animations) else 0
 
 
-def _remap(anim: DecodedAnimation, mapping: np.ndarray, mdl: MdlFile) -> DecodedAnimation:
-    """Carry an included model's animation over to our bones; bones it does not know keep our bind pose
-    (or stay still, in a delta)."""
-    frames, count = len(anim.rotations), len(mdl.bones)
-    rotations = np.empty((frames, count, 4))
-    positions = np.empty((frames, count, 3))
-    rotations[:] = (1.0, 0.0, 0.0, 0.0) if anim.delta else mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
-    positions[:] = 0.0 if anim.delta else mdl.bones["pos"].astype(np.float64)
-    animated = np.zeros(count, dtype=bool)
+def _remap(anims: list[DecodedAnimation], mapping: np.ndarray, mdl: MdlFile) -> list[DecodedAnimation]:
+    """Carry an included model's animations over to our bones, all at once; bones they do not know keep our bind
+    pose (or stay still, in a delta). An included model with our very skeleton (its bones by name in our order,
+    as an animation library's usually are) needs nothing."""
+    if len(mapping) == len(mdl.bones) and (mapping == np.arange(len(mapping))).all():
+        return anims
+    lengths = [len(a.rotations) for a in anims]
+    delta = np.repeat([a.delta for a in anims], lengths)[:, None, None]
+    rotations = np.where(delta, (1.0, 0.0, 0.0, 0.0), mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
+    positions = np.where(delta, 0.0, mdl.bones["pos"].astype(np.float64))
+    animated = np.zeros((len(anims), len(mdl.bones)), dtype=bool)
     known = mapping >= 0
-    rotations[:, mapping[known]] = anim.rotations[:, known]
-    positions[:, mapping[known]] = anim.positions[:, known]
-    animated[mapping[known]] = anim.animated[known]
-    return DecodedAnimation(anim.name, anim.fps, anim.delta, rotations, positions, animated)
+    rotations[:, mapping[known]] = np.concatenate([a.rotations for a in anims])[:, known]
+    positions[:, mapping[known]] = np.concatenate([a.positions for a in anims])[:, known]
+    animated[:, mapping[known]] = np.array([a.animated for a in anims])[:, known]
+    ends = np.cumsum(lengths).tolist()
+    return [
+        DecodedAnimation(a.name, a.fps, a.delta, rotations[end - n : end], positions[end - n : end], animated[k])
+        for k, (a, n, end) in enumerate(zip(anims, lengths, ends, strict=True))
+    ]
 
 
 def _events_by_animation(mdl: MdlFile) -> dict[int, list[tuple[str, float]]]:
@@ -209,35 +255,86 @@ def _events_by_animation(mdl: MdlFile) -> dict[int, list[tuple[str, float]]]:
     return out
 
 
-def _action(
-    anim: DecodedAnimation, rest_rot: np.ndarray, rest_pos: np.ndarray, x: np.ndarray, scale: float, frame_scale: float
-) -> ActionData:
-    frames = np.arange(len(anim.rotations), dtype=np.float64) * frame_scale
-    # A non-delta animation defines the whole pose: bones without data sit at their bind pose. Keying them (one
-    # identity key each) keeps a previously played action from leaving them posed; deltas add, so they don't.
-    bones = np.nonzero(anim.animated)[0] if anim.delta else np.arange(len(anim.animated))
-    quats, locs = _pose_channels(anim, bones, rest_rot, rest_pos, x, scale)
-    rot_frames, rotations = _split(frames, quats, _needed_keys(quats, ROTATION_TOLERANCE))
-    loc_frames, locations = _split(frames, locs, _needed_keys(locs, LOCATION_TOLERANCE * abs(scale)))
-    channels = list(map(BoneChannels, bones.tolist(), rot_frames, rotations, loc_frames, locations))
-    return ActionData(anim.name, channels, (0.0, float(frames[-1]) if len(frames) else 0.0), additive=anim.delta)
+def _actions(
+    anims: list[DecodedAnimation],
+    frame_scales: list[float],
+    rest_rot: np.ndarray,
+    rest_pos: np.ndarray,
+    x: np.ndarray,
+    scale: float,
+) -> list[ActionData]:
+    """The actions of several animations (of our bones), converted together: those keying the same bones are laid
+    end to end along frames and every step is one numpy pass over all of them (numpy's cost per call, not the data,
+    is what one short animation costs); each action's channels are views of the result.
+
+    A non-delta animation defines the whole pose: bones without data sit at their bind pose. Keying them (one
+    identity key each) keeps a previously played action from leaving them posed; deltas add, so they key only the
+    bones they animate."""
+    groups: dict[bytes, list[int]] = {}
+    for a, anim in enumerate(anims):
+        groups.setdefault(anim.animated.tobytes() if anim.delta else b"", []).append(a)
+    actions: list[ActionData | None] = [None] * len(anims)
+    for members in groups.values():
+        clips = [anims[a] for a in members]
+        bones = np.nonzero(clips[0].animated)[0] if clips[0].delta else np.arange(len(clips[0].animated))
+        built = _clip_actions(clips, [frame_scales[a] for a in members], bones, rest_rot, rest_pos, x, scale)
+        for a, action in zip(members, built, strict=True):
+            actions[a] = action
+    return actions
+
+
+def _clip_actions(
+    anims: list[DecodedAnimation],
+    frame_scales: list[float],
+    bones: np.ndarray,
+    rest_rot: np.ndarray,
+    rest_pos: np.ndarray,
+    x: np.ndarray,
+    scale: float,
+) -> list[ActionData]:
+    """The actions of animations that key the same ``bones`` (all deltas, or none), laid end to end."""
+    lengths = np.array([len(a.rotations) for a in anims], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    clip = np.repeat(np.arange(len(anims)), lengths)  # each frame's animation
+    frames = (np.arange(int(lengths.sum())) - starts[clip]) * np.array(frame_scales, dtype=np.float64)[clip]
+    quats, locs = _pose_channels(anims, bones, rest_rot, rest_pos, x, scale)
+    quats *= canonical_sign(quats[:, starts])[:, clip, None]
+    quats = make_continuous(quats, starts)
+    rot_frames, rotations = _split(frames, quats, _needed_keys(quats, ROTATION_TOLERANCE, starts), starts)
+    loc_frames, locations = _split(frames, locs, _needed_keys(locs, LOCATION_TOLERANCE * abs(scale), starts), starts)
+    actions = []
+    for a, anim in enumerate(anims):
+        channels = [
+            BoneChannels(b, rot_frames[i][a], rotations[i][a], loc_frames[i][a], locations[i][a])
+            for i, b in enumerate(bones.tolist())
+        ]
+        end = float(frames[starts[a] + lengths[a] - 1])
+        actions.append(ActionData(anim.name, channels, (0.0, end), additive=anim.delta))
+    return actions
 
 
 def _pose_channels(
-    anim: DecodedAnimation, bones: np.ndarray, rest_rot: np.ndarray, rest_pos: np.ndarray, x: np.ndarray, scale: float
+    anims: list[DecodedAnimation],
+    bones: np.ndarray,
+    rest_rot: np.ndarray,
+    rest_pos: np.ndarray,
+    x: np.ndarray,
+    scale: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Every frame of the pose channels of ``bones`` at once: (B, F, 4) sign-continuous quaternions of
-    ``(R0·X)ᵀ·R(t)·X`` and (B, F, 3) locations ``scale·(p(t) − p0)·R0·X`` (a delta has no R0, p0).
+    """Every frame of the pose channels of ``bones``, the animations (all deltas, or none) end to end: (B, T, 4)
+    quaternions of ``(R0·X)ᵀ·R(t)·X`` and (B, T, 3) locations ``scale·(p(t) − p0)·R0·X`` (a delta has no R0, p0).
 
     The rotations stay quaternions: ``conj(q(R0·X)) ⊗ q(t) ⊗ q(X)`` is one 4×4 matrix per bone applied to every
-    frame (X is a rotation: the bone frame seen from the Source frame). The first key takes the sign a rotation
-    matrix would give it, the others follow it."""
-    sandwich, left = (a[bones] for a in _bone_conversions(rest_rot, x, anim.delta))
-    q = anim.rotations[:, bones].swapaxes(0, 1)  # (B, F, 4)
+    frame (X is a rotation: the bone frame seen from the Source frame); the sign of the first key of each
+    animation is set by the caller."""
+    delta = anims[0].delta
+    sandwich, left = (a[bones] for a in _bone_conversions(rest_rot, x, delta))
+    q = np.concatenate([a.rotations[:, bones] for a in anims]).swapaxes(0, 1)  # (B, T, 4)
     quats = (q / np.sqrt(np.einsum("bfi,bfi->bf", q, q))[..., None]) @ sandwich.swapaxes(1, 2)
-    quats *= canonical_sign(quats[:, 0])[:, None, None]
-    pos = anim.positions[:, bones] if anim.delta else anim.positions[:, bones] - rest_pos[bones]
-    return make_continuous(quats), scale * (pos.swapaxes(0, 1) @ left)
+    pos = np.concatenate([a.positions[:, bones] for a in anims])
+    if not delta:
+        pos -= rest_pos[bones]
+    return quats, scale * (pos.swapaxes(0, 1) @ left)
 
 
 def _bone_conversions(rest_rot: np.ndarray, x: np.ndarray, delta: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -254,60 +351,82 @@ def _conversions(rest_rot: bytes, x: bytes, count: int, delta: bool) -> tuple[np
     return left_matrix(conjugate(matrix_to_quaternion(left))) @ right_matrix(matrix_to_quaternion(axes)), left
 
 
-def _split(frames: np.ndarray, values: np.ndarray, keep: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Each channel's kept frames and values, as views into one gathered array (a gather per action, not per
-    bone)."""
-    counts = keep.sum(axis=1)
-    spans = list(zip((np.cumsum(counts) - counts).tolist(), np.cumsum(counts).tolist(), strict=True))
+def _split(
+    frames: np.ndarray, values: np.ndarray, keep: np.ndarray, starts: np.ndarray
+) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+    """Per bone, per animation: the kept frames and values, as views into one gathered array (one gather for all
+    the animations, not one per channel)."""
+    counts = np.add.reduceat(keep, starts, axis=1, dtype=np.int64)  # (B, A)
+    ends = np.cumsum(counts.ravel()).reshape(counts.shape)
+    spans = np.stack([ends - counts, ends], axis=-1).tolist()
     kept_frames = np.broadcast_to(frames, keep.shape)[keep]
     kept = values[keep]
-    return [kept_frames[a:b] for a, b in spans], [kept[a:b] for a, b in spans]
+    return (
+        [[kept_frames[a:b] for a, b in row] for row in spans],
+        [[kept[a:b] for a, b in row] for row in spans],
+    )
 
 
 ROTATION_TOLERANCE = 1e-5  # per quaternion component (about 2e-5 rad): a third of Quaternion48's finest step
 LOCATION_TOLERANCE = 1e-5  # Source units (inches), times the import scale: far below RLE position steps
 
 
-def _needed_keys(values: np.ndarray, tolerance: float) -> np.ndarray:
+def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None = None) -> np.ndarray:
     """(C, F, D) samples → (C, F) the keys to write: linear interpolation between them reproduces every sample
-    within ``tolerance`` per component. A channel that never moves keeps its first key, a linear run its ends.
+    within ``tolerance`` per component. The frames may hold several clips end to end (each from ``starts``), each
+    reduced on its own. A clip that never moves keeps its first key, a linear run its ends.
 
-    All channels at once: a frame its neighbours' midpoint reproduces is dropped; where dropped runs bend away
-    from the line through the keys around them (errors add up along a slow curve), every local peak of the error
-    above the tolerance is put back, step by step, until no frame is off. A channel holding values that are not
-    numbers keeps every key (the scene's finite guard repairs them one by one).
+    All clips of all channels at once: a frame its neighbours' midpoint reproduces is dropped; where dropped runs
+    bend away from the line through the keys around them (errors add up along a slow curve), every local peak of
+    the error above the tolerance is put back, step by step, until no frame is off. A clip holding values that are
+    not numbers keeps every key (the scene's finite guard repairs them one by one).
     """
-    count, frames = values.shape[:2]
-    keep = np.zeros((count, frames), dtype=bool)
-    keep[:, 0] = True
-    if frames < 2:
-        return keep
-    broken = ~np.isfinite(values).all(axis=(1, 2))
-    keep[broken] = True
-    rows = np.flatnonzero(~broken & (np.abs(values - values[:, :1]).max(axis=(1, 2)) > tolerance))
-    moving = values[rows]
-    keep[rows, -1] = True
-    keep[rows, 1:-1] = np.abs(moving[:, :-2] + moving[:, 2:] - 2 * moving[:, 1:-1]).max(axis=2) > 2 * tolerance
-    while len(rows):
-        error = _interpolation_error(values[rows], keep[rows])
-        over = error > tolerance
-        off = over.any(axis=1)
-        rows, error, over = rows[off], error[off], over[off]
-        inner = error[:, 1:-1]
-        over[:, 1:-1] &= (inner >= error[:, :-2]) & (inner >= error[:, 2:])
-        keep[rows] |= over
-    return keep
+    count, frames, width = values.shape
+    if not count * frames:
+        return np.zeros((count, frames), dtype=bool)
+    starts = np.zeros(1, dtype=np.int64) if starts is None else np.asarray(starts, dtype=np.int64)
+    lengths = np.diff(np.append(starts, frames))
+    flat = values.reshape(-1, width)
+    keep = np.zeros(count * frames, dtype=bool)
+    first = (np.arange(count)[:, None] * frames + starts).ravel()  # each clip's first sample, clip by clip
+    span = np.tile(lengths, count)
+    keep[first] = True
+    broken = ~np.logical_and.reduceat(np.isfinite(flat).all(axis=1), first)
+    away = np.abs(flat - np.repeat(flat[first], span, axis=0)).max(axis=1)
+    moving = ~broken & (np.maximum.reduceat(away, first) > tolerance)
+    run, step = run_layout(span[broken])
+    keep[first[broken][run] + step] = True
+    run, step = run_layout(span[moving])
+    if not len(step):
+        return keep.reshape(count, frames)
+    at = first[moving][run] + step  # the samples of the moving clips, end to end (each at least two)
+    keys = (step == 0) | np.append(step[1:] == 0, True)  # every clip's first and last
+    if len(at) > 2:
+        moved = flat[at]
+        keys[1:-1] |= np.abs(moved[:-2] + moved[2:] - 2 * moved[1:-1]).max(axis=1) > 2 * tolerance
+        lengths, rows = span[moving], np.arange(len(at))
+        while len(rows):
+            error = _interpolation_error(moved[rows], keys[rows])
+            over = error > tolerance
+            heads = np.cumsum(lengths) - lengths
+            off = np.logical_or.reduceat(over, heads)  # clips still off somewhere: the others are done
+            inner = error[1:-1]
+            over[1:-1] &= (inner >= error[:-2]) & (inner >= error[2:])
+            keys[rows[over]] = True
+            run, step = run_layout(lengths[off])
+            rows, lengths = rows[(heads[off])[run] + step], lengths[off]
+    keep[at] = keys
+    return keep.reshape(count, frames)
 
 
 def _interpolation_error(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """(C, F) largest component error of each frame against linear interpolation between the kept keys around it;
-    every row keeps its last frame, so in the flattened rows the next key is always in the same row (frames are
+    """(N,) largest component error of each of the (N, D) samples against linear interpolation between the kept
+    keys around it; every clip keeps its last sample, so the next key is always in the same clip (frames are
     evenly spaced: key indices stand in for times)."""
-    flat = values.reshape(-1, values.shape[2])
     keys = np.flatnonzero(keep)
-    segment = np.cumsum(keep.ravel()) - 1
+    segment = np.cumsum(keep) - 1
     before = keys[segment]
     after = keys[np.minimum(segment + 1, len(keys) - 1)]
-    t = ((np.arange(len(flat)) - before) / np.maximum(after - before, 1))[:, None]
-    start = flat[before]
-    return np.abs(start + (flat[after] - start) * t - flat).max(axis=1).reshape(keep.shape)
+    t = ((np.arange(len(values)) - before) / np.maximum(after - before, 1))[:, None]
+    start = values[before]
+    return np.abs(start + (values[after] - start) * t - values).max(axis=1)
