@@ -4,13 +4,14 @@ names): the same poses on every shared sample animation, and the same outcome on
 from __future__ import annotations
 
 import random
+import struct
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import samples_dir
-from source_writer import SAnimation, SBone, SNode, character_spec, write_mdl
+from source_writer import SAnimation, SBodyPart, SBone, SModel, SNode, character_spec, quad_mesh, write_mdl
 
 from io_ms3d_mdl.errors import FormatError
 from io_ms3d_mdl.formats.binary import Cursor
@@ -29,6 +30,7 @@ from io_ms3d_mdl.formats.source.animation import (
     DecodedAnimation,
     SkippedAnimation,
     _data_offset,
+    _read_nodes,
     decode_animation,
     decode_animations,
     euler_to_quaternion,
@@ -320,3 +322,44 @@ def test_all_streams_at_once_equal_one_at_a_time():
     for start, row in zip(starts, together, strict=True):
         np.testing.assert_array_equal(row, legacy_rle_track(cur, start, 6))
     assert together[1].tolist() == [7, 7, 7, 7, -1, -2]
+
+
+def test_a_long_damaged_section_reports_the_damage_the_sdk_meets_first():
+    """A section of 70,000 node-frames whose first node (a raw Quaternion48) runs past the end and whose last has a
+    broken stream: decoded alone, in the SDK's order, both decoders name the same damage."""
+    frames = 10_000
+
+    def track(k: int) -> tuple:
+        return (
+            "rle",
+            [[(i // 255 + k) % 500 for i in range(frames)], [k] * frames, [(i // 255) * 3 for i in range(frames)]],
+        )
+
+    bones = [SBone(f"b{i}", i - 1, (0, 0, 1)) for i in range(7)]
+    animations = [
+        SAnimation("ok", 5, [SNode(1, track(1), None)]),
+        SAnimation("big", frames, [SNode(b, track(b), None) for b in range(7)]),
+    ]
+    spec = character_spec(bones=bones, includes=[], animations=animations)
+    spec.body_parts, spec.skins, spec.attachments = (
+        [SBodyPart("body", [SModel("m", [quad_mesh(0, 0.0, 0)])])],
+        [[0]],
+        [],
+    )
+    data = bytearray(write_mdl(spec))
+    big = read_mdl_bytes(bytes(data), "guy.mdl").animations[1]
+    first = big.offset + big.anim_index
+    _, _, pointers = _read_nodes(Cursor(bytes(data), "guy.mdl"), first, 7, "big")
+    struct.pack_into("<h", data, int(pointers[6]), 32767)  # the last node's first stream: far past the end
+    end = len(data)
+    data += struct.pack("<BBh", 0, RAWROT, first - end)  # a new first node: a raw rotation at the very end
+    struct.pack_into("<i", data, big.offset + S.ANIMDESC.fields["animindex"][1], end - big.offset)
+    mdl = read_mdl_bytes(bytes(data), "guy.mdl")
+    messages = []
+    for decode in (decode_animation, legacy_decode_animation):
+        with pytest.raises(FormatError) as caught:
+            decode(mdl, 1)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1] and "Quaternion48" in messages[0]
+    (ok, damaged) = decode_animations(mdl, [0, 1])
+    assert isinstance(ok, DecodedAnimation) and str(damaged) == messages[0]

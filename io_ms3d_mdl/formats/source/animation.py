@@ -289,7 +289,8 @@ class _Batch:
         self.rotations = np.empty((int(self.lengths.sum()), count, 4))
         self.positions = np.empty((int(self.lengths.sum()), count, 3))
         self.animated = np.zeros((len(indices), count), dtype=bool)
-        self.reset(slice(None), np.repeat(self.delta, self.lengths))
+        for k in range(len(indices)):
+            self.reset(k)
         self.mdl_cur = Cursor(mdl.data, mdl.path)
         self.ani = Cursor(ani_data, ani_path) if ani_data is not None else None
         self.pieces: dict[int, list[_Piece]] = {}
@@ -297,12 +298,11 @@ class _Batch:
     def frames(self, k: int) -> slice:
         return slice(self.starts[k], self.starts[k] + int(self.lengths[k]))
 
-    def reset(self, frames: slice, delta: np.ndarray | bool) -> None:
-        """The rest pose (identity in a delta) over ``frames``: bones without data keep it."""
-        bones = self.mdl.bones
-        delta = np.asarray(delta)[..., None, None]
-        self.rotations[frames] = np.where(delta, IDENTITY, bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
-        self.positions[frames] = np.where(delta, 0.0, bones["pos"].astype(np.float64))
+    def reset(self, k: int) -> None:
+        """Animation ``k``'s rest pose (identity in a delta): bones without data keep it."""
+        frames, bones = self.frames(k), self.mdl.bones
+        self.rotations[frames] = IDENTITY if self.delta[k] else bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
+        self.positions[frames] = 0.0 if self.delta[k] else bones["pos"].astype(np.float64)
 
     def locate(self, k: int) -> bool:
         """Walk animation ``k``'s sections: frame-major ones are decoded now, node lists kept for the joint decode.
@@ -336,7 +336,7 @@ class _Batch:
     def decode_alone(self, k: int) -> None:
         """Animation ``k`` from scratch, section by section as the SDK reads it; its error, if any, is kept."""
         anim, frames = self.anims[k], self.frames(k)
-        self.reset(frames, bool(self.delta[k]))
+        self.reset(k)
         self.animated[k] = False
         rotations, positions = self.rotations[frames], self.positions[frames]
         try:
@@ -346,8 +346,11 @@ class _Batch:
                     decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
                     continue
                 nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
-                piece = _Piece(k, cur, *nodes, frames.start + start, length)
-                _decode_pieces(cur, [piece], self.mdl.bones, self.rotations, self.positions, self.animated)
+                chunk = max(1, CHUNK_VALUES // length)  # the steps the SDK's order of reads is kept in
+                for first in range(0, len(nodes[0]), chunk):
+                    part = (column[first : first + chunk] for column in nodes)
+                    piece = _Piece(k, cur, *part, frames.start + start, length)
+                    _decode_pieces(cur, [piece], self.mdl.bones, self.rotations, self.positions, self.animated)
         except BudgetExceeded:
             raise
         except (SkippedAnimation, FormatError) as exc:

@@ -329,12 +329,23 @@ def _pose_channels(
     animation is set by the caller."""
     delta = anims[0].delta
     sandwich, left = (a[bones] for a in _bone_conversions(rest_rot, x, delta))
-    q = np.concatenate([a.rotations[:, bones] for a in anims]).swapaxes(0, 1)  # (B, T, 4)
+    q = _gathered([a.rotations for a in anims], bones).swapaxes(0, 1)  # (B, T, 4)
     quats = (q / np.sqrt(np.einsum("bfi,bfi->bf", q, q))[..., None]) @ sandwich.swapaxes(1, 2)
-    pos = np.concatenate([a.positions[:, bones] for a in anims])
+    pos = _gathered([a.positions for a in anims], bones)
     if not delta:
         pos -= rest_pos[bones]
     return quats, scale * (pos.swapaxes(0, 1) @ left)
+
+
+def _gathered(arrays: list[np.ndarray], bones: np.ndarray) -> np.ndarray:
+    """The ``bones`` columns of (F, B, D) arrays, end to end along frames, copied once (a long animation's frames
+    are not copied twice)."""
+    out = np.empty((sum(len(a) for a in arrays), len(bones), arrays[0].shape[2]))
+    start = 0
+    for a in arrays:
+        np.take(a, bones, axis=1, out=out[start : start + len(a)])
+        start += len(a)
+    return out
 
 
 def _bone_conversions(rest_rot: np.ndarray, x: np.ndarray, delta: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -392,8 +403,10 @@ def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None
     span = np.tile(lengths, count)
     keep[first] = True
     broken = ~np.logical_and.reduceat(np.isfinite(flat).all(axis=1), first)
-    away = np.abs(flat - np.repeat(flat[first], span, axis=0)).max(axis=1)
-    moving = ~broken & (np.maximum.reduceat(away, first) > tolerance)
+    # How far each clip strays from its first sample, from its extremes (no copy of the samples)
+    start = flat[first]
+    away = np.maximum(np.maximum.reduceat(flat, first) - start, start - np.minimum.reduceat(flat, first))
+    moving = ~broken & (away.max(axis=1) > tolerance)
     run, step = run_layout(span[broken])
     keep[first[broken][run] + step] = True
     run, step = run_layout(span[moving])
@@ -401,20 +414,22 @@ def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None
         return keep.reshape(count, frames)
     at = first[moving][run] + step  # the samples of the moving clips, end to end (each at least two)
     keys = (step == 0) | np.append(step[1:] == 0, True)  # every clip's first and last
+    del run, step
     if len(at) > 2:
         moved = flat[at]
         keys[1:-1] |= np.abs(moved[:-2] + moved[2:] - 2 * moved[1:-1]).max(axis=1) > 2 * tolerance
-        lengths, rows = span[moving], np.arange(len(at))
-        while len(rows):
-            error = _interpolation_error(moved[rows], keys[rows])
+        lengths, rows = span[moving], None  # rows: the samples of the clips still off (None: all of them)
+        while lengths.size:
+            error = _interpolation_error(moved if rows is None else moved[rows], keys if rows is None else keys[rows])
             over = error > tolerance
             heads = np.cumsum(lengths) - lengths
             off = np.logical_or.reduceat(over, heads)  # clips still off somewhere: the others are done
             inner = error[1:-1]
             over[1:-1] &= (inner >= error[:-2]) & (inner >= error[2:])
-            keys[rows[over]] = True
+            keys[np.flatnonzero(over) if rows is None else rows[over]] = True
             run, step = run_layout(lengths[off])
-            rows, lengths = rows[(heads[off])[run] + step], lengths[off]
+            still = heads[off][run] + step
+            rows, lengths = (still if rows is None else rows[still]), lengths[off]
     keep[at] = keys
     return keep.reshape(count, frames)
 
