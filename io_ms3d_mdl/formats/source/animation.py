@@ -412,6 +412,7 @@ def _decode_pieces(
     cuts = np.flatnonzero(np.diff(step_of)) + 1
     for part in np.split(np.arange(len(bone)), cuts):
         if len(part):
+            # ``piece × bones + bone`` names a bone within its section: a bone named twice there keeps its last node
             at = (bone[part], flags[part], data[part], first[part], length[part], piece[part] * len(bones))
             _decode_nodes(cur, at, bones, rotations, positions)
             animated[owner[part], bone[part]] = True
@@ -427,7 +428,7 @@ def _decode_nodes(
     """Write each node's frames ``first..first+length`` into the buffers: all RLE streams (rotations and
     positions) walked together, raw values read in one gather each; a bone named twice in a section keeps its last
     node."""
-    bone, flags, data, first, length, section = nodes
+    bone, flags, data, first, length, section_base = nodes
     delta = (flags & DELTA) != 0
     rot_kind = np.select([(flags & mask) != 0 for mask in (RAWROT, RAWROT2, ANIMROT)], [1, 2, 3], 0)
     pos_at = data + np.array([0, 6, 8, 6])[rot_kind]
@@ -443,7 +444,7 @@ def _decode_nodes(
     split = int(length[rle_rot].sum())
     rot = _node_rotations(cur, bones, bone, rot_kind, data, delta, tracks[:split], node)
     pos = _node_positions(cur, bones, bone, flags, pos_at, delta, tracks[split:], node)
-    keep = np.flatnonzero(_last_per_bone(section + bone)[node] == node)
+    keep = np.flatnonzero(_last_per_bone(section_base + bone)[node] == node)
     frame = first[node] + step
     rotations[frame[keep], bone[node[keep]]] = rot[keep]
     positions[frame[keep], bone[node[keep]]] = pos[keep]
