@@ -120,8 +120,10 @@ def _write(descriptor: int, text: str) -> None:
 def read_log(log: Path) -> dict[str, list[Identity]]:
     """Output path → every identity logged for it. Lines cut short by a kill, and anything else that is not an
     entry, are skipped; a file that is not our log gives nothing."""
-    if not ours(log):
-        return {}
+    return _entries(log) if ours(log) else {}
+
+
+def _entries(log: Path) -> dict[str, list[Identity]]:
     try:
         text = log.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -142,9 +144,9 @@ def read_log(log: Path) -> dict[str, list[Identity]]:
 def close_log(log: Path, records: list[dict[str, Any]]) -> None:
     """Remove the log when it says nothing the report does not: every output it names is gone, changed, or
     recorded as made with that identity. Otherwise it stays as it is, for the next ``--resume``."""
-    entries = read_log(log)
     if not ours(log):
         return
+    entries = _entries(log)
     recorded = {(r.get("output"), _key(r.get("output_identity"))) for r in records if r.get("status") == "ok"}
     for output, identities in entries.items():
         now = still_ours(Path(output), identities)

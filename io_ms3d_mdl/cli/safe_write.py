@@ -45,10 +45,7 @@ def publish(partial: Path, target: Path, overwrite: bool, replaces: Identity | N
         return
     try:
         os.link(partial, target)
-    except FileExistsError:
-        refuse_existing(target, overwrite, replaces)
-        os.replace(partial, target)
-    except OSError:  # no hard links on this file system: check, then rename
+    except OSError:  # the target exists (an earlier run's output?), or no hard links here: check, then rename
         refuse_existing(target, overwrite, replaces)
         os.replace(partial, target)
     else:

@@ -15,6 +15,7 @@ instead of nodes; ``frame_animation`` decodes them into the same arrays, with th
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +50,13 @@ class DecodedAnimation:
 
 class SkippedAnimation(Exception):
     """An animation that is valid but not decodable here (reported per animation, never silently wrong)."""
+
+
+def fill_rest_pose(bones: np.ndarray, delta: bool, rotations: np.ndarray, positions: np.ndarray) -> None:
+    """What bones without data hold, over (F, B, 4) ``rotations`` and (F, B, 3) ``positions``: the bind pose, or
+    identity and zero in a delta animation (which adds to another pose)."""
+    rotations[:] = IDENTITY if delta else bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
+    positions[:] = 0.0 if delta else bones["pos"].astype(np.float64)
 
 
 def quaternion48(raw: bytes) -> np.ndarray:
@@ -299,25 +307,27 @@ class _Batch:
         return slice(self.starts[k], self.starts[k] + int(self.lengths[k]))
 
     def reset(self, k: int) -> None:
-        """Animation ``k``'s rest pose (identity in a delta): bones without data keep it."""
-        frames, bones = self.frames(k), self.mdl.bones
-        self.rotations[frames] = IDENTITY if self.delta[k] else bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
-        self.positions[frames] = 0.0 if self.delta[k] else bones["pos"].astype(np.float64)
+        frames = self.frames(k)
+        fill_rest_pose(self.mdl.bones, bool(self.delta[k]), self.rotations[frames], self.positions[frames])
+
+    def walk(self, k: int) -> Iterator[_Piece]:
+        """Animation ``k``'s sections in the SDK's order: frame-major ones are decoded on the way, the others come
+        out as their node lists, read as they are reached."""
+        anim, frames = self.anims[k], self.frames(k)
+        rotations, positions = self.rotations[frames], self.positions[frames]
+        for section, start, length in section_spans(anim):
+            cur, offset = _data_offset(anim, section, self.mdl_cur, self.ani, self.mdl)
+            if anim.flags & STUDIO_FRAMEANIM:
+                decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
+                continue
+            nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
+            yield _Piece(k, cur, *nodes, frames.start + start, length)
 
     def locate(self, k: int) -> bool:
-        """Walk animation ``k``'s sections: frame-major ones are decoded now, node lists kept for the joint decode.
-        False when anything on the way fails (the animation is then decoded alone)."""
-        anim, frames = self.anims[k], self.frames(k)
-        pieces = []
+        """Walk animation ``k``'s sections, keeping their node lists for the joint decode. False when anything on
+        the way fails (the animation is then decoded alone)."""
         try:
-            for section, start, length in section_spans(anim):
-                cur, offset = _data_offset(anim, section, self.mdl_cur, self.ani, self.mdl)
-                if anim.flags & STUDIO_FRAMEANIM:
-                    rotations, positions = self.rotations[frames], self.positions[frames]
-                    decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
-                    continue
-                nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
-                pieces.append(_Piece(k, cur, *nodes, frames.start + start, length))
+            pieces = list(self.walk(k))
         except BudgetExceeded:
             raise
         except (SkippedAnimation, FormatError):
@@ -335,22 +345,15 @@ class _Batch:
 
     def decode_alone(self, k: int) -> None:
         """Animation ``k`` from scratch, section by section as the SDK reads it; its error, if any, is kept."""
-        anim, frames = self.anims[k], self.frames(k)
         self.reset(k)
         self.animated[k] = False
-        rotations, positions = self.rotations[frames], self.positions[frames]
         try:
-            for section, start, length in section_spans(anim):
-                cur, offset = _data_offset(anim, section, self.mdl_cur, self.ani, self.mdl)
-                if anim.flags & STUDIO_FRAMEANIM:
-                    decode_frame_section(cur, offset, anim.name, start, length, rotations, positions, self.animated[k])
-                    continue
-                nodes = _read_nodes(cur, offset, len(self.mdl.bones), anim.name)
-                chunk = max(1, CHUNK_VALUES // length)  # the steps the SDK's order of reads is kept in
-                for first in range(0, len(nodes[0]), chunk):
-                    part = (column[first : first + chunk] for column in nodes)
-                    piece = _Piece(k, cur, *part, frames.start + start, length)
-                    _decode_pieces(cur, [piece], self.mdl.bones, self.rotations, self.positions, self.animated)
+            for piece in self.walk(k):
+                chunk = max(1, CHUNK_VALUES // piece.length)  # the steps the SDK's order of reads is kept in
+                for first in range(0, len(piece.bone), chunk):
+                    part = (column[first : first + chunk] for column in (piece.bone, piece.flags, piece.data))
+                    step = _Piece(k, piece.cur, *part, piece.first, piece.length)
+                    _decode_pieces(piece.cur, [step], self.mdl.bones, self.rotations, self.positions, self.animated)
         except BudgetExceeded:
             raise
         except (SkippedAnimation, FormatError) as exc:

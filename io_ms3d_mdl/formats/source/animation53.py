@@ -38,6 +38,7 @@ from .animation import (
     _gather,
     _value_tracks,
     euler_to_quaternion,
+    fill_rest_pose,
     quaternion64_words,
     section_spans,
 )
@@ -78,8 +79,7 @@ def decode_v53_animation(mdl: MdlFile, index: int) -> DecodedAnimation:
     delta = anim.is_delta
     rotations = np.empty((frames, count, 4))
     positions = np.empty((frames, count, 3))
-    rotations[:] = IDENTITY if delta else bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
-    positions[:] = 0.0 if delta else bones["pos"].astype(np.float64)
+    fill_rest_pose(bones, delta, rotations, positions)
     animated = np.zeros(count, dtype=bool)
     scaled = 0.0  # the largest departure from a neutral scale seen
     for section, start, length in section_spans(anim, respawn=True):

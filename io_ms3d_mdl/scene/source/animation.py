@@ -17,7 +17,7 @@ import numpy as np
 from ...budget import current_budget
 from ...errors import FormatError
 from ...formats.binary import run_layout
-from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animations
+from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animations, fill_rest_pose
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
 from ..rotations import (
@@ -230,15 +230,16 @@ def _remap(anims: list[DecodedAnimation], mapping: np.ndarray, mdl: MdlFile) -> 
     if len(mapping) == len(mdl.bones) and (mapping == np.arange(len(mapping))).all():
         return anims
     lengths = [len(a.rotations) for a in anims]
-    delta = np.repeat([a.delta for a in anims], lengths)[:, None, None]
-    rotations = np.where(delta, (1.0, 0.0, 0.0, 0.0), mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
-    positions = np.where(delta, 0.0, mdl.bones["pos"].astype(np.float64))
+    ends = np.cumsum(lengths).tolist()
+    rotations = np.empty((ends[-1], len(mdl.bones), 4))
+    positions = np.empty((ends[-1], len(mdl.bones), 3))
+    for a, n, end in zip(anims, lengths, ends, strict=True):
+        fill_rest_pose(mdl.bones, a.delta, rotations[end - n : end], positions[end - n : end])
     animated = np.zeros((len(anims), len(mdl.bones)), dtype=bool)
     known = mapping >= 0
     rotations[:, mapping[known]] = np.concatenate([a.rotations for a in anims])[:, known]
     positions[:, mapping[known]] = np.concatenate([a.positions for a in anims])[:, known]
     animated[:, mapping[known]] = np.array([a.animated for a in anims])[:, known]
-    ends = np.cumsum(lengths).tolist()
     return [
         DecodedAnimation(a.name, a.fps, a.delta, rotations[end - n : end], positions[end - n : end], animated[k])
         for k, (a, n, end) in enumerate(zip(anims, lengths, ends, strict=True))
