@@ -127,6 +127,30 @@ def test_symlink_out_of_the_roots_is_refused_inside_is_allowed(tmp_path):
     assert confinement.find(str(folder), "../outside/secret.png") is None
 
 
+def test_linked_folders_and_link_chains_are_judged_by_where_they_lead(tmp_path):
+    """The containment check resolves each folder once per import (a cache); what it decides must still be
+    ``os.path.realpath``'s answer: a linked folder leading out is refused, one leading inside is allowed, and a
+    chain of links is followed to its end."""
+    outside = hostile.canaries(tmp_path)
+    folder = tmp_path / "model"
+    (folder / "real").mkdir(parents=True)
+    (folder / "real" / "skin.png").write_bytes(hostile.png_1x1())
+    (folder / "away").symlink_to(outside, target_is_directory=True)
+    (folder / "here").symlink_to(folder / "real", target_is_directory=True)
+    (folder / "real" / "hop.png").symlink_to(folder / "real" / "skin.png")
+    (folder / "real" / "chain.png").symlink_to(folder / "here" / "hop.png")
+    (folder / "real" / "escape.png").symlink_to(folder / "away" / "secret.png")
+    confinement = Confinement.for_model(str(folder / "m.mdl"))
+    assert confinement.find(str(folder), "away/secret.png") is None
+    assert confinement.find(str(folder), "here/skin.png") == str(folder / "here" / "skin.png")
+    assert confinement.find(str(folder), "real/chain.png") == str(folder / "real" / "chain.png")
+    assert confinement.find(str(folder), "real/escape.png") is None
+    for entry in ("away/secret.png", "here/skin.png", "real/chain.png", "real/escape.png", "real/skin.png"):
+        path = str(folder / entry)
+        assert confinement.allows(path) == Confinement.for_model(str(folder / "m.mdl")).allows(path)
+        assert confinement._realpath(path) == os.path.realpath(path)
+
+
 def test_lookup_prefers_the_exact_name_and_works_through_unlistable_folders(tmp_path):
     """Case-insensitive lookups come from a cached folder listing; an exact name still wins over a case variant
     beside it, and a folder that may be entered but not listed is walked by exact names."""

@@ -19,6 +19,7 @@ from source_writer import (
 )
 
 from io_ms3d_mdl.errors import FormatError
+from io_ms3d_mdl.formats.binary import Cursor, owned_copy
 from io_ms3d_mdl.formats.source import (
     find_sidecars,
     read_mdl,
@@ -27,6 +28,7 @@ from io_ms3d_mdl.formats.source import (
     read_vtx_bytes,
     read_vvd_bytes,
 )
+from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world, source_to_scene
 
 
@@ -262,3 +264,20 @@ def test_case_insensitive_sidecars():
     )
     assert sidecars.vtx.endswith("PushCart01a.dx90.vtx") and sidecars.phy.endswith("PushCart01a.phy")
     assert sidecars.vvd.endswith("pushcart01a.vvd")
+
+
+def test_records_copied_as_bytes_equal_numpy_copies_and_own_their_memory():
+    """Readers copy records as bytes (numpy copies structured records field by field, 25× slower); the copies
+    must be numpy's own, writable, and independent of the file's bytes, for any layout."""
+    data = bytes(np.random.default_rng(3).integers(0, 256, 48 * 7, dtype=np.uint8))
+    cur = Cursor(data)
+    for dtype, count in ((S.VVD_VERTEX, 7), (np.dtype(("<f4", 4)), 21), (np.dtype("<u2"), 0), (S.VVD_VERTEX, 1)):
+        view = cur.view_at(dtype, 0, count, "records")
+        for copy in (cur.array_at(dtype, 0, count, "records"), owned_copy(view)):
+            assert copy.dtype == view.dtype and copy.shape == view.shape
+            assert copy.tobytes() == view.tobytes()
+            assert copy.flags.writeable and not np.shares_memory(copy, view)
+    strided = np.frombuffer(data, S.VVD_VERTEX)[::2]
+    assert owned_copy(strided).tobytes() == strided.copy().tobytes()
+    cur.pos = 0
+    assert cur.array(S.VVD_VERTEX, 3, "records").tobytes() == data[: 3 * 48]

@@ -36,6 +36,14 @@ def renumbered(indices: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     return used, renumber[indices]
 
 
+def owned_copy(array: np.ndarray) -> np.ndarray:
+    """A writable copy of ``array`` that owns its memory, made as bytes when it is contiguous: numpy copies
+    structured records field by field (25× slower on a VVD pool, 5× on a three-record header)."""
+    if not array.flags.c_contiguous:
+        return array.copy()
+    return np.frombuffer(bytearray(array.data.cast("B")), dtype=array.dtype).reshape(array.shape)
+
+
 class Truncated(FormatError):
     """The data ended before a read could be satisfied; optional blocks catch this one."""
 
@@ -111,8 +119,10 @@ class Cursor:
         return self.unpack("f", what)[0]
 
     def array_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> np.ndarray:
-        """``count`` records at an absolute ``offset``, checked to lie inside the data before anything is read."""
-        return self.view_at(dtype, offset, count, what).copy()
+        """``count`` records at an absolute ``offset``, checked to lie inside the data before anything is read, in
+        memory of their own (copied as bytes: see :func:`owned_copy`)."""
+        view = self.view_at(dtype, offset, count, what)  # checks the bounds and the budget
+        return np.frombuffer(bytearray(self.data[offset : offset + view.nbytes]), dtype=dtype, count=count)
 
     def view_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> np.ndarray:
         """Like ``array_at`` without the copy: a read-only view for reading at once, never kept (it would keep the
@@ -168,6 +178,6 @@ class Cursor:
             raise self.error(f"negative count {count} for {what}")
         self.need(nbytes, f"{count} × {dtype.itemsize}-byte {what}")
         self._take(nbytes, what)
-        out = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.pos).copy()
+        out = np.frombuffer(bytearray(self.data[self.pos : self.pos + nbytes]), dtype=dtype, count=count)
         self.pos += nbytes
         return out

@@ -379,12 +379,12 @@ def _sequences(cur: Cursor, header: np.ndarray, size: int = S.SEQDESC_SIZE) -> l
     count, base = int(header["numlocalseq"]), int(header["localseqindex"])
     if count <= 0:
         return []
-    cur.array_at(np.dtype("u1"), base, count * size, "sequences")  # bounds check of the whole table
+    cur.view_at(np.dtype("u1"), base, count * size, "sequences")  # bounds check of the whole table
     out = []
     for i in range(count):
         off = base + i * size
-        (seq,) = cur.array_at(S.SEQDESC_HEAD, off, 1, f"sequence {i}")
-        (grid,) = cur.array_at(S.SEQDESC_BLEND, off + 56, 1, f"blend grid of sequence {i}")
+        (seq,) = cur.view_at(S.SEQDESC_HEAD, off, 1, "sequence")  # read at once: views, not copies
+        (grid,) = cur.view_at(S.SEQDESC_BLEND, off + 56, 1, "blend grid of a sequence")
         cells = int(grid["groupsize"][0]) * int(grid["groupsize"][1])
         animations = []
         if 0 < cells <= 4096 and int(grid["animindexindex"]):

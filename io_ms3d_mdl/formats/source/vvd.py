@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from ...access import read_file
-from ..binary import Cursor, run_layout
+from ..binary import Cursor, owned_copy, run_layout
 from . import structs as S
 from .model import VvdFile
 
@@ -38,9 +38,10 @@ def read_vvd_bytes(data: bytes, path: str | None = None, root_lod: int = 0) -> V
     order = None
     if len(fixups):
         order = _replay_fixups(cur, fixups, total, root_lod)
-    pool = pool[order] if order is not None else pool.copy()
+    # np.take and byte copies: numpy's fancy indexing and copy() of structured records go field by field.
+    pool = np.take(pool, order, axis=0) if order is not None else owned_copy(pool)
     if tangents is not None:
-        tangents = tangents[order] if order is not None else tangents.copy()
+        tangents = np.take(tangents, order, axis=0) if order is not None else owned_copy(tangents)
     return VvdFile(path, int(header["checksum"]), num_lods, counts, pool, tangents, order)
 
 

@@ -293,7 +293,7 @@ def _model_object(
     # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
     used, triangles = renumbered(tris_global, len(pool))
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
-    verts = pool[used]
+    verts = np.take(pool, used)  # not pool[used]: numpy indexes structured records field by field, 20× slower
     refs, first = np.unique(mesh_refs, return_index=True)
     by_first = np.argsort(first)
     slot_refs = refs[by_first].tolist()  # in order of first use
@@ -303,14 +303,14 @@ def _model_object(
         name=name,
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
-        uvs=_flipped_uvs(verts["uv"][triangles.ravel()]),
+        uvs=_flipped_uvs(np.take(verts["uv"], triangles.ravel(), axis=0)),
         vertex_normals=np.ascontiguousarray(verts["normal"], dtype=np.float32),
         material_indices=np.argsort(by_first)[np.searchsorted(refs, mesh_refs)].astype(np.int32),
         materials=slots,
         source_vertices=used.astype(np.int32),
         material_refs=slot_refs,
         colors=np.ascontiguousarray(vvd.colors[used]) if vvd.colors is not None else None,
-        uvs2=_flipped_uvs(vvd.uv2[used][triangles.ravel()]) if vvd.uv2 is not None else None,
+        uvs2=_flipped_uvs(np.take(vvd.uv2[used], triangles.ravel(), axis=0)) if vvd.uv2 is not None else None,
     )
     obj = ObjectData(name, mesh)
     # Each shape key stores every vertex: check before the keys are made.
@@ -324,15 +324,15 @@ def _model_object(
         budget.check(mdl.path, "flex rule operations over all objects", rule_ops, budget.flex_rule_operations)
     add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
-        count = verts["numbones"].astype(np.int64)[:, None]
-        slot = np.arange(3)[None, :]
-        ids = np.where(slot < count, verts["bones"].astype(np.int32), -1)
-        weights = np.where(slot < count, verts["weights"], 0.0).astype(np.float32)
-        ids = np.c_[ids, np.full(len(ids), -1, np.int32)]
-        weights = np.c_[weights, np.zeros(len(weights), np.float32)]
-        bad = ids >= len(scene.skeleton.bones)
+        # Four slots (Blender's skin layout), the fourth always empty; slots past numbones or naming no bone are
+        # empty too.
+        ids = np.full((len(verts), 4), -1, np.int32)
+        weights = np.zeros((len(verts), 4), np.float32)
+        ids[:, :3] = verts["bones"]
+        weights[:, :3] = verts["weights"]
+        bad = (np.arange(4) >= verts["numbones"][:, None]) | (ids >= len(scene.skeleton.bones))
         ids[bad], weights[bad] = -1, 0.0
-        obj.skin = SkinData(np.ascontiguousarray(ids, dtype=np.int32), np.ascontiguousarray(weights))
+        obj.skin = SkinData(ids, weights)
     return obj
 
 
