@@ -10,6 +10,7 @@ and the joint limits of the ragdoll constraint that hangs the solid from its par
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -207,11 +208,13 @@ def _collection_props(phy: PhyFile) -> dict:
 
 
 def _number(value) -> float | None:
+    if value is None:  # an absent key (most constraint keys): no exception to raise and catch
+        return None
     try:
         number = float(str(value).strip())
     except ValueError:
         return None
-    return number if np.isfinite(number) else None
+    return number if math.isfinite(number) else None
 
 
 def _value(text: str) -> float | str:
