@@ -90,8 +90,6 @@ class Confinement:
     # (folder, name as written) → the entry's path or None, for this import: material searches try the same
     # folders for every texture (and mostly miss), so each step is looked up once.
     _steps: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
-    # Folder → its real path, for this import: every found file's folder is resolved once, not once per file.
-    _real_folders: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_model(cls, model_path: str, user_roots: tuple[str, ...] = (), allow_absolute: bool = False) -> Confinement:
@@ -114,20 +112,10 @@ class Confinement:
 
     def allows(self, path: str) -> bool:
         """True when ``path`` (followed through every symlink) lies under one of the roots."""
-        real = self._realpath(path)
+        # Resolved afresh each time, never from a cache: a folder swapped for a link during the import must not
+        # pass on an earlier answer.
+        real = os.path.realpath(path)
         return any(_inside(real, root) for root in self.roots)
-
-    def _realpath(self, path: str) -> str:
-        """``os.path.realpath(path)``, its folder resolved once per import: the real folder joined with the name,
-        or, when that entry is itself a symlink, wherever it leads."""
-        folder, name = os.path.split(os.path.abspath(path))
-        if not name:
-            return os.path.realpath(path)
-        real_folder = self._real_folders.get(folder)
-        if real_folder is None:
-            real_folder = self._real_folders[folder] = os.path.realpath(folder)
-        joined = os.path.join(real_folder, name)
-        return os.path.realpath(joined) if name in (".", "..") or os.path.islink(joined) else joined
 
     def find(self, base: str, name: str) -> str | None:
         """``name`` (relative, any case, ``\\`` or ``/``) under ``base`` when it is a regular file inside the roots.

@@ -341,3 +341,30 @@ def test_a_failure_after_the_scene_timing_is_set_puts_it_back(blender, tmp_path,
     assert datablock_counts() == before
     assert (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end) == (50, 1.0, 10, 20)
     assert [m.name for m in scene.timeline_markers] == ["mine"]
+
+
+def test_a_failure_in_edit_mode_leaves_the_active_object_and_nothing_else(blender, tmp_path, monkeypatch):
+    """Bones are made in edit mode, switched to without bpy.ops' wrapper: should making them fail, and even leaving
+    edit mode fail after it, the user's active object is active again and the import leaves nothing behind."""
+    bpy = blender
+    from io_ms3d_mdl.blender import armature
+
+    mine = bpy.data.objects.new("mine", bpy.data.meshes.new("mine"))
+    bpy.context.scene.collection.objects.link(mine)
+    bpy.context.view_layer.objects.active = mine
+    real_call = armature._op_call
+
+    def object_mode_reports_cancelled(op, kw):
+        result = real_call(op, kw)
+        return {"CANCELLED"} if kw.get("mode") == "OBJECT" else result
+
+    def bones_fail(arm, skeleton):
+        raise ValueError("injected while making bones")
+
+    monkeypatch.setattr(armature, "_op_call", object_mode_reports_cancelled)
+    monkeypatch.setattr(armature, "_edit_bones", bones_fail)
+    before = datablock_counts()
+    with pytest.raises(RuntimeError, match="internal error while importing"):
+        import_ms3d(bpy, tmp_path, "rig", arm_spec())
+    assert datablock_counts() == before
+    assert bpy.context.view_layer.objects.active == mine and mine.mode == "OBJECT"

@@ -128,9 +128,9 @@ def test_symlink_out_of_the_roots_is_refused_inside_is_allowed(tmp_path):
 
 
 def test_linked_folders_and_link_chains_are_judged_by_where_they_lead(tmp_path):
-    """The containment check resolves each folder once per import (a cache); what it decides must still be
-    ``os.path.realpath``'s answer: a linked folder leading out is refused, one leading inside is allowed, and a
-    chain of links is followed to its end."""
+    """A linked folder leading out is refused, one leading inside is allowed, and a chain of links is followed to
+    its end (the containment check resolves every path afresh: a cached folder would let a folder swapped for a
+    link during the import pass)."""
     outside = hostile.canaries(tmp_path)
     folder = tmp_path / "model"
     (folder / "real").mkdir(parents=True)
@@ -145,10 +145,24 @@ def test_linked_folders_and_link_chains_are_judged_by_where_they_lead(tmp_path):
     assert confinement.find(str(folder), "here/skin.png") == str(folder / "here" / "skin.png")
     assert confinement.find(str(folder), "real/chain.png") == str(folder / "real" / "chain.png")
     assert confinement.find(str(folder), "real/escape.png") is None
-    for entry in ("away/secret.png", "here/skin.png", "real/chain.png", "real/escape.png", "real/skin.png"):
-        path = str(folder / entry)
-        assert confinement.allows(path) == Confinement.for_model(str(folder / "m.mdl")).allows(path)
-        assert confinement._realpath(path) == os.path.realpath(path)
+    # ``..`` after a link climbs from where the link leads: away/.. is the canaries' parent, not the model folder.
+    assert not confinement.allows(str(folder / "away" / ".." / "outside" / "secret.png"))
+    assert confinement.allows(str(folder / "here" / ".." / "real" / "skin.png"))
+
+
+def test_a_folder_swapped_for_a_link_during_the_import_is_judged_afresh(tmp_path):
+    """Lookups are cached per import, but where a found path leads is not: a folder replaced by a link to outside
+    the roots after a first lookup in it does not let a second lookup through."""
+    outside = hostile.canaries(tmp_path)
+    models = tmp_path / "game" / "models"
+    (models / "sub").mkdir(parents=True)
+    (models / "sub" / "a.png").write_bytes(hostile.png_1x1())
+    confinement = Confinement.for_model(str(models / "m.mdl"))
+    assert confinement.find(str(models), "sub/a.png") == str(models / "sub" / "a.png")
+    (models / "sub" / "a.png").unlink()
+    (models / "sub").rmdir()
+    (models / "sub").symlink_to(outside, target_is_directory=True)
+    assert confinement.find(str(models), "sub/secret.png") is None
 
 
 def test_lookup_prefers_the_exact_name_and_works_through_unlistable_folders(tmp_path):

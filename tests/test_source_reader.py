@@ -29,6 +29,7 @@ from io_ms3d_mdl.formats.source import (
     read_vvd_bytes,
 )
 from io_ms3d_mdl.formats.source import structs as S
+from io_ms3d_mdl.scene.load import load_source
 from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world, source_to_scene
 
 
@@ -271,7 +272,8 @@ def test_records_copied_as_bytes_equal_numpy_copies_and_own_their_memory():
     must be numpy's own, writable, and independent of the file's bytes, for any layout."""
     data = bytes(np.random.default_rng(3).integers(0, 256, 48 * 7, dtype=np.uint8))
     cur = Cursor(data)
-    for dtype, count in ((S.VVD_VERTEX, 7), (np.dtype(("<f4", 4)), 21), (np.dtype("<u2"), 0), (S.VVD_VERTEX, 1)):
+    layouts = ((S.VVD_VERTEX, 7), (np.dtype(("<f4", 4)), 21), (np.dtype("<u2"), 0), (S.VVD_VERTEX, 1))
+    for dtype, count in (*layouts, (np.dtype(("<f4", 4)), 0), (S.VVD_VERTEX, 0)):
         view = cur.view_at(dtype, 0, count, "records")
         for copy in (cur.array_at(dtype, 0, count, "records"), owned_copy(view)):
             assert copy.dtype == view.dtype and copy.shape == view.shape
@@ -281,3 +283,14 @@ def test_records_copied_as_bytes_equal_numpy_copies_and_own_their_memory():
     assert owned_copy(strided).tobytes() == strided.copy().tobytes()
     cur.pos = 0
     assert cur.array(S.VVD_VERTEX, 3, "records").tobytes() == data[: 3 * 48]
+
+
+def test_a_model_without_vertices_keeps_its_skeleton(tmp_path):
+    """A bone-only model still has a .vvd with no vertices (and, from studiomdl, a tangent offset): it imports its
+    skeleton and no mesh, never an internal error."""
+    spec = character_spec(body_parts=[SBodyPart("body", [SModel("")])], includes=[])
+    path = write_source(spec, tmp_path / "models")
+    vvd = read_vvd_bytes((tmp_path / "models" / (path.stem + ".vvd")).read_bytes())
+    assert len(vvd.vertices) == 0 and vvd.tangents is not None and vvd.tangents.shape == (0, 4)
+    scene = load_source(str(path))
+    assert scene.objects == [] and scene.skeleton is not None and len(scene.skeleton.bones) == 2

@@ -383,8 +383,8 @@ def _sequences(cur: Cursor, header: np.ndarray, size: int = S.SEQDESC_SIZE) -> l
     out = []
     for i in range(count):
         off = base + i * size
-        (seq,) = cur.view_at(S.SEQDESC_HEAD, off, 1, "sequence")  # read at once: views, not copies
-        (grid,) = cur.view_at(S.SEQDESC_BLEND, off + 56, 1, "blend grid of a sequence")
+        (seq,) = cur.view_at(S.SEQDESC_HEAD, off, 1, f"sequence {i}")  # read at once: views, not copies
+        (grid,) = cur.view_at(S.SEQDESC_BLEND, off + 56, 1, f"blend grid of sequence {i}")
         cells = int(grid["groupsize"][0]) * int(grid["groupsize"][1])
         animations = []
         if 0 < cells <= 4096 and int(grid["animindexindex"]):
