@@ -172,7 +172,7 @@ def test_a_failure_while_building_removes_everything_the_import_created(blender,
         return wrapper
 
     target = {
-        "material": (scene_builder, "build_material"),
+        "material": (material_module, "_build"),
         "mesh": (scene_builder, "build_mesh"),
         "image": (material_module.ImageLoader, "_load"),
     }[stage]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hostile
 import numpy as np
 import pytest
 from conftest import datablock_counts, sample_names, sample_path, samples_dir
@@ -166,7 +167,8 @@ def test_source_axes_rest_pose_equals_inverse_pose_to_bone(blender):
     "module, function",
     [
         ("scene_builder", "build_mesh"),
-        ("scene_builder", "build_material"),
+        ("scene_builder", "build_materials"),
+        ("material", "_build"),
         ("scene_builder", "build_armature"),
         ("scene_builder", "apply_skin"),
         ("scene_builder", "_shape_keys"),
@@ -196,40 +198,79 @@ def test_a_failure_at_any_source_build_stage_leaves_nothing(blender, monkeypatch
     assert datablock_counts() == before
 
 
-def test_plain_materials_copied_from_the_first_equal_fresh_builds(blender):
-    """Materials without textures are copies of the import's first one: each must equal a material built on its
-    own (sockets, settings, properties, no property left from the template), and be named as a new one would."""
-    from io_ms3d_mdl.blender.material import ImageLoader, PlainMaterials, build_material
+def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blender, tmp_path):
+    """Materials are copies of the import's first with the same node shape: each must equal a material built on its
+    own (nodes, links, socket and node values, images and their user counts, settings, properties, no property
+    left from the template), and be named as a new one would."""
+    from io_ms3d_mdl.blender.material import ImageLoader, build_material, build_materials
     from io_ms3d_mdl.errors import Warnings
-    from io_ms3d_mdl.scene.types import MaterialData
+    from io_ms3d_mdl.scene.types import ImageRef, MaterialData
 
     bpy = blender
-    bpy.data.materials.new("taken")
+    for name in ("a", "b", "n", "m"):
+        (tmp_path / f"{name}.png").write_bytes(hostile.png_1x1())
+
+    def ref(name: str) -> ImageRef:
+        return ImageRef(f"{name}.png", str(tmp_path / f"{name}.png"))
+
+    shader = {"source_shader": "VertexLitGeneric"}
+    emissive = {"emission_strength": 1.0, "base_color": (1.0, 1.0, 1.0)}
     datas = [
         MaterialData("a", (1.0, 0.0, 1.0), props={"source_missing": True, "source_texture": "a"}),
         MaterialData("taken", (0.2, 0.3, 0.4), roughness=0.1, alpha=0.5, blend=True, double_sided=True, props={}),
         MaterialData("c", (1.0, 1.0, 1.0), emission_color=(1.0, 0.5, 0.0), emission_strength=2.0, props={"k": 1}),
+        MaterialData("t1", (0.5, 0.6, 0.7), base_texture=ref("a"), normal_texture=ref("n"), props=dict(shader)),
+        MaterialData("t2", (0.1, 0.2, 0.3), base_texture=ref("b"), normal_texture=ref("n"), props=dict(shader)),
+        MaterialData("t3", (0.1, 0.2, 0.3), base_texture=ref("b"), normal_texture=ref("missing")),
+        MaterialData("t4", (1.0, 1.0, 1.0), 0.5, base_texture=ref("a"), use_texture_alpha=True, alpha_clip=0.3),
+        MaterialData("t5", (1.0, 1.0, 1.0), 0.4, base_texture=ref("b"), use_texture_alpha=True, alpha_clip=0.7),
+        MaterialData("t6", base_texture=ref("a"), emission_color=(0.1, 0.2, 0.3), **emissive),
+        MaterialData("t7", base_texture=ref("b"), emission_color=(0.3, 0.2, 0.1), **emissive),
+        MaterialData("t8", (1.0, 1.0, 1.0), alpha_texture=ref("m"), alpha=0.8),
+        MaterialData("t9", (1.0, 1.0, 1.0), alpha_texture=ref("a"), alpha=0.6),
     ]
 
+    def value(socket):
+        return tuple(np.round(np.atleast_1d(socket.default_value), 6)) if hasattr(socket, "default_value") else None
+
     def state(mat):
-        bsdf = next(n for n in mat.node_tree.nodes if n.bl_idname == "ShaderNodeBsdfPrincipled")
-        sockets = [tuple(np.atleast_1d(s.default_value)) for s in bsdf.inputs if hasattr(s, "default_value")]
+        tree = mat.node_tree
+        nodes = sorted(
+            (n.name, n.bl_idname, n.label, tuple(n.location), _image_name(n), *map(value, n.inputs)) for n in tree.nodes
+        )
+        links = sorted(
+            (k.from_node.name, k.from_socket.identifier, k.to_node.name, k.to_socket.identifier) for k in tree.links
+        )
+        render = getattr(mat, "surface_render_method", "")
         return (
-            sockets,
-            sorted((n.bl_idname, tuple(n.location)) for n in mat.node_tree.nodes),
-            len(mat.node_tree.links),
+            nodes,
+            links,
             tuple(mat.diffuse_color),
             mat.roughness,
-            getattr(mat, "surface_render_method", ""),
+            render,
             mat.use_backface_culling,
             dict(mat.items()),
         )
 
-    plain, images = PlainMaterials(), ImageLoader(Warnings())
-    copied = [build_material(d, images, plain) for d in datas]
-    fresh = [build_material(d, images) for d in datas]
-    assert [m.name for m in copied] == ["a", "taken.001", "c"]
-    assert plain.template == copied[0]
-    for a, b in zip(copied, fresh, strict=True):
-        assert state(a) == state(b)
+    def images():
+        return sorted((i.name, i.users, i.colorspace_settings.name) for i in bpy.data.images)
+
+    def build(together: bool) -> tuple[list, list]:
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        bpy.data.materials.new("taken")
+        loader = ImageLoader(Warnings())
+        made = build_materials(datas, loader) if together else [build_material(d, loader) for d in datas]
+        return made, images()
+
+    copied, copied_images = build(True)
+    assert [m.name for m in copied] == ["a", "taken.001", "c", *(f"t{i}" for i in range(1, 10))]
     assert dict(copied[1].items()) == {} and dict(copied[2].items()) == {"k": 1}
+    copied_states = [state(m) for m in copied]
+    fresh, fresh_images = build(False)
+    assert [state(m) for m in fresh] == copied_states
+    assert copied_images == fresh_images
+
+
+def _image_name(node) -> str | None:
+    image = getattr(node, "image", None)
+    return image.name if image is not None else None

@@ -180,39 +180,146 @@ def _same_bytes(path: str, data: bytes) -> bool:
         return False
 
 
-class PlainMaterials:
-    """Materials without textures (placeholders for missing VMTs, plain MilkShape colours) are copies of the
-    import's first one, with the values that differ written after: copying a material is 2–4× cheaper than
-    making its node tree again, and most such materials of a model share most values."""
+class _Shapes:
+    """Materials whose node trees have the same shape (the same nodes and links: see :func:`_shape`) are copies
+    of the import's first of that shape, with their own values written after. Copying a material is 2–4× cheaper
+    than building its node tree again, where each node, link and socket write re-runs the tree's update, and a
+    model's materials mostly share one or two shapes (textured, or placeholders for missing VMTs).
+
+    Images are set only once every material exists: Blender counts two users for each image a copied tree holds
+    and takes back one when the node's image changes, so copies of trees holding images would leave counts too
+    high."""
 
     def __init__(self) -> None:
-        self.template: bpy.types.Material | None = None
-        self.render_method = ""
+        self._first: dict[tuple, tuple[bpy.types.Material, dict[str, str]]] = {}
+        self.images: list[tuple[bpy.types.Node, bpy.types.Image]] = []
 
-    def new(self, data: MaterialData) -> bpy.types.Material:
-        plain = data.base_texture is None and data.alpha_texture is None and data.normal_texture is None
-        if plain and self.template is not None:
-            mat = self.template.copy()
-            mat.name = data.name  # after the copy's own name: numbered as ``materials.new`` would number it
-            for key in list(mat.keys()):
-                del mat[key]
-            if self.render_method:
-                mat.surface_render_method = self.render_method
-            return mat
-        mat = bpy.data.materials.new(data.name)
-        if mat.node_tree is None:  # 4.2/4.5; 5.0 creates the tree (and deprecates use_nodes)
-            mat.use_nodes = True
-        if plain:
-            self.template = mat
-            self.render_method = getattr(mat, "surface_render_method", "")
-        return mat
+    def new(self, data: MaterialData, shape: tuple) -> tuple[bpy.types.Material, dict[str, bpy.types.Node] | None]:
+        """A copy of the first material of ``shape`` and its nodes by role, or a new material and None."""
+        first = self._first.get(shape)
+        if first is None:
+            mat = bpy.data.materials.new(data.name)
+            if mat.node_tree is None:  # 4.2/4.5; 5.0 creates the tree (and deprecates use_nodes)
+                mat.use_nodes = True
+            return mat, None
+        template, roles = first
+        mat = template.copy()
+        mat.name = data.name  # after the copy's own name: numbered as ``materials.new`` would number it
+        for key in list(mat.keys()):
+            del mat[key]
+        nodes = mat.node_tree.nodes
+        return mat, {role: nodes[name] for role, name in roles.items()}
+
+    def keep(self, shape: tuple, mat: bpy.types.Material, nodes: dict[str, bpy.types.Node]) -> None:
+        self._first[shape] = (mat, {role: node.name for role, node in nodes.items()})
 
 
-def build_material(data: MaterialData, images: ImageLoader, plain: PlainMaterials | None = None) -> bpy.types.Material:
-    mat = (plain or PlainMaterials()).new(data)
-    tree = mat.node_tree
+def build_materials(datas: list[MaterialData], images: ImageLoader) -> list[bpy.types.Material]:
+    """An import's materials, in order (see :class:`_Shapes`)."""
+    shapes = _Shapes()
+    materials = [_build(data, images, shapes) for data in datas]
+    for node, image in shapes.images:
+        node.image = image
+    return materials
+
+
+def build_material(data: MaterialData, images: ImageLoader) -> bpy.types.Material:
+    return build_materials([data], images)[0]
+
+
+def _build(data: MaterialData, images: ImageLoader, shapes: _Shapes) -> bpy.types.Material:
+    base = images.get(data.base_texture) if data.base_texture is not None else None
+    alpha_map = images.get(data.alpha_texture) if data.alpha_texture is not None else None
+    normal_map = images.get(data.normal_texture) if data.normal_texture is not None else None
+    shape = _shape(data, alpha_map)
+    mat, nodes = shapes.new(data, shape)
+    if nodes is None:
+        nodes = _make_nodes(mat.node_tree, data, alpha_map)
+        shapes.keep(shape, mat, nodes)
+    for role, image in (("base", base), ("alpha_map", alpha_map), ("normal_map", normal_map)):
+        if role in nodes:
+            shapes.images.append((nodes[role], image))
+    _write_values(mat, nodes, data, alpha_map, normal_map)
+    return mat
+
+
+def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> tuple:
+    """Everything :func:`_make_nodes` decides on: materials with the same shape have the same nodes and links."""
+    textured = data.base_texture is not None
+    return (
+        textured,
+        textured and tuple(data.base_color) != (1.0, 1.0, 1.0) and bool(data.props.get("source_shader")),
+        textured and data.emission_from_texture_alpha,
+        textured and data.use_texture_alpha,
+        textured and data.emission_strength > 0 and not data.emission_from_texture_alpha,
+        alpha_map is not None,
+        alpha_map is not None and MISSING_IMAGE_PROP not in alpha_map,
+        data.alpha >= 1.0,
+        data.normal_texture is not None,
+        data.alpha_clip is not None,
+        data.blend,
+    )
+
+
+def _make_nodes(tree: bpy.types.NodeTree, data: MaterialData, alpha_map: bpy.types.Image | None) -> dict:
+    """The nodes and links of ``data``'s shape, by role; the values that vary between materials of one shape
+    (images, colours, factors, thresholds) are :func:`_write_values`' to write."""
     bsdf = next(n for n in tree.nodes if n.bl_idname == "ShaderNodeBsdfPrincipled")
     inputs = bsdf.inputs
+    nodes = {"bsdf": bsdf}
+    x = bsdf.location.x - 400
+    layout = _Layout(tree)
+    if data.base_texture is not None:
+        tex = nodes["base"] = tree.nodes.new("ShaderNodeTexImage")
+        tex.label = "Base Color"
+        layout.put(tex, x, bsdf.location.y)
+        color = tex.outputs["Color"]
+        if tuple(data.base_color) != (1.0, 1.0, 1.0) and data.props.get("source_shader"):
+            tint = nodes["tint"] = tree.nodes.new("ShaderNodeMix")  # Source's $color/$color2 tints the texture
+            tint.data_type, tint.blend_type, tint.label = "RGBA", "MULTIPLY", "Tint"
+            tint.inputs["Factor"].default_value = 1.0
+            layout.put(tint, x + 200, bsdf.location.y + 150)
+            tree.links.new(color, tint.inputs[6])
+            color = tint.outputs[2]
+        tree.links.new(color, inputs["Base Color"])
+        if data.emission_from_texture_alpha:
+            tree.links.new(tex.outputs["Color"], inputs["Emission Color"])
+            tree.links.new(tex.outputs["Alpha"], inputs["Emission Strength"])
+        if data.use_texture_alpha:
+            _link_alpha(layout, tex.outputs["Alpha"], inputs["Alpha"], data.alpha, nodes, "base_alpha")
+        if data.emission_strength > 0 and not data.emission_from_texture_alpha:
+            # Fixed-function GL (what MilkShape shows) modulates emissive by the texture; a flat emission colour
+            # would wash the model out in grey.
+            mul = nodes["emissive"] = tree.nodes.new("ShaderNodeVectorMath")
+            mul.operation = "MULTIPLY"
+            mul.label = "Emissive × Texture"
+            layout.put(mul, bsdf.location.x - 200, bsdf.location.y - 500)
+            tree.links.new(tex.outputs["Color"], mul.inputs[0])
+            tree.links.new(mul.outputs["Vector"], inputs["Emission Color"])
+    if alpha_map is not None:
+        tex = nodes["alpha_map"] = tree.nodes.new("ShaderNodeTexImage")
+        tex.label = "Alpha Map"
+        layout.put(tex, x, bsdf.location.y - 300)
+        if MISSING_IMAGE_PROP not in alpha_map:  # a missing map leaves the surface opaque, not placeholder-grey
+            _link_alpha(layout, tex.outputs["Color"], inputs["Alpha"], data.alpha, nodes, "map_alpha")
+    if data.normal_texture is not None:
+        nodes["normal_map"] = _normal_map(layout, inputs["Normal"], (x, bsdf.location.y - 600))
+    if data.alpha_clip is not None and inputs["Alpha"].links:
+        nodes["clip"] = _clip_alpha(layout, inputs["Alpha"])
+    layout.write()
+    return nodes
+
+
+def _write_values(
+    mat: bpy.types.Material,
+    nodes: dict[str, bpy.types.Node],
+    data: MaterialData,
+    alpha_map: bpy.types.Image | None,
+    normal_map: bpy.types.Image | None,
+) -> None:
+    """What varies between materials of one shape, written over a new tree's defaults or a copy's values (images
+    apart: :func:`build_materials` sets them last)."""
+    inputs = nodes["bsdf"].inputs
     _set_default(inputs["Base Color"], (*data.base_color, 1.0))
     _set_default(inputs["Alpha"], data.alpha)
     _set_default(inputs["Roughness"], data.roughness)
@@ -222,58 +329,23 @@ def build_material(data: MaterialData, images: ImageLoader, plain: PlainMaterial
     _set_default(inputs["Emission Strength"], data.emission_strength)
     mat.diffuse_color = (*data.base_color, data.alpha)  # what Solid view shows
     mat.roughness = data.roughness
-
-    x = bsdf.location.x - 400
-    layout = _Layout(tree)
-    if data.base_texture is not None:
-        tex = tree.nodes.new("ShaderNodeTexImage")
-        tex.label = "Base Color"
-        tex.image = images.get(data.base_texture)
-        layout.put(tex, x, bsdf.location.y)
-        color = tex.outputs["Color"]
-        if tuple(data.base_color) != (1.0, 1.0, 1.0) and data.props.get("source_shader"):
-            tint = tree.nodes.new("ShaderNodeMix")  # Source's $color/$color2 tints the base texture
-            tint.data_type, tint.blend_type, tint.label = "RGBA", "MULTIPLY", "Tint"
-            tint.inputs["Factor"].default_value = 1.0
-            tint.inputs[7].default_value = (*data.base_color, 1.0)
-            layout.put(tint, x + 200, bsdf.location.y + 150)
-            tree.links.new(color, tint.inputs[6])
-            color = tint.outputs[2]
-        tree.links.new(color, inputs["Base Color"])
-        if data.emission_from_texture_alpha:
-            tree.links.new(tex.outputs["Color"], inputs["Emission Color"])
-            tree.links.new(tex.outputs["Alpha"], inputs["Emission Strength"])
-        if data.use_texture_alpha:
-            _link_alpha(layout, tex.outputs["Alpha"], inputs["Alpha"], data.alpha)
-        if data.emission_strength > 0 and not data.emission_from_texture_alpha:
-            # Fixed-function GL (what MilkShape shows) modulates emissive by the texture; a flat emission colour
-            # would wash the model out in grey.
-            mul = tree.nodes.new("ShaderNodeVectorMath")
-            mul.operation = "MULTIPLY"
-            mul.label = "Emissive × Texture"
-            mul.inputs[1].default_value = data.emission_color
-            layout.put(mul, bsdf.location.x - 200, bsdf.location.y - 500)
-            tree.links.new(tex.outputs["Color"], mul.inputs[0])
-            tree.links.new(mul.outputs["Vector"], inputs["Emission Color"])
-    if data.alpha_texture is not None:
-        tex = tree.nodes.new("ShaderNodeTexImage")
-        tex.label = "Alpha Map"
-        tex.image = images.get(data.alpha_texture)
-        layout.put(tex, x, bsdf.location.y - 300)
-        if MISSING_IMAGE_PROP not in tex.image:  # a missing map leaves the surface opaque, not placeholder-grey
-            tex.image.colorspace_settings.name = "Non-Color"
-            _link_alpha(layout, tex.outputs["Color"], inputs["Alpha"], data.alpha)
-    if data.normal_texture is not None:
-        _normal_map(layout, images.get(data.normal_texture), inputs["Normal"], (x, bsdf.location.y - 600))
-    if data.alpha_clip is not None and inputs["Alpha"].links:
-        _clip_alpha(layout, inputs["Alpha"], data.alpha_clip)
+    for image in (alpha_map, normal_map):
+        if image is not None and MISSING_IMAGE_PROP not in image:
+            image.colorspace_settings.name = "Non-Color"
+    if "tint" in nodes:
+        _set_default(nodes["tint"].inputs[7], (*data.base_color, 1.0))
+    if "emissive" in nodes:
+        _set_default(nodes["emissive"].inputs[1], tuple(data.emission_color))
+    for role in ("base_alpha", "map_alpha"):
+        if role in nodes:
+            _set_default(nodes[role].inputs[1], data.alpha)
+    if "clip" in nodes:
+        _set_default(nodes["clip"].inputs[1], data.alpha_clip)
     if data.blend and hasattr(mat, "surface_render_method"):
         mat.surface_render_method = "BLENDED"
-    layout.write()
     mat.use_backface_culling = not data.double_sided
     for key, value in data.props.items():
         mat[key] = value
-    return mat
 
 
 class _Layout:
@@ -310,16 +382,13 @@ def _float32_bytes(value: float | Sequence[float]) -> bytes:
     return array("f", (value,) if isinstance(value, (int, float)) else value).tobytes()
 
 
-def _normal_map(
-    layout: _Layout, image: bpy.types.Image, normal: bpy.types.NodeSocket, location: tuple[float, float]
-) -> None:
-    """A DirectX-style normal map (Source's: green points down) flipped into Blender's OpenGL convention."""
+def _normal_map(layout: _Layout, normal: bpy.types.NodeSocket, location: tuple[float, float]) -> bpy.types.Node:
+    """A DirectX-style normal map (Source's: green points down) flipped into Blender's OpenGL convention; returns
+    its image node."""
     tree = layout.tree
     tex = tree.nodes.new("ShaderNodeTexImage")
-    tex.label, tex.image = "Normal Map (DirectX)", image
+    tex.label = "Normal Map (DirectX)"
     layout.put(tex, *location)
-    if MISSING_IMAGE_PROP not in image:
-        image.colorspace_settings.name = "Non-Color"
     split = tree.nodes.new("ShaderNodeSeparateColor")
     flip = tree.nodes.new("ShaderNodeMath")
     flip.operation = "SUBTRACT"
@@ -335,29 +404,37 @@ def _normal_map(
     tree.links.new(split.outputs[2], join.inputs[2])
     tree.links.new(join.outputs[0], node.inputs["Color"])
     tree.links.new(node.outputs["Normal"], normal)
+    return tex
 
 
-def _clip_alpha(layout: _Layout, alpha: bpy.types.NodeSocket, threshold: float) -> None:
-    """Alpha test as a hard step on the alpha input: the same cut-out in EEVEE and Cycles."""
+def _clip_alpha(layout: _Layout, alpha: bpy.types.NodeSocket) -> bpy.types.Node:
+    """Alpha test as a hard step on the alpha input (its threshold is a value): the same cut-out in EEVEE and
+    Cycles."""
     tree = layout.tree
     source = alpha.links[0].from_socket
     step = tree.nodes.new("ShaderNodeMath")
     step.operation, step.label = "GREATER_THAN", "Alpha Test"
-    step.inputs[1].default_value = threshold
     layout.put(step, alpha.node.location.x - 200, alpha.node.location.y - 300)
     tree.links.new(source, step.inputs[0])
     tree.links.new(step.outputs[0], alpha)
+    return step
 
 
-def _link_alpha(layout: _Layout, source: bpy.types.NodeSocket, alpha: bpy.types.NodeSocket, factor: float) -> None:
-    """Texture alpha times the material's opacity (a Math node only when the opacity is not 1)."""
+def _link_alpha(
+    layout: _Layout,
+    source: bpy.types.NodeSocket,
+    alpha: bpy.types.NodeSocket,
+    factor: float,
+    nodes: dict[str, bpy.types.Node],
+    role: str,
+) -> None:
+    """Texture alpha times the material's opacity (a Math node, kept as ``role``, only when the opacity is not 1)."""
     tree = layout.tree
     if factor >= 1.0:
         tree.links.new(source, alpha)
         return
-    mul = tree.nodes.new("ShaderNodeMath")
+    mul = nodes[role] = tree.nodes.new("ShaderNodeMath")
     mul.operation = "MULTIPLY"
-    mul.inputs[1].default_value = factor
     layout.put(mul, alpha.node.location.x - 200, alpha.node.location.y - 450)
     tree.links.new(source, mul.inputs[0])
     tree.links.new(mul.outputs[0], alpha)

@@ -14,7 +14,7 @@ from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_actions, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
-from .material import ImageLoader, PlainMaterials, build_material
+from .material import ImageLoader, build_materials
 from .mesh import build_mesh
 
 
@@ -59,8 +59,7 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     if scene.skeleton is not None:
         armature = build_armature(context, collection, scene.skeleton, _unused_name(scene))
     images = ImageLoader(scene.warnings)
-    plain = PlainMaterials()
-    materials = [build_material(m, images, plain) for m in scene.materials]
+    materials = build_materials(scene.materials, images)
     objects = []
     for index, data in enumerate(scene.objects):
         mesh = build_mesh(data.mesh)
