@@ -201,7 +201,8 @@ def test_a_failure_at_any_source_build_stage_leaves_nothing(blender, monkeypatch
 def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blender, tmp_path):
     """Materials are copies of the import's first with the same node shape: each must equal a material built on its
     own (nodes, links, socket and node values, images and their user counts, settings, properties, no property
-    left from the template), and be named as a new one would."""
+    left from the template), and be named as a new one would. Not compared: the embedded node tree's own user
+    count, which Blender 4.5+ reports as 0 for any copied material during the session."""
     from io_ms3d_mdl.blender.material import ImageLoader, build_material, build_materials
     from io_ms3d_mdl.errors import Warnings
     from io_ms3d_mdl.scene.types import ImageRef, MaterialData

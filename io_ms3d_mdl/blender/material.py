@@ -188,7 +188,8 @@ class _Shapes:
 
     Images are set only once every material exists: Blender counts two users for each image a copied tree holds
     and takes back one when the node's image changes, so copies of trees holding images would leave counts too
-    high."""
+    high. (On 4.5 and 5.0 a copy's embedded node tree itself reports 0 users for the session, against 1 when
+    built, as any material Blender copies does; saved and reloaded, every embedded tree reports 0.)"""
 
     def __init__(self) -> None:
         self._first: dict[tuple, tuple[bpy.types.Material, dict[str, str]]] = {}
