@@ -198,11 +198,12 @@ def test_a_failure_at_any_source_build_stage_leaves_nothing(blender, monkeypatch
     assert datablock_counts() == before
 
 
-def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blender, tmp_path):
+def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blender, tmp_path, monkeypatch):
     """Materials are copies of the import's first with the same node shape: each must equal a material built on its
     own (nodes, links, socket and node values, images and their user counts, settings, properties, no property
     left from the template), and be named as a new one would. Not compared: the embedded node tree's own user
     count, which Blender 4.5+ reports as 0 for any copied material during the session."""
+    from io_ms3d_mdl.blender import material
     from io_ms3d_mdl.blender.material import ImageLoader, build_material, build_materials
     from io_ms3d_mdl.errors import Warnings
     from io_ms3d_mdl.scene.types import ImageRef, MaterialData
@@ -256,7 +257,12 @@ def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blend
     def images():
         return sorted((i.name, i.users, i.colorspace_settings.name) for i in bpy.data.images)
 
+    trees = []  # node trees built node by node; the others are copies
+    make_nodes = material._make_nodes
+    monkeypatch.setattr(material, "_make_nodes", lambda *args: trees.append(args[1].name) or make_nodes(*args))
+
     def build(together: bool) -> tuple[list, list]:
+        trees.clear()
         bpy.ops.wm.read_factory_settings(use_empty=True)
         bpy.data.materials.new("taken")
         loader = ImageLoader(Warnings())
@@ -264,6 +270,7 @@ def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blend
         return made, images()
 
     copied, copied_images = build(True)
+    assert trees == ["a", "taken", "t1", "t3", "t4", "t6", "t8"]  # one per shape
     assert [m.name for m in copied] == ["a", "taken.001", "c", *(f"t{i}" for i in range(1, 10))]
     assert dict(copied[1].items()) == {} and dict(copied[2].items()) == {"k": 1}
     copied_states = [state(m) for m in copied]
