@@ -257,9 +257,13 @@ def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blend
     def images():
         return sorted((i.name, i.users, i.colorspace_settings.name) for i in bpy.data.images)
 
-    trees = []  # node trees built node by node; the others are copies
-    make_nodes = material._make_nodes
-    monkeypatch.setattr(material, "_make_nodes", lambda *args: trees.append(args[1].name) or make_nodes(*args))
+    trees = []  # materials whose node trees were built node by node; the others are copies
+    keep = material._Shapes.keep
+    monkeypatch.setattr(
+        material._Shapes,
+        "keep",
+        lambda self, shape, mat, nodes: trees.append(mat.name) or keep(self, shape, mat, nodes),
+    )
 
     def build(together: bool) -> tuple[list, list]:
         trees.clear()
@@ -270,7 +274,7 @@ def test_materials_copied_from_the_first_of_their_shape_equal_fresh_builds(blend
         return made, images()
 
     copied, copied_images = build(True)
-    assert trees == ["a", "taken", "t1", "t3", "t4", "t6", "t8"]  # one per shape
+    assert trees == ["a", "taken.001", "t1", "t3", "t4", "t6", "t8"]  # one per shape
     assert [m.name for m in copied] == ["a", "taken.001", "c", *(f"t{i}" for i in range(1, 10))]
     assert dict(copied[1].items()) == {} and dict(copied[2].items()) == {"k": 1}
     copied_states = [state(m) for m in copied]

@@ -9,6 +9,7 @@ import tempfile
 from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import bpy
 import numpy as np
@@ -181,7 +182,7 @@ def _same_bytes(path: str, data: bytes) -> bool:
 
 
 class _Shapes:
-    """Materials whose node trees have the same shape (the same nodes and links: see :func:`_shape`) are copies
+    """Materials whose node trees have the same shape (the same nodes and links: see :class:`_Shape`) are copies
     of the import's first of that shape, with their own values written after. Copying a material is 2–4× cheaper
     than building its node tree again, where each node, link and socket write re-runs the tree's update, and a
     model's materials mostly share one or two shapes (textured, or placeholders for missing VMTs).
@@ -192,10 +193,10 @@ class _Shapes:
     built, as any material Blender copies does; saved and reloaded, every embedded tree reports 0.)"""
 
     def __init__(self) -> None:
-        self._first: dict[tuple, tuple[bpy.types.Material, dict[str, str]]] = {}
+        self._first: dict[_Shape, tuple[bpy.types.Material, dict[str, str]]] = {}
         self.images: list[tuple[bpy.types.Node, bpy.types.Image]] = []
 
-    def new(self, data: MaterialData, shape: tuple) -> tuple[bpy.types.Material, dict[str, bpy.types.Node] | None]:
+    def new(self, data: MaterialData, shape: _Shape) -> tuple[bpy.types.Material, dict[str, bpy.types.Node] | None]:
         """A copy of the first material of ``shape`` and its nodes by role, or a new material and None."""
         first = self._first.get(shape)
         if first is None:
@@ -211,7 +212,7 @@ class _Shapes:
         nodes = mat.node_tree.nodes
         return mat, {role: nodes[name] for role, name in roles.items()}
 
-    def keep(self, shape: tuple, mat: bpy.types.Material, nodes: dict[str, bpy.types.Node]) -> None:
+    def keep(self, shape: _Shape, mat: bpy.types.Material, nodes: dict[str, bpy.types.Node]) -> None:
         self._first[shape] = (mat, {role: node.name for role, node in nodes.items()})
 
 
@@ -235,7 +236,7 @@ def _build(data: MaterialData, images: ImageLoader, shapes: _Shapes) -> bpy.type
     shape = _shape(data, alpha_map)
     mat, nodes = shapes.new(data, shape)
     if nodes is None:
-        nodes = _make_nodes(mat.node_tree, data, alpha_map)
+        nodes = _make_nodes(mat.node_tree, shape)
         shapes.keep(shape, mat, nodes)
     for role, image in (("base", base), ("alpha_map", alpha_map), ("normal_map", normal_map)):
         if role in nodes:
@@ -244,51 +245,67 @@ def _build(data: MaterialData, images: ImageLoader, shapes: _Shapes) -> bpy.type
     return mat
 
 
-def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> tuple:
-    """Everything :func:`_make_nodes` decides on: materials with the same shape have the same nodes and links."""
+class _Shape(NamedTuple):
+    """What decides a material's nodes and links (:func:`_make_nodes` reads nothing else): materials with the same
+    shape have the same tree, so one can be a copy of another."""
+
+    textured: bool
+    tint: bool  # Source's $color/$color2 tints the base texture
+    emission_from_alpha: bool  # self-illumination masked by the base texture's alpha
+    texture_alpha: bool  # the base texture's alpha is the opacity
+    emissive: bool  # MilkShape's emissive modulated by the texture
+    alpha_map: bool
+    alpha_map_linked: bool  # a missing map leaves the surface opaque, not placeholder-grey
+    opaque: bool  # opacity 1: alpha sources link straight in, without a Math node
+    normal_map: bool
+    clip: bool
+    blend: bool
+
+
+def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> _Shape:
     textured = data.base_texture is not None
-    return (
-        textured,
-        textured and tuple(data.base_color) != (1.0, 1.0, 1.0) and bool(data.props.get("source_shader")),
-        textured and data.emission_from_texture_alpha,
-        textured and data.use_texture_alpha,
-        textured and data.emission_strength > 0 and not data.emission_from_texture_alpha,
-        alpha_map is not None,
-        alpha_map is not None and MISSING_IMAGE_PROP not in alpha_map,
-        data.alpha >= 1.0,
-        data.normal_texture is not None,
-        data.alpha_clip is not None,
-        data.blend,
+    return _Shape(
+        textured=textured,
+        tint=textured and tuple(data.base_color) != (1.0, 1.0, 1.0) and bool(data.props.get("source_shader")),
+        emission_from_alpha=textured and data.emission_from_texture_alpha,
+        texture_alpha=textured and data.use_texture_alpha,
+        emissive=textured and data.emission_strength > 0 and not data.emission_from_texture_alpha,
+        alpha_map=alpha_map is not None,
+        alpha_map_linked=alpha_map is not None and MISSING_IMAGE_PROP not in alpha_map,
+        opaque=data.alpha >= 1.0,
+        normal_map=data.normal_texture is not None,
+        clip=data.alpha_clip is not None,
+        blend=data.blend,
     )
 
 
-def _make_nodes(tree: bpy.types.NodeTree, data: MaterialData, alpha_map: bpy.types.Image | None) -> dict:
-    """The nodes and links of ``data``'s shape, by role; the values that vary between materials of one shape
-    (images, colours, factors, thresholds) are :func:`_write_values`' to write."""
+def _make_nodes(tree: bpy.types.NodeTree, shape: _Shape) -> dict:
+    """The nodes and links of ``shape``, by role; the values that vary between materials of one shape (images,
+    colours, factors, thresholds) are :func:`_write_values`' to write."""
     bsdf = next(n for n in tree.nodes if n.bl_idname == "ShaderNodeBsdfPrincipled")
     inputs = bsdf.inputs
     nodes = {"bsdf": bsdf}
     x = bsdf.location.x - 400
     layout = _Layout(tree)
-    if data.base_texture is not None:
+    if shape.textured:
         tex = nodes["base"] = tree.nodes.new("ShaderNodeTexImage")
         tex.label = "Base Color"
         layout.put(tex, x, bsdf.location.y)
         color = tex.outputs["Color"]
-        if tuple(data.base_color) != (1.0, 1.0, 1.0) and data.props.get("source_shader"):
-            tint = nodes["tint"] = tree.nodes.new("ShaderNodeMix")  # Source's $color/$color2 tints the texture
+        if shape.tint:
+            tint = nodes["tint"] = tree.nodes.new("ShaderNodeMix")
             tint.data_type, tint.blend_type, tint.label = "RGBA", "MULTIPLY", "Tint"
             tint.inputs["Factor"].default_value = 1.0
             layout.put(tint, x + 200, bsdf.location.y + 150)
             tree.links.new(color, tint.inputs[6])
             color = tint.outputs[2]
         tree.links.new(color, inputs["Base Color"])
-        if data.emission_from_texture_alpha:
+        if shape.emission_from_alpha:
             tree.links.new(tex.outputs["Color"], inputs["Emission Color"])
             tree.links.new(tex.outputs["Alpha"], inputs["Emission Strength"])
-        if data.use_texture_alpha:
-            _link_alpha(layout, tex.outputs["Alpha"], inputs["Alpha"], data.alpha, nodes, "base_alpha")
-        if data.emission_strength > 0 and not data.emission_from_texture_alpha:
+        if shape.texture_alpha:
+            _link_alpha(layout, tex.outputs["Alpha"], inputs["Alpha"], shape.opaque, nodes, "base_alpha")
+        if shape.emissive:
             # Fixed-function GL (what MilkShape shows) modulates emissive by the texture; a flat emission colour
             # would wash the model out in grey.
             mul = nodes["emissive"] = tree.nodes.new("ShaderNodeVectorMath")
@@ -297,15 +314,15 @@ def _make_nodes(tree: bpy.types.NodeTree, data: MaterialData, alpha_map: bpy.typ
             layout.put(mul, bsdf.location.x - 200, bsdf.location.y - 500)
             tree.links.new(tex.outputs["Color"], mul.inputs[0])
             tree.links.new(mul.outputs["Vector"], inputs["Emission Color"])
-    if alpha_map is not None:
+    if shape.alpha_map:
         tex = nodes["alpha_map"] = tree.nodes.new("ShaderNodeTexImage")
         tex.label = "Alpha Map"
         layout.put(tex, x, bsdf.location.y - 300)
-        if MISSING_IMAGE_PROP not in alpha_map:  # a missing map leaves the surface opaque, not placeholder-grey
-            _link_alpha(layout, tex.outputs["Color"], inputs["Alpha"], data.alpha, nodes, "map_alpha")
-    if data.normal_texture is not None:
+        if shape.alpha_map_linked:
+            _link_alpha(layout, tex.outputs["Color"], inputs["Alpha"], shape.opaque, nodes, "map_alpha")
+    if shape.normal_map:
         nodes["normal_map"] = _normal_map(layout, inputs["Normal"], (x, bsdf.location.y - 600))
-    if data.alpha_clip is not None and inputs["Alpha"].links:
+    if shape.clip and inputs["Alpha"].links:
         nodes["clip"] = _clip_alpha(layout, inputs["Alpha"])
     layout.write()
     return nodes
@@ -425,13 +442,13 @@ def _link_alpha(
     layout: _Layout,
     source: bpy.types.NodeSocket,
     alpha: bpy.types.NodeSocket,
-    factor: float,
+    opaque: bool,
     nodes: dict[str, bpy.types.Node],
     role: str,
 ) -> None:
-    """Texture alpha times the material's opacity (a Math node, kept as ``role``, only when the opacity is not 1)."""
+    """Texture alpha times the material's opacity (a Math node, kept as ``role``, unless the opacity is 1)."""
     tree = layout.tree
-    if factor >= 1.0:
+    if opaque:
         tree.links.new(source, alpha)
         return
     mul = nodes[role] = tree.nodes.new("ShaderNodeMath")

@@ -113,10 +113,12 @@ def _strip_group(cur: Cursor, offset: int, group: np.ndarray, strip_dtype: np.dt
         if not flags & S.STRIP_IS_TRILIST or count % 3:
             raise cur.error(f"strip with flags {flags} and {count} indices is not a triangle list", offset)
         triangles.append(indices[first : first + count].reshape(-1, 3))
-    if len(triangles) == 1:  # most groups hold one strip
+    if not triangles:
+        tris = np.zeros((0, 3), dtype=np.uint16)
+    elif len(triangles) == 1:  # most groups hold one strip: nothing to concatenate
         tris = triangles[0]
     else:
-        tris = np.concatenate(triangles) if triangles else np.zeros((0, 3), dtype=np.uint16)
+        tris = np.concatenate(triangles)
     if len(tris) and int(tris.max()) >= num_verts:
         raise cur.error(f"strip index {int(tris.max())} is beyond the group's {num_verts} vertices", offset)
     return VtxStripGroup(vertices["origmeshvertid"].copy(), tris.astype(np.int64), int(group["flags"]))
