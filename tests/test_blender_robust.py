@@ -347,12 +347,12 @@ def test_a_failure_in_edit_mode_leaves_the_active_object_and_nothing_else(blende
     """Bones are made in edit mode, switched to without bpy.ops' wrapper: should making them fail, and even leaving
     edit mode fail after it, the user's active object is active again and the import leaves nothing behind."""
     bpy = blender
-    from io_ms3d_mdl.blender import armature
+    from io_ms3d_mdl.blender import armature, operator_call
 
     mine = bpy.data.objects.new("mine", bpy.data.meshes.new("mine"))
     bpy.context.scene.collection.objects.link(mine)
     bpy.context.view_layer.objects.active = mine
-    real_call = armature._op_call
+    real_call = operator_call._call
 
     def object_mode_reports_cancelled(op, kw):
         result = real_call(op, kw)
@@ -361,7 +361,7 @@ def test_a_failure_in_edit_mode_leaves_the_active_object_and_nothing_else(blende
     def bones_fail(arm, skeleton):
         raise ValueError("injected while making bones")
 
-    monkeypatch.setattr(armature, "_op_call", object_mode_reports_cancelled)
+    monkeypatch.setattr(operator_call, "_call", object_mode_reports_cancelled)
     monkeypatch.setattr(armature, "_edit_bones", bones_fail)
     before = datablock_counts()
     with pytest.raises(RuntimeError, match="internal error while importing"):

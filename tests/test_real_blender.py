@@ -254,6 +254,11 @@ def test_operators_import_real_files(installed, tmp_path):
     assert colour == [[1024, 1024]], box["images"]  # decoded from the VTF (the image's format may change)
     assert civilian["armatures"] == 1 and civilian["bones"] == 59 and civilian["triangles"] == 8902, civilian
     assert civilian["objects"] == 15 + 17 and civilian["actions"] >= 1, civilian  # 17 collision solids
+    # Weights as the wheel builds them: the body's and head's through the attribute conversion (see weights.py),
+    # which leaves no attribute behind.
+    assert civilian["weights"] == [4, 68, 9033, 5540.0], civilian["weights"]
+    assert dwarf["weights"] == [3, 39, 1249, 1249.0], dwarf["weights"]
+    assert not any("weights" in name for m in result["models"].values() for name in m["attributes"]), result
     assert dwarf["armatures"] == 1 and dwarf["bones"] == 44 and dwarf["actions"] == 1, dwarf
     assert dwarf["triangles"] == 1664 and dwarf["images"].get("dwarf.jpg") == [512, 512], dwarf
     assert not crash_files(installed)
@@ -338,7 +343,9 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     shutil.copytree(sample(DWARF).parent, media)
     mdl, ms3d = game / sample(METAL_BOX).relative_to(sample(METAL_BOX).parents[2]), media / sample(DWARF).name
     shots = tmp_path / "shots"
+    rigged = sample(CIVILIAN)
     command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
+    command += ["--rigged", rigged]
     code, log = run(command, installed, timeout=400)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
@@ -347,7 +354,7 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     result = json.loads(result_file.read_text())
     assert not result["errors"], "\n".join(result["errors"])
     assert code == 0 and result["finished"], log
-    assert not bad_lines(log, importer_warnings(mdl)), log
+    assert not bad_lines(log, importer_warnings(mdl, rigged)), log
     assert not crash_files(installed)
 
     checks = result["checks"]
@@ -358,6 +365,8 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     assert checks["source_browser_physics_option"] is True, checks  # the Collision option, on by default
     assert checks["physics_hidden"] and checks["physics_display"] == ["WIRE"], checks
     assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew
+    assert checks["rigged_import"] == ["FINISHED"] and checks["rigged_weights"] == [4, 68, 9033, 5540.0], checks
+    assert checks["active_mesh_untouched"], checks
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
     crops = tmp_path / "crops"

@@ -7,13 +7,8 @@ import numpy as np
 from mathutils import Matrix
 
 from ..scene.types import SkeletonData, SkinData
-
-try:  # what bpy.ops calls, minus its view-layer updates (see _mode_set)
-    from _bpy import ops as _ops
-
-    _op_call = _ops.call
-except (ImportError, AttributeError):  # pragma: no cover - every Blender from 2.80 to 5.0 has it
-    _op_call = None
+from .operator_call import run_operator
+from .weights import fill_groups
 
 MIN_BONE_LENGTH = 1e-4  # Blender deletes zero-length bones when leaving edit mode
 
@@ -25,13 +20,9 @@ def _drawable_length(bone) -> float:
 
 
 def _mode_set(mode: str) -> None:
-    """``bpy.ops.object.mode_set`` without the two view-layer updates Python's ``bpy.ops`` wraps around every call:
-    they are 85 % of an edit-mode round trip (0.55 → 0.08 ms), and the import's own operator updates the view
-    layer once when it ends (until then the new pose's matrices are not evaluated: nothing in the import reads
-    them). Through ``bpy.ops`` should Blender ever drop its internal call."""
-    if _op_call is None:
-        bpy.ops.object.mode_set(mode=mode)
-    elif "FINISHED" not in _op_call("object.mode_set", {"mode": mode}):
+    """Until the import's operator ends, the new pose's matrices are not evaluated: nothing in the import reads
+    them, so the switch skips ``bpy.ops``' view-layer updates."""
+    if not run_operator("object.mode_set", mode=mode):
         raise RuntimeError(f"Blender could not switch the armature to {mode.lower()} mode")
 
 
@@ -89,35 +80,9 @@ def _edit_bones(armature: bpy.types.Armature, skeleton: SkeletonData) -> list[st
 
 
 def apply_skin(obj: bpy.types.Object, skin: SkinData, skeleton: SkeletonData, armature: bpy.types.Object) -> None:
-    """One vertex group per bone the mesh uses, filled with one ``VertexGroup.add`` per distinct (bone, weight):
-    MilkShape weights are whole percentages, so that is a handful of calls instead of one per vertex. Influences
-    naming no bone of the skeleton are ignored; a vertex left without any stays unweighted."""
-    ids = skin.bone_indices.ravel().astype(np.int64)
-    weights = skin.weights.ravel()
-    vertices = np.repeat(np.arange(len(skin.bone_indices), dtype=np.int64), skin.bone_indices.shape[1])
-    used = (ids >= 0) & (ids < len(skeleton.bones))
-    ids, weights, vertices = ids[used], weights[used], vertices[used]
-    if len(ids):
-        _fill_groups(obj, skeleton, ids, weights, vertices)
+    """One vertex group per bone the mesh uses (see :mod:`.weights`). Influences naming no bone of the skeleton are
+    ignored; a vertex left without any stays unweighted."""
+    fill_groups(obj, [bone.name for bone in skeleton.bones], skin.bone_indices, skin.weights)
     modifier = obj.modifiers.new("Armature", "ARMATURE")
     modifier.object = armature
     obj.parent = armature
-
-
-def _fill_groups(
-    obj: bpy.types.Object, skeleton: SkeletonData, ids: np.ndarray, weights: np.ndarray, vertices: np.ndarray
-) -> None:
-    """Groups in bone order, so each vertex lists its groups by bone. Every ``add`` costs about a microsecond of
-    Blender's time: the runs are turned into plain lists in bulk first, so the loop adds little of its own (numpy
-    scalars and per-run ``tolist`` cost more than the call)."""
-    bones = np.unique(ids).tolist()
-    made = [obj.vertex_groups.new(name=skeleton.bones[b].name) for b in bones]
-    adds = {bone: group.add for bone, group in zip(bones, made, strict=True)}  # bound once: 12 % of each call
-    order = np.lexsort((vertices, weights, ids))
-    ids, weights, vertices = ids[order], weights[order], vertices[order]
-    starts = np.flatnonzero(np.r_[True, (ids[1:] != ids[:-1]) | (weights[1:] != weights[:-1])])
-    members = vertices.tolist()
-    bounds = [*starts.tolist(), len(members)]
-    run_adds = [adds[b] for b in ids[starts].tolist()]
-    for add, weight, start, end in zip(run_adds, weights[starts].tolist(), bounds[:-1], bounds[1:], strict=True):
-        add(members[start:end], weight, "REPLACE")

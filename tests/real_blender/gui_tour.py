@@ -2,12 +2,13 @@
 
 Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
 
-    blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d
+    blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d --rigged RIG.mdl
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
 objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source", Material Preview and the
-model's collision hull (its hidden physics collection, shown).
+model's collision hull (its hidden physics collection, shown), and finally imports a rigged model while one of the
+first model's meshes is active.
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
@@ -33,6 +34,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
 parser.add_argument("--mdl", required=True)
 parser.add_argument("--ms3d", required=True)
+parser.add_argument("--rigged", required=True)
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
@@ -289,6 +291,23 @@ def tour():
     yield 2.0
     shot("physics", area_rect(view3d), "the collision hull shown: a wireframe over the model")
     checks["panel_draws"] = dict(DRAWS)
+
+    # A rigged model imported while another mesh is active: its weights (some written through Blender's attribute
+    # conversion, an operator that acts on the context's object) land on its own meshes; the active mesh keeps its
+    # attributes and gets no group.
+    bpy.context.view_layer.objects.active = obj
+    before = sorted(a.name for a in obj.data.attributes)
+    with override():
+        checks["rigged_import"] = sorted(bpy.ops.import_scene.source_mdl(filepath=ARGS.rigged))
+    skinned = [o for o in bpy.data.objects if o.type == "MESH" and o.vertex_groups]
+    entries = [g for o in skinned for v in o.data.vertices for g in v.groups]
+    checks["rigged_weights"] = [
+        len(skinned),
+        sum(len(o.vertex_groups) for o in skinned),
+        len(entries),
+        round(sum(g.weight for g in entries), 3),
+    ]
+    checks["active_mesh_untouched"] = sorted(a.name for a in obj.data.attributes) == before and not obj.vertex_groups
 
 
 GENERATOR = tour()
