@@ -368,3 +368,26 @@ def test_a_failure_in_edit_mode_leaves_the_active_object_and_nothing_else(blende
         import_ms3d(bpy, tmp_path, "rig", arm_spec())
     assert datablock_counts() == before
     assert bpy.context.view_layer.objects.active == mine and mine.mode == "OBJECT"
+
+
+def test_an_import_under_a_context_naming_another_object_builds_the_rig_and_leaves_that_object(blender, tmp_path):
+    """A script may call the operators under ``temp_override(object=…, active_object=…)``: the armature's edit
+    mode and the weights' attribute conversion are Blender operators acting on the context's object, so each
+    names its own. (Before, the override sent edit mode to the script's object and the import failed.)"""
+    bpy = blender
+    mesh = bpy.data.meshes.new("mine")
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    mesh.attributes.new("mine", "FLOAT", "POINT")
+    mine = bpy.data.objects.new("mine", mesh)
+    bpy.context.scene.collection.objects.link(mine)
+    bpy.context.view_layer.objects.active = mine
+    attributes = sorted(a.name for a in mesh.attributes)
+    source = write_source(character_spec(), tmp_path, "guy")
+    with bpy.context.temp_override(object=mine, active_object=mine):
+        assert import_ms3d(bpy, tmp_path, "rig", arm_spec()) == {"FINISHED"}
+        assert bpy.ops.import_scene.source_mdl(filepath=str(source)) == {"FINISHED"}
+    assert [len(a.bones) for a in bpy.data.armatures] == [2, 2]
+    skinned = sorted(o.name for o in bpy.data.objects if o.type == "MESH" and o.vertex_groups)
+    assert skinned == ["body_ref", "hat_ref", "quad"]
+    assert mine.mode == "OBJECT" and not mine.vertex_groups and not mine.modifiers
+    assert sorted(a.name for a in mesh.attributes) == attributes

@@ -154,3 +154,33 @@ def test_civilian_converts_its_many_weight_groups_and_gets_the_same_weights(blen
     bpy.ops.import_scene.source_mdl(filepath=str(mdl), animations="NONE")
     added = {o.name: built(o) for o in bpy.data.objects if o.type == "MESH" and o.vertex_groups}
     assert len(calls) == 30 and converted == added
+
+
+def test_nan_weights_count_as_zero_on_both_ways(blender, monkeypatch):
+    """The finite guard zeroes NaN before any build; should one reach the builder, it is a zero weight, not a key
+    that sorts among other bones."""
+    bpy = blender
+    ids = np.array([[0, 1], [1, 0], [0, -1], [1, -1]])
+    weights = np.array([[np.nan, 0.5], [0.25, -np.nan], [1.0, 0.0], [0.75, 0.0]], np.float32)
+    added, converted = grid(bpy, "added", 2), grid(bpy, "converted", 2)
+    fill(bpy, monkeypatch, "add", added, ["a", "b"], (ids, weights))
+    fill(bpy, monkeypatch, "convert", converted, ["a", "b"], (ids, weights))
+    a = built(added)
+    assert a == built(converted)
+    assert a["groups"] == [(0, "a"), (1, "b")]
+    assert a["weights"] == [[(0, 0.0), (1, 0.5)], [(0, 0.0), (1, 0.25)], [(0, 1.0)], [(1, 0.75)]]
+
+
+def test_bones_named_like_every_temporary_name_are_added(blender, monkeypatch):
+    """The temporary attribute's name avoids every bone's; past Blender's 63 bytes it could not be found again,
+    so then nothing is converted."""
+    bpy = blender
+    names = ["io_ms3d_mdl weights" + "_" * i for i in range(45)]
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, len(names), (1600, 2))
+    weights = rng.random((1600, 2)).astype(np.float32)
+    added, converted = grid(bpy, "added"), grid(bpy, "converted")
+    fill(bpy, monkeypatch, "add", added, names, (ids, weights))
+    fill(bpy, monkeypatch, "convert", converted, names, (ids, weights))
+    assert built(converted) == built(added)
+    assert [g.name for g in converted.vertex_groups] == names

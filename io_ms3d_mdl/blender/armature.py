@@ -36,18 +36,20 @@ def build_armature(
     armature.display_type = "STICK"
     obj.show_in_front = True
 
-    # Bone rest matrices can only be written in edit mode, which needs the object active and visible.
+    # Bone rest matrices can only be written in edit mode, which needs the object active and visible. The mode
+    # switch acts on the context's active object: a script may import under a context naming another one.
     layer = context.view_layer
     previous = layer.objects.active
     layer.objects.active = obj
-    _mode_set("EDIT")
-    try:
-        names = _edit_bones(armature, skeleton)
-    finally:
+    with bpy.context.temp_override(active_object=obj, object=obj):
+        _mode_set("EDIT")
         try:
-            _mode_set("OBJECT")
+            names = _edit_bones(armature, skeleton)
         finally:
-            layer.objects.active = previous
+            try:
+                _mode_set("OBJECT")
+            finally:
+                layer.objects.active = previous
 
     for data, name in zip(skeleton.bones, names, strict=True):
         bone = armature.bones[name]

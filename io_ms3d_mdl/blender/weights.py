@@ -70,8 +70,10 @@ def _one_slot_per_bone(bone_indices: np.ndarray, weights: np.ndarray, bones: int
     """int64 ids (-1: unused) and clamped float32 weights, each bone in at most one slot of a vertex."""
     ids = bone_indices.astype(np.int64)
     ids[(ids < 0) | (ids >= bones)] = -1
-    weights = np.clip(weights, np.float32(0.0), np.float32(1.0)).astype(np.float32)
-    weights[weights == 0.0] = 0.0  # no -0.0, whose bits would sort apart
+    # In [0, 1] as `add` clamps; NaN (the finite guard zeroes it before) and -0.0 as +0.0: every weight's bits
+    # then fit the sort key below and sort as the floats do.
+    weights = np.asarray(weights, dtype=np.float32)
+    weights = np.where(weights > 0.0, np.minimum(weights, np.float32(1.0)), np.float32(0.0)).astype(np.float32)
     slots = ids.shape[1]
     for i in range(slots):
         for j in range(i + 1, slots):
@@ -91,11 +93,12 @@ class _Converter:
         self.obj = obj
         self.attributes = obj.data.attributes
         self.column = np.zeros(len(obj.data.vertices), np.float32)
-        taken = set(names) | {a.name for a in self.attributes}
+        taken = set(names) | {a.name for a in self.attributes} | {g.name for g in obj.vertex_groups}
         self.temp = "io_ms3d_mdl weights"
         while self.temp in taken:  # a file may name a bone anything
             self.temp += "_"
-        self.working = True
+        # Past Blender's 63 bytes the attribute would get another name, and would not be found to be removed.
+        self.working = len(self.temp.encode()) <= 63
         self.made = False
 
     def __enter__(self) -> _Converter:
