@@ -109,9 +109,7 @@ class _Converter:
 
     def __exit__(self, *exc: object) -> None:
         self.override.__exit__(*exc)
-        left = self.attributes.get(self.temp)
-        if left is not None:
-            self.attributes.remove(left)
+        self._remove_temporary()
         self.attributes.active_index = self.active_attribute
         if self.made:  # Blender's vertex_groups.new makes the newest group the active one; the operator does not
             self.obj.vertex_groups.active_index = len(self.obj.vertex_groups) - 1
@@ -143,9 +141,12 @@ class _Converter:
                     group.add(zeros.tolist(), 0.0, "REPLACE")
                 return group
         self.working = False
-        left = self.attributes.get(self.temp)
-        if left is not None:
-            self.attributes.remove(left)
+        self._remove_temporary()
         if len(groups) > count:  # pragma: no cover - Blender made a group yet did not finish
             groups.remove(groups[count])
         return None
+
+    def _remove_temporary(self) -> None:
+        left = self.attributes.get(self.temp)
+        if left is not None:
+            self.attributes.remove(left)
