@@ -75,7 +75,7 @@ def built(obj):
     }
 
 
-def fill(bpy, monkeypatch, way: str, obj, names, skin):
+def fill(monkeypatch, way: str, obj, names, skin):
     from io_ms3d_mdl.blender import weights
 
     monkeypatch.setattr(weights, "CONVERT_US", math.inf if way == "add" else -math.inf)
@@ -88,8 +88,8 @@ def test_converted_groups_equal_added_groups_with_every_corner_case(blender, mon
     skin = hostile_skin(1600)
     plain, added, converted = grid(bpy, "plain"), grid(bpy, "added"), grid(bpy, "converted")
     reference(plain, NAMES, *skin)
-    fill(bpy, monkeypatch, "add", added, NAMES, skin)
-    fill(bpy, monkeypatch, "convert", converted, NAMES, skin)
+    fill(monkeypatch, "add", added, NAMES, skin)
+    fill(monkeypatch, "convert", converted, NAMES, skin)
     a, c = built(added), built(converted)
     assert a == built(plain) and c == a
     named = ["root", "position", "UVMap", "io_ms3d_mdl weights", "Group", "é" * 31, "b7", "b8"]  # "" → "Group"
@@ -109,7 +109,7 @@ def test_the_conversion_works_on_the_mesh_it_was_given_whatever_the_context_name
     before = built(mine)
     skin = hostile_skin(1600)
     with bpy.context.temp_override(object=mine, active_object=mine):
-        fill(bpy, monkeypatch, "convert", target, NAMES, skin)
+        fill(monkeypatch, "convert", target, NAMES, skin)
     assert built(mine) == before and not mine.vertex_groups
     assert len(target.vertex_groups) == 8
     assert bpy.context.view_layer.objects.active == mine
@@ -121,7 +121,7 @@ def test_a_refused_conversion_falls_back_to_adding_and_leaves_no_trace(blender, 
     bpy = blender
     skin = hostile_skin(1600)
     added, refused = grid(bpy, "added"), grid(bpy, "refused")
-    fill(bpy, monkeypatch, "add", added, NAMES, skin)
+    fill(monkeypatch, "add", added, NAMES, skin)
     calls = []
 
     def refuse(idname, **props):
@@ -163,8 +163,8 @@ def test_nan_weights_count_as_zero_on_both_ways(blender, monkeypatch):
     ids = np.array([[0, 1], [1, 0], [0, -1], [1, -1]])
     weights = np.array([[np.nan, 0.5], [0.25, -np.nan], [1.0, 0.0], [0.75, 0.0]], np.float32)
     added, converted = grid(bpy, "added", 2), grid(bpy, "converted", 2)
-    fill(bpy, monkeypatch, "add", added, ["a", "b"], (ids, weights))
-    fill(bpy, monkeypatch, "convert", converted, ["a", "b"], (ids, weights))
+    fill(monkeypatch, "add", added, ["a", "b"], (ids, weights))
+    fill(monkeypatch, "convert", converted, ["a", "b"], (ids, weights))
     a = built(added)
     assert a == built(converted)
     assert a["groups"] == [(0, "a"), (1, "b")]
@@ -180,7 +180,7 @@ def test_bones_named_like_every_temporary_name_are_added(blender, monkeypatch):
     ids = rng.integers(0, len(names), (1600, 2))
     weights = rng.random((1600, 2)).astype(np.float32)
     added, converted = grid(bpy, "added"), grid(bpy, "converted")
-    fill(bpy, monkeypatch, "add", added, names, (ids, weights))
-    fill(bpy, monkeypatch, "convert", converted, names, (ids, weights))
+    fill(monkeypatch, "add", added, names, (ids, weights))
+    fill(monkeypatch, "convert", converted, names, (ids, weights))
     assert built(converted) == built(added)
     assert [g.name for g in converted.vertex_groups] == names
