@@ -393,3 +393,35 @@ def test_blender_import_shows_the_pcx_skin(blender):
     expected = pillow_rgba(coverage_dir() / "new skin.pcx")
     np.testing.assert_array_equal(pixels[37, 101], expected[37, 101])
     np.testing.assert_array_equal(pixels, expected)
+    # Packed as the PNG written from the decoded pixels (no float round trip), smaller than the pixels themselves.
+    assert image.source == "FILE" and image.file_format == "PNG" and image.name == "new skin.png"
+    assert image.alpha_mode == "CHANNEL_PACKED" and image.colorspace_settings.name == "sRGB"
+    assert image.packed_file.data[:8] == b"\x89PNG\r\n\x1a\n" and image.packed_file.size < 256 * 256
+
+
+@pytest.mark.blender
+def test_blender_keeps_the_packed_skin_through_save_and_reload(blender, tmp_path):
+    bpy = blender
+    assert bpy.ops.import_scene.ms3d(filepath=str(coverage_dir() / "gun.ms3d")) == {"FINISHED"}
+    blend = tmp_path / "gun.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    (image,) = bpy.data.images
+    assert image.packed_file is not None and tuple(image.size) == (256, 256)
+    pixels = np.empty(256 * 256 * 4, np.float32)
+    image.pixels.foreach_get(pixels)
+    pixels = np.round(pixels.reshape(256, 256, 4)[::-1] * 255).astype(np.uint8)
+    np.testing.assert_array_equal(pixels, pillow_rgba(coverage_dir() / "new skin.pcx"))
+
+
+@pytest.mark.blender
+def test_png_encoding_is_lossless(blender):
+    from io_ms3d_mdl.blender.packed_image import png_bytes
+
+    for shape in ((1, 1, 4), (3, 5, 4), (64, 33, 4)):
+        pixels = RNG.integers(0, 256, shape, dtype=np.uint8)
+        decoded = Image.open(io.BytesIO(png_bytes(pixels)))
+        assert decoded.mode == "RGBA" and decoded.size == (shape[1], shape[0])
+        np.testing.assert_array_equal(np.asarray(decoded), pixels)
+    with pytest.raises(ValueError, match="uint8"):
+        png_bytes(np.zeros((2, 2, 3), np.uint8))

@@ -217,6 +217,27 @@ def test_normal_maps_flip_green(addon, tmp_path):
 
 
 @pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+def test_textures_decoded_here_are_packed_as_png_with_their_exact_pixels(addon):
+    """shell_9mm's VTFs are in formats Blender has no decoder for: decoded in numpy, packed as a PNG written from
+    those bytes, and shown by Blender exactly as decoded."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    folder = samples_dir() / "source/FJH03__CSCZS_GameData"
+    bpy.ops.import_scene.source_mdl(filepath=str(folder / "models/shells/shell_9mm.mdl"))
+    images = [i for i in bpy.data.images if i.name.startswith("xmaterial_")]
+    assert sorted(i.name for i in images) == ["xmaterial_3c99fbcea1e0e9d4_n.png", "xmaterial_3c99fbcea1e0e9d4_rgb.png"]
+    for image in images:
+        assert image.source == "FILE" and image.file_format == "PNG" and image.alpha_mode == "CHANNEL_PACKED"
+        assert image.packed_file.data[:8] == b"\x89PNG\r\n\x1a\n" and image.packed_file.size < 512 * 512 * 4
+        vtf = next(folder.rglob(image.name.replace(".png", ".vtf")))
+        expected = read_vtf(vtf).faces[0]
+        width, height = image.size
+        pixels = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        shown = np.round(pixels.reshape(height, width, 4)[::-1] * 255).astype(np.uint8)
+        np.testing.assert_array_equal(shown, expected)
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 def test_cycles_render_shows_the_texture_not_the_placeholder(addon, tmp_path):
     """A small CPU render of a textured sample: the object's pixels carry the texture's colours."""
     from mathutils import Vector

@@ -19,6 +19,8 @@ from typing import Protocol
 import bpy
 import numpy as np
 
+from .packed_image import packed_image
+
 # VTF block format → DDS pixel format: a legacy FourCC, or a DXGI format behind the DX10 extended header.
 FOURCC = {"DXT1": b"DXT1", "DXT1_ONEBITALPHA": b"DXT1", "DXT3": b"DXT3", "DXT5": b"DXT5"}
 # BC4_UNORM, BC5_UNORM, BC7_UNORM, BC6H_UF16, BC6H_SF16
@@ -61,10 +63,7 @@ def dds_bytes(fmt: str, width: int, height: int, data: bytes) -> bytes:
 
 def load(name: str, image: Blocks) -> bpy.types.Image:
     """An image whose packed file is the DDS: Blender decodes it (lazily) from memory; no temporary file."""
-    data = dds_bytes(image.format, image.width, image.height, image.data)
-    result = bpy.data.images.new(name, 1, 1)
-    result.pack(data=data, data_len=len(data))
-    result.source = "FILE"
+    result = packed_image(name, dds_bytes(image.format, image.width, image.height, image.data))
     if image.format in HDR:
         result.colorspace_settings.name = LINEAR
     return result

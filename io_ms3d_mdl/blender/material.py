@@ -18,6 +18,7 @@ from ..access import shown
 from ..errors import Warnings
 from ..scene.types import ImageRef, MaterialData
 from . import dds
+from .packed_image import packed_png
 from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
@@ -87,15 +88,18 @@ def texture_output(folder: str | None) -> Iterator[None]:
 
 def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.Image:
     """A texture we decoded (e.g. a VTF), or block-compressed data Blender decodes itself, as an image packed into
-    the .blend file (blocks stay compressed there), or saved as a PNG."""
+    the .blend file (blocks stay compressed there; 8-bit pixels as a PNG written here, which is faster than
+    Blender's own packing), or saved as a PNG."""
     stem = os.path.splitext(name)[0]
-    if isinstance(pixels, np.ndarray):
-        packed_exr = pixels.dtype.kind == "f" and not _png_folder[-1]  # HDR packs as OpenEXR
-        image = _image_from_array(stem + (".exr" if packed_exr else ".png"), pixels)
-    else:
-        image = dds.load(stem + ".dds", pixels)
-        image.alpha_mode = CHANNEL_PACKED
     folder = _png_folder[-1]
+    if not isinstance(pixels, np.ndarray):
+        image = dds.load(stem + ".dds", pixels)
+    elif pixels.dtype == np.uint8 and not folder:
+        image = packed_png(stem + ".png", pixels)
+    else:
+        packed_exr = pixels.dtype.kind == "f" and not folder  # HDR packs as OpenEXR
+        image = _image_from_array(stem + (".exr" if packed_exr else ".png"), pixels)
+    image.alpha_mode = CHANNEL_PACKED
     if folder and image.packed_file is not None:
         return _dds_as_png(image, folder, name)
     if folder:
@@ -125,7 +129,6 @@ def _image_from_array(name: str, pixels: np.ndarray) -> bpy.types.Image:
     height, width = pixels.shape[:2]
     hdr = pixels.dtype.kind == "f"
     image = bpy.data.images.new(name, width, height, alpha=True, float_buffer=hdr)
-    image.alpha_mode = CHANNEL_PACKED
     if hdr:
         image.colorspace_settings.name = dds.LINEAR
     flipped = np.ascontiguousarray(pixels[::-1], dtype=np.float32)  # Blender's rows start at the bottom
