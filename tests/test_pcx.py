@@ -423,5 +423,6 @@ def test_png_encoding_is_lossless(blender):
         decoded = Image.open(io.BytesIO(png_bytes(pixels)))
         assert decoded.mode == "RGBA" and decoded.size == (shape[1], shape[0])
         np.testing.assert_array_equal(np.asarray(decoded), pixels)
-    with pytest.raises(ValueError, match="uint8"):
-        png_bytes(np.zeros((2, 2, 3), np.uint8))
+    for wrong in (np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2, 4), np.float32), np.zeros((0, 4, 4), np.uint8)):
+        with pytest.raises(ValueError, match="uint8 pixels"):
+            png_bytes(wrong)

@@ -238,6 +238,32 @@ def test_textures_decoded_here_are_packed_as_png_with_their_exact_pixels(addon):
 
 
 @pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+def test_textures_decoded_here_can_be_written_as_png_files(addon, tmp_path):
+    """The same PNG, written beside the .blend instead of packed: loaded from there, with the decoder's pixels."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    folder = samples_dir() / "source/FJH03__CSCZS_GameData"
+    path = folder / "models/shells/shell_9mm.mdl"
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), texture_output="PNG") == {"FINISHED"}
+    written = sorted(p.name for p in (tmp_path / "textures").iterdir())
+    assert written == ["xmaterial_3c99fbcea1e0e9d4_n.png", "xmaterial_3c99fbcea1e0e9d4_rgb.png"]
+    for name in written:
+        image = bpy.data.images[name]
+        assert image.packed_file is None and image.source == "FILE" and image.filepath == f"//textures/{name}"
+        assert image.alpha_mode == "CHANNEL_PACKED"
+        expected = read_vtf(next(folder.rglob(name.replace(".png", ".vtf")))).faces[0]
+        height, width = expected.shape[:2]
+        pixels = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        shown = np.round(pixels.reshape(height, width, 4)[::-1] * 255).astype(np.uint8)
+        np.testing.assert_array_equal(shown, expected)
+    normal = bpy.data.images["xmaterial_3c99fbcea1e0e9d4_n.png"]
+    assert normal.colorspace_settings.name == "Non-Color"
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), texture_output="PNG") == {"FINISHED"}
+    assert sorted(p.name for p in (tmp_path / "textures").iterdir()) == written  # the same bytes: reused
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 def test_cycles_render_shows_the_texture_not_the_placeholder(addon, tmp_path):
     """A small CPU render of a textured sample: the object's pixels carry the texture's colours."""
     from mathutils import Vector

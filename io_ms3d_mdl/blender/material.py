@@ -18,7 +18,7 @@ from ..access import shown
 from ..errors import Warnings
 from ..scene.types import ImageRef, MaterialData
 from . import dds
-from .packed_image import packed_png
+from .packed_image import packed_png, png_bytes
 from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
@@ -88,22 +88,23 @@ def texture_output(folder: str | None) -> Iterator[None]:
 
 def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.Image:
     """A texture we decoded (e.g. a VTF), or block-compressed data Blender decodes itself, as an image packed into
-    the .blend file (blocks stay compressed there; 8-bit pixels as a PNG written here, which is faster than
-    Blender's own packing), or saved as a PNG."""
+    the .blend file (blocks stay compressed there; 8-bit pixels as a PNG we write, see ``packed_image.py``), or
+    saved as a PNG file."""
     stem = os.path.splitext(name)[0]
     folder = _png_folder[-1]
-    if not isinstance(pixels, np.ndarray):
-        image = dds.load(stem + ".dds", pixels)
-    elif pixels.dtype == np.uint8 and not folder:
+    if isinstance(pixels, np.ndarray) and pixels.dtype == np.uint8:
+        if folder:
+            return _loaded_png(_write_png(folder, _file_stem(name), png_bytes(pixels)), name)
         image = packed_png(stem + ".png", pixels)
+    elif isinstance(pixels, np.ndarray):  # HDR: packed as OpenEXR, or saved as an 8-bit PNG
+        image = _image_from_array(stem + (".png" if folder else ".exr"), pixels)
     else:
-        packed_exr = pixels.dtype.kind == "f" and not folder  # HDR packs as OpenEXR
-        image = _image_from_array(stem + (".exr" if packed_exr else ".png"), pixels)
+        image = dds.load(stem + ".dds", pixels)
     image.alpha_mode = CHANNEL_PACKED
     if folder and image.packed_file is not None:
         return _dds_as_png(image, folder, name)
     if folder:
-        path = _save_png(image, folder, _file_stem(name))
+        path = _write_png(folder, _file_stem(name), _encoded_png(image, folder))
         image.source = "FILE"
         image.filepath = bpy.path.relpath(path)  # moves with the .blend
     elif image.packed_file is None:
@@ -114,8 +115,13 @@ def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.
 def _dds_as_png(image: bpy.types.Image, folder: str, name: str) -> bpy.types.Image:
     """The PNG of a DDS-packed image (decoded by Blender), in place of it."""
     image.size[0]  # reading the size makes Blender decode it: saving needs the pixels in memory
-    path = _save_png(image, folder, _file_stem(name))
+    path = _write_png(folder, _file_stem(name), _encoded_png(image, folder))
     bpy.data.images.remove(image)  # (unpacking instead would print to the console)
+    return _loaded_png(path, name)
+
+
+def _loaded_png(path: str, name: str) -> bpy.types.Image:
+    """The PNG file this import wrote for the texture ``name``, as its image."""
     image = bpy.data.images.load(path, check_existing=False)
     image.name = os.path.splitext(name)[0] + ".png"
     image.alpha_mode = CHANNEL_PACKED
@@ -136,24 +142,33 @@ def _image_from_array(name: str, pixels: np.ndarray) -> bpy.types.Image:
     return image
 
 
-def _save_png(image: bpy.types.Image, folder: str, stem: str) -> str:
-    """Write ``image`` as ``folder/<name>.png`` without ever overwriting a file this import did not create: an
-    existing file with the same bytes is reused, a different one gets a numbered sibling. Each file (and the
-    folder, when made here) is created exclusively and recorded, so a failed import deletes what it wrote."""
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-        record_written_file(folder)
-    fd, temp = tempfile.mkstemp(suffix=".png", prefix=".io_ms3d_mdl-", dir=folder)
+def _encoded_png(image: bpy.types.Image, folder: str) -> bytes:
+    """``image`` encoded as a PNG by Blender, through a temporary file in ``folder`` (removed at once)."""
+    fd, temp = tempfile.mkstemp(suffix=".png", prefix=".io_ms3d_mdl-", dir=_made_folder(folder))
     os.close(fd)
     try:
         image.filepath_raw = temp
         image.file_format = "PNG"
         image.save()
         with open(temp, "rb") as f:
-            data = f.read()
+            return f.read()
     finally:
         with contextlib.suppress(OSError):
             os.remove(temp)
+
+
+def _made_folder(folder: str) -> str:
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        record_written_file(folder)
+    return folder
+
+
+def _write_png(folder: str, stem: str, data: bytes) -> str:
+    """Write ``data`` as ``folder/<stem>.png`` without ever overwriting a file this import did not create: an
+    existing file with the same bytes is reused, a different one gets a numbered sibling. Each file (and the
+    folder, when made here) is created exclusively and recorded, so a failed import deletes what it wrote."""
+    _made_folder(folder)
     for n in range(10_000):
         target = os.path.join(folder, f"{stem}.png" if n == 0 else f"{stem}_{n}.png")
         try:
