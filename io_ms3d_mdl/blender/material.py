@@ -130,8 +130,8 @@ def _loaded_png(path: str, name: str) -> bpy.types.Image:
 
 
 def _image_from_array(name: str, pixels: np.ndarray) -> bpy.types.Image:
-    """A generated image holding ``pixels`` (top row first, as decoders give them): uint8, or float (HDR, linear;
-    packed as OpenEXR)."""
+    """A generated image holding ``pixels`` (top row first, as decoders give them): float (HDR, linear; packed as
+    OpenEXR). 8-bit pixels become a PNG without one (``png_bytes``); any other integers are read as 0–255."""
     height, width = pixels.shape[:2]
     hdr = pixels.dtype.kind == "f"
     image = bpy.data.images.new(name, width, height, alpha=True, float_buffer=hdr)
