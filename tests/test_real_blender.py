@@ -45,6 +45,7 @@ LANE_WHEEL = "5.0"  # it drives its own Blender binary, so the suite's other whe
 METAL_BOX = "source/Igrium__portal_nrtx/models/props/metal_box.mdl"
 CIVILIAN = "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
 DWARF = "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
+GUN = "coverage/ms3d/akadjoker__IrrlichtGameObject/gun.ms3d"  # a PCX skin, decoded by us and packed as a PNG
 
 
 def _wheel_version() -> str | None:
@@ -236,7 +237,7 @@ def test_installed_zip_enables_from_the_user_repository(installed, tmp_path):
 
 
 def test_operators_import_real_files(installed, tmp_path):
-    models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF)]
+    models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF), sample(GUN)]
     out = tmp_path / "imports.json"
     command = [BLENDER, "--background", "--python-exit-code", "1", "--python", SCRIPTS / "import_samples.py", "--"]
     code, log = run([*command, out, *models], installed)
@@ -245,7 +246,7 @@ def test_operators_import_real_files(installed, tmp_path):
     result = json.loads(out.read_text())
     assert result["enabled"] and result["operators"] == [True, True], result
     assert Path(result["module_file"]).is_relative_to(tmp_path / "user"), result["module_file"]
-    box, civilian, dwarf = (result["models"][m.name] for m in models)
+    box, civilian, dwarf, gun = (result["models"][m.name] for m in models)
     for name, model in result["models"].items():
         assert model["result"] == ["FINISHED"], (name, model)
     assert box["meshes"] == 1 and box["triangles"] == 5064 and box["source_models"] == ["metal_box"], box
@@ -261,6 +262,7 @@ def test_operators_import_real_files(installed, tmp_path):
     assert not any("weights" in name for m in result["models"].values() for name in m["attributes"]), result
     assert dwarf["armatures"] == 1 and dwarf["bones"] == 44 and dwarf["actions"] == 1, dwarf
     assert dwarf["triangles"] == 1664 and dwarf["images"].get("dwarf.jpg") == [512, 512], dwarf
+    assert gun["images"] == {"new skin.png": [256, 256]}, gun  # our PNG, decoded by this Blender
     assert not crash_files(installed)
 
 
