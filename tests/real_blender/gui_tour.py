@@ -26,6 +26,9 @@ import traceback
 
 import bpy
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Blender runs this file alone
+from weight_summary import weight_summary
+
 ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
 DEADLINE = 240.0  # seconds: the tour gives up (and says so) rather than hang the test
@@ -299,14 +302,7 @@ def tour():
     before = sorted(a.name for a in obj.data.attributes)
     with override():
         checks["rigged_import"] = sorted(bpy.ops.import_scene.source_mdl(filepath=ARGS.rigged))
-    skinned = [o for o in bpy.data.objects if o.type == "MESH" and o.vertex_groups]
-    entries = [g for o in skinned for v in o.data.vertices for g in v.groups]
-    checks["rigged_weights"] = [
-        len(skinned),
-        sum(len(o.vertex_groups) for o in skinned),
-        len(entries),
-        round(sum(g.weight for g in entries), 3),
-    ]
+    checks["rigged_weights"] = weight_summary()
     checks["active_mesh_untouched"] = sorted(a.name for a in obj.data.attributes) == before and not obj.vertex_groups
 
 

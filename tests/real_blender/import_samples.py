@@ -17,6 +17,9 @@ import sys
 
 import bpy
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Blender runs this file alone
+from weight_summary import weight_summary
+
 ADDON = "bl_ext.user_default.io_ms3d_mdl"
 
 out_path, *models = sys.argv[sys.argv.index("--") + 1 :]
@@ -34,8 +37,6 @@ for path in models:
     result = operator(filepath=path)
     collision = [o for o in bpy.data.objects if "source_phy_solid" in o]
     render = {o.data for o in bpy.data.objects if o.type == "MESH" and o not in collision}
-    skinned = [o for o in bpy.data.objects if o.type == "MESH" and o.vertex_groups]
-    entries = [g for o in skinned for v in o.data.vertices for g in v.groups]
     summary["models"][os.path.basename(path)] = {
         "result": sorted(result),
         "objects": len(bpy.data.objects),
@@ -48,13 +49,7 @@ for path in models:
         "images": {i.name: list(i.size) for i in bpy.data.images if i.type == "IMAGE"},
         "triangles": sum(len(p.vertices) - 2 for m in render for p in m.polygons),
         "source_models": sorted(c.name for c in bpy.data.collections if "source_version" in c),
-        # meshes with groups, their groups, weight entries, the weights' sum
-        "weights": [
-            len(skinned),
-            sum(len(o.vertex_groups) for o in skinned),
-            len(entries),
-            round(sum(g.weight for g in entries), 3),
-        ],
+        "weights": weight_summary(),
         "attributes": sorted({a.name for m in render for a in m.attributes if not a.name.startswith(".")}),
     }
 with open(out_path, "w") as handle:
