@@ -277,7 +277,7 @@ class _Shape(NamedTuple):
     opaque: bool  # opacity 1: alpha sources link straight in, without a Math node
     normal_map: bool
     clip: bool
-    blend: bool
+    blend: bool  # not a node: a copy keeps its template's render method, which _write_values only sets
 
 
 def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> _Shape:
