@@ -90,6 +90,9 @@ class Confinement:
     # (folder, name as written) → the entry's path or None, for this import: material searches try the same
     # folders for every texture (and mostly miss), so each step is looked up once.
     _steps: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
+    # (base, folder steps as written) → the folder they lead to under a root, or None: a material search asks for
+    # many names in the same few folders, and the path arithmetic cost more than the lookups.
+    _folders: dict[tuple[str, tuple[str, ...]], str | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_model(cls, model_path: str, user_roots: tuple[str, ...] = (), allow_absolute: bool = False) -> Confinement:
@@ -124,8 +127,19 @@ class Confinement:
         folder); anything that leaves every root, or is absolute, is refused (None).
         """
         parts = relative_parts(name)
-        if not parts:
+        if not parts or parts[-1] == "..":  # (a name ending in ``..`` is a folder, never a regular file)
             return None
+        key = (base, tuple(parts[:-1]))
+        if key not in self._folders:
+            self._folders[key] = self._folder(base, key[1])
+        folder = self._folders[key]
+        current = self._step(folder, parts[-1]) if folder is not None else None
+        # Resolved afresh (see ``allows``): only the spelling of the steps is remembered.
+        return current if current is not None and self.allows(current) and _is_regular(current) else None
+
+    def _folder(self, base: str, parts: tuple[str, ...]) -> str | None:
+        """The folder ``parts`` lead to from ``base``, spelled as it exists below the first root holding it, or
+        None when it is outside every root or missing (a file inside it is inside that root too)."""
         target = os.path.normpath(os.path.join(os.path.abspath(base), *parts))
         root = next((r for r in self.roots if _inside(target, r)), None)
         if root is None:
@@ -136,7 +150,7 @@ class Confinement:
                 current = self._step(current, part)
                 if current is None:
                     return None
-        return current if self.allows(current) and _is_regular(current) else None
+        return current
 
     def _step(self, folder: str, part: str) -> str | None:
         """``folder``'s entry named ``part`` in any letter case (the exact name first), or None."""

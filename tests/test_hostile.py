@@ -186,6 +186,27 @@ def test_lookup_prefers_the_exact_name_and_works_through_unlistable_folders(tmp_
             (folder / "Sub").chmod(0o755)
 
 
+def test_lookups_share_their_folders_yet_each_name_is_judged_alone(tmp_path):
+    """Names in one folder reuse that folder's lookup (a material search asks for dozens of names in the same
+    few folders); each name is still found, missed or refused on its own, and a name ending in ``..`` (a
+    folder) or climbing out through a remembered folder is refused."""
+    outside = hostile.canaries(tmp_path)
+    folder = tmp_path / "game" / "models"
+    (folder / "Skins").mkdir(parents=True)
+    (folder / "Skins" / "a.png").write_bytes(b"a")
+    (folder / "Skins" / "B.png").write_bytes(b"b")
+    (folder / "Skins" / "Sub").mkdir()
+    confinement = Confinement.for_model(str(folder / "m.mdl"))
+    assert confinement.find(str(folder), "skins/A.PNG") == str(folder / "Skins" / "a.png")
+    assert confinement.find(str(folder), "skins/c.png") is None
+    assert confinement.find(str(folder), "SKINS\\b.png") == str(folder / "Skins" / "B.png")
+    assert confinement.find(str(folder), "skins/sub/..") is None
+    assert confinement.find(str(folder), "skins/sub") is None  # a folder is not a regular file
+    assert confinement.find(str(folder), "nothere/a.png") is None
+    assert confinement.find(str(folder), "../../outside/secret.png") is None
+    assert confinement.find(str(folder), "skins/../../../outside/secret.png") is None
+
+
 @pytest.mark.parametrize("kind", ["fifo", "zero", "outside"])
 def test_special_sidecars_are_treated_as_absent_without_hanging(tmp_path, kind):
     path = hostile.source_special_sidecar(tmp_path, kind)
