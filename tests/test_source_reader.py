@@ -120,6 +120,31 @@ def test_lod_choice_and_all_lods(tmp_path):
     assert [(c.name, c.hidden) for c in lods] == [("body_ref LOD1", True), ("body_ref LOD2", True)]
 
 
+def test_only_the_built_level_of_detail_is_read(tmp_path):
+    """An import reads one LOD of the .vtx (the others cost most of its reading); it is the LOD a full read
+    gives, the rest are None, a LOD past the last reads the last, and the import builds what it built before."""
+    path = write_source(character_spec(vtx_lods=3), tmp_path)
+    raw = path.with_suffix(".dx90.vtx").read_bytes()
+    full = read_vtx_bytes(raw)
+    for lod, kept in ((0, 0), (1, 1), (2, 2), (7, 2)):
+        part = read_vtx_bytes(raw, lod=lod)
+        for full_models, models in zip(full.body_parts, part.body_parts, strict=True):
+            for full_lods, lods in zip(full_models, models, strict=True):
+                assert [k for k, level in enumerate(lods) if level is not None] == [kept]
+                assert repr(lods[kept]) == repr(full_lods[kept])
+    mdl = read_mdl(path)
+    vvd, _, _ = read_mesh_companions(mdl, find_sidecars(str(path)))
+    for lod in (0, 2, 5):
+        expected = source_to_scene(mdl, vvd, full, SourceOptions(lod=lod))
+        got = load_source(str(path), SourceOptions(lod=lod))
+        assert [o.name for o in got.objects] == [o.name for o in expected.objects]
+        for a, b in zip(got.objects, expected.objects, strict=True):
+            np.testing.assert_array_equal(a.mesh.triangles, b.mesh.triangles)
+            np.testing.assert_array_equal(a.mesh.positions, b.mesh.positions)
+    with pytest.raises(ValueError, match="level of detail 1"):
+        source_to_scene(mdl, vvd, read_vtx_bytes(raw, lod=0), SourceOptions(lod=1))
+
+
 def test_missing_sidecars_keep_skeleton_and_attachments(tmp_path):
     path = tmp_path / "lonely.mdl"
     path.write_bytes(write_mdl(character_spec()))

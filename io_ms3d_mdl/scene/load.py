@@ -35,7 +35,8 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
         mdl = read_mdl(path)
         sidecars = find_sidecars(path)
-        vvd, vtx, notes = read_mesh_companions(mdl, sidecars)  # v53: from inside the .mdl
+        lod = options.lod if options.lod >= 0 else None  # only the level of detail that is built
+        vvd, vtx, notes = read_mesh_companions(mdl, sidecars, lod)  # v53: from inside the .mdl
         warnings = Warnings()
         for note in notes:
             warnings.add(note)

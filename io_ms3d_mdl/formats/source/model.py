@@ -188,4 +188,4 @@ class VtxFile:
     checksum: int
     num_lods: int
     header_size: int  # 25 or 33: the strip-group header size found in the layout
-    body_parts: list[list[list[VtxLod]]]  # body part → model → LOD
+    body_parts: list[list[list[VtxLod | None]]]  # body part → model → LOD (None: not read, see ``read_vtx``)

@@ -59,12 +59,16 @@ def find_ani(mdl_path: str, block_name: str) -> str | None:
     return find_sidecars(mdl_path).ani
 
 
-def read_mesh_companions(mdl: MdlFile, sidecars: Sidecars) -> tuple[VvdFile | None, VtxFile | None, list[str]]:
+def read_mesh_companions(
+    mdl: MdlFile, sidecars: Sidecars, lod: int | None = None
+) -> tuple[VvdFile | None, VtxFile | None, list[str]]:
     """The vertex pool and triangle lists: from inside a v53 model where its header says they are, else from the
     files beside it; Titanfall's vertex colours and second UV set (``.vvc``) ride on the pool; and notes on what was
-    read but could not be used."""
+    read but could not be used. ``lod``: the one level of detail to read (see ``read_vtx``), None for all."""
     vvd = _companion(mdl, "vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
-    vtx = _companion(mdl, "vtx", read_vtx_bytes, read_vtx, sidecars.vtx)
+    vtx = _companion(
+        mdl, "vtx", lambda data, name: read_vtx_bytes(data, name, lod), lambda path: read_vtx(path, lod), sidecars.vtx
+    )
     vvc = _companion(mdl, "vvc", read_vvc_bytes, read_vvc, sidecars.vvc)
     notes = []
     if vvc is not None and vvd is not None:

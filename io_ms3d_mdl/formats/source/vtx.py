@@ -18,11 +18,13 @@ from . import structs as S
 from .model import VtxFile, VtxLod, VtxMesh, VtxStripGroup
 
 
-def read_vtx(path: str | os.PathLike[str]) -> VtxFile:
-    return read_vtx_bytes(read_file(path), os.fspath(path))
+def read_vtx(path: str | os.PathLike[str], lod: int | None = None) -> VtxFile:
+    return read_vtx_bytes(read_file(path), os.fspath(path), lod)
 
 
-def read_vtx_bytes(data: bytes, path: str | None = None) -> VtxFile:
+def read_vtx_bytes(data: bytes, path: str | None = None, lod: int | None = None) -> VtxFile:
+    """``lod``: read only that level of detail of each model (its last when it has fewer), the others left None;
+    None reads them all. An import builds one level, and the others (often five more) cost most of the reading."""
     cur = Cursor(data, path)
     if cur.size < S.VTX_HEADER.itemsize:
         raise cur.error(f"not a Source mesh file: {cur.size} bytes is too short for a header", 0)
@@ -32,7 +34,7 @@ def read_vtx_bytes(data: bytes, path: str | None = None) -> VtxFile:
     errors = []
     for size in _sizes_by_layout(cur, header):
         try:
-            parts = _walk(cur, header, size)
+            parts = _walk(cur, header, size, lod)
         except FormatError as exc:
             errors.append(exc)
             continue
@@ -64,7 +66,7 @@ def _sizes_by_layout(cur: Cursor, header: np.ndarray) -> list[int]:
     return sorted((25, 33), key=lambda size: not fits(size))
 
 
-def _walk(cur: Cursor, header: np.ndarray, size: int) -> list[list[list[VtxLod]]]:
+def _walk(cur: Cursor, header: np.ndarray, size: int, only: int | None) -> list[list[list[VtxLod | None]]]:
     sg_dtype, strip_dtype = S.VTX_STRIPGROUP[size], S.VTX_STRIP[size]
     parts = []
     bp_base = int(header["bodypartoffset"])
@@ -72,9 +74,14 @@ def _walk(cur: Cursor, header: np.ndarray, size: int) -> list[list[list[VtxLod]]
         models = []
         m_base = bp_off + int(bp["modeloffset"])
         for m_off, model in cur.records_at(S.VTX_MODEL, m_base, _count(cur, bp["nummodels"]), "models"):
-            lods = []
+            lods: list[VtxLod | None] = []
             l_base = m_off + int(model["lodoffset"])
-            for l_off, lod in cur.records_at(S.VTX_LOD, l_base, _count(cur, model["numlods"]), "LODs"):
+            num_lods = _count(cur, model["numlods"])
+            wanted = None if only is None else min(max(only, 0), num_lods - 1)
+            for k, (l_off, lod) in enumerate(cur.records_at(S.VTX_LOD, l_base, num_lods, "LODs")):
+                if wanted is not None and k != wanted:
+                    lods.append(None)
+                    continue
                 meshes = []
                 me_base = l_off + int(lod["meshoffset"])
                 for me_off, mesh in cur.records_at(S.VTX_MESH, me_base, _count(cur, lod["nummeshes"]), "meshes"):

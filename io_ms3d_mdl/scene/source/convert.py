@@ -236,6 +236,8 @@ def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions
                 continue
             wanted = range(len(lods)) if options.lod < 0 else [min(options.lod, len(lods) - 1)]
             for k in wanted:
+                if lods[k] is None:  # a caller's mistake, not the file's: read_vtx was given another ``lod``
+                    raise ValueError(f"level of detail {k} of '{option.name}' was not read from the .vtx")
                 obj = _model_object(
                     mdl, model, lods[k], vvd, options, scene, f"{option.name}{'' if k == 0 else f'_lod{k}'}"
                 )
