@@ -63,3 +63,27 @@ def test_arrays_of_their_own_are_checked_each():
     assert channels[0].rotation_frames[1] == 0.0 and np.array_equal(channels[0].rotations[1], [1.0, 0, 0, 0])
     assert channels[1].location_frames[0] == 0.0 and np.array_equal(channels[1].locations[0], [0.0, 1.0, 2.0])
     assert any(w.startswith("4 values in the file were not usable") for w in scene.warnings)
+
+
+def test_placements_checked_together_equal_one_at_a_time():
+    """The empties' matrices are checked all at once; each must come out as ``_rigid`` makes it alone."""
+    from io_ms3d_mdl.scene.finite import _placements, _rigid
+
+    turned = np.eye(4)
+    turned[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    turned[:3, 3] = (-0.0, 2.5, -7.0)
+    nan, far, flat, mirrored, skewed_row, nearly = (np.eye(4) for _ in range(6))
+    nan[1, 2] = np.nan
+    far[0, 3] = 1e12
+    flat[:3, :3] = [[0.0, 0.0, 0.0], [-6.2e26, 1e-44, 0.0], [0.0, 0.0, 0.0]]
+    mirrored[0, 0] = -1.0
+    skewed_row[3] = (0.0, 1.0, 0.0, 1.0)
+    nearly[:3, :3] *= 1.00002  # within _rigid's tolerance, outside the quick test's
+    huge = np.full((4, 4), 1e300)
+    matrices = [turned, np.eye(4), nan, far, flat, mirrored, skewed_row, nearly, huge, -np.eye(4)]
+    together, count = _placements([m.copy() for m in matrices])
+    alone = [_rigid(m.copy()) for m in matrices]
+    assert count == sum(bad for _, bad in alone)
+    for got, (expected, _) in zip(together, alone, strict=True):
+        assert got.tobytes() == expected.tobytes()  # the same bits, -0.0 included
+    assert _placements([]) == ([], 0)
