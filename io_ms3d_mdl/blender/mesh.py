@@ -88,11 +88,10 @@ def _blenders_own(computed: bpy.types.bpy_prop_collection, normals: np.ndarray) 
     return not normals[differing].any()
 
 
-def _rows(vectors: np.ndarray) -> tuple[tuple[float, float, float], ...]:
-    """(N, 3) floats as a tuple of 3-tuples: Blender reads those about 1.5× faster than a numpy array (the
-    values are the same floats)."""
-    flat = iter(vectors.ravel().tolist())
-    return tuple(zip(flat, flat, flat, strict=True))
+def _rows(vectors: np.ndarray) -> list[list[float]]:
+    """(N, 3) floats as Python lists: Blender reads a sequence of sequences 1.5× faster than a numpy array
+    (which it walks item by item), and ``tolist`` makes them faster than building tuples (the same floats)."""
+    return vectors.reshape(-1, 3).tolist()
 
 
 def _set_sharp_edges(me: bpy.types.Mesh, pairs: np.ndarray | None) -> None:
