@@ -203,6 +203,7 @@ def test_lookups_share_their_folders_yet_each_name_is_judged_alone(tmp_path):
     assert confinement.find(str(folder), "skins/sub/..") is None
     assert confinement.find(str(folder), "skins/sub") is None  # a folder is not a regular file
     assert confinement.find(str(folder), "nothere/a.png") is None
+    assert (outside / "secret.png").is_file()
     assert confinement.find(str(folder), "../../outside/secret.png") is None
     assert confinement.find(str(folder), "skins/../../../outside/secret.png") is None
 
