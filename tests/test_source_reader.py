@@ -145,6 +145,29 @@ def test_only_the_built_level_of_detail_is_read(tmp_path):
         source_to_scene(mdl, vvd, read_vtx_bytes(raw, lod=0), SourceOptions(lod=1))
 
 
+def test_material_slots_follow_first_use_and_survive_dropped_triangles(tmp_path):
+    """Slots are the meshes' materials in order of first use (worked out per strip group); a material whose
+    triangles are all degenerate loses its slot, and the remaining triangles keep theirs."""
+    from source_writer import SMesh, SVertex
+
+    verts = [SVertex((x, y, 0.0), (0, 0, 1), (x, y), (0,), (1.0,)) for x, y in ((0, 0), (1, 0), (1, 1), (0, 1))]
+    meshes = [
+        quad_mesh(1, 0.0, 0, strip_groups=2),
+        SMesh(0, verts, [(0, 0, 1), (1, 2, 2)]),  # all degenerate
+        SMesh(1, verts, [(0, 1, 2)]),
+        SMesh(0, verts, [(3, 3, 0)]),  # degenerate too: material 0 is never used
+        SMesh(2, verts, [(0, 1, 2), (0, 0, 3), (0, 2, 3)]),  # past the two textures: an empty slot
+    ]
+    spec = character_spec(body_parts=[SBodyPart("body", [SModel("body", meshes)])])
+    scene = source_to_scene(*load(write_source(spec, tmp_path)), SourceOptions())
+    (obj,) = scene.objects
+    assert obj.mesh.material_refs == [1, 2]
+    assert obj.mesh.materials == [scene.skin_families[0][1], None]
+    assert obj.mesh.material_indices.dtype == np.int32
+    assert obj.mesh.material_indices.tolist() == [0, 0, 0, 1, 1]
+    assert any("4 degenerate triangles" in w for w in scene.warnings)
+
+
 def test_missing_sidecars_keep_skeleton_and_attachments(tmp_path):
     path = tmp_path / "lonely.mdl"
     path.write_bytes(write_mdl(character_spec()))

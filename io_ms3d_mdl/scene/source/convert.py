@@ -266,18 +266,18 @@ def _model_object(
     name: str,
 ) -> ObjectData | None:
     pool = vvd.vertices
-    tris, refs = [], []
+    tris, group_refs = [], []
     for mesh, vmesh in zip(model.meshes, lod.meshes, strict=False):
         base = model.vertex_index + mesh.vertex_offset
         for group in vmesh.strip_groups:
             if len(group.triangles) == 0:
                 continue
-            local = group.vertices[group.triangles].astype(np.int64)
-            tris.append(base + local[:, ::-1])  # clockwise in the file
-            refs.append(np.full(len(local), mesh.material, dtype=np.int64))
+            tris.append(np.add(group.vertices[group.triangles[:, ::-1]], base, dtype=np.int64))  # clockwise in the file
+            group_refs.append(mesh.material)
     if not tris:
         return None
-    tris_global, mesh_refs = np.concatenate(tris), np.concatenate(refs)
+    tris_global = np.concatenate(tris)
+    group_sizes = [len(t) for t in tris]
     budget = current_budget()
     budget.check(mdl.path, "triangles over all objects", scene.triangle_count + len(tris_global), budget.triangles)
     if int(tris_global.max()) >= len(pool) or int(tris_global.min()) < 0:
@@ -285,34 +285,38 @@ def _model_object(
         return None
     # A triangle that repeats a vertex has no area; Blender's custom-normal code crashes on such faces (found by
     # fuzzing), and validate() would delete them anyway.
+    # Slots in order of first use: each strip group is one material's, so per group, not per triangle.
+    slot_refs = list(dict.fromkeys(group_refs))
+    slot_of_triangle = np.repeat(np.array([slot_refs.index(r) for r in group_refs], dtype=np.int32), group_sizes)
     a, b, c = tris_global.T
     solid = (a != b) & (b != c) & (a != c)
     if not solid.all():
         scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
-        tris_global, mesh_refs = tris_global[solid], mesh_refs[solid]
+        tris_global = tris_global[solid]
         if not len(tris_global):
             return None
+        kept = np.bincount(slot_of_triangle[solid], minlength=len(slot_refs)) > 0  # slots that still have one
+        slot_refs = [r for r, k in zip(slot_refs, kept.tolist(), strict=True) if k]
+        slot_of_triangle = (np.cumsum(kept) - 1).astype(np.int32)[slot_of_triangle[solid]]
     # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
     used, triangles = renumbered(tris_global, len(pool))
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     verts = np.take(pool, used)  # not pool[used]: numpy indexes structured records field by field, 20× slower
-    refs, first = np.unique(mesh_refs, return_index=True)
-    by_first = np.argsort(first)
-    slot_refs = refs[by_first].tolist()  # in order of first use
     family0 = scene.skin_families[0] if scene.skin_families else []
     slots = [family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs]
+    corners = triangles.ravel()
     mesh = MeshData(
         name=name,
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
-        uvs=_flipped_uvs(np.take(verts["uv"], triangles.ravel(), axis=0)),
+        uvs=np.take(_flipped_uvs(verts["uv"]), corners, axis=0),  # flipped per vertex, spread over the corners
         vertex_normals=np.ascontiguousarray(verts["normal"], dtype=np.float32),
-        material_indices=np.argsort(by_first)[np.searchsorted(refs, mesh_refs)].astype(np.int32),
+        material_indices=slot_of_triangle,
         materials=slots,
         source_vertices=used.astype(np.int32),
         material_refs=slot_refs,
         colors=np.ascontiguousarray(vvd.colors[used]) if vvd.colors is not None else None,
-        uvs2=_flipped_uvs(np.take(vvd.uv2[used], triangles.ravel(), axis=0)) if vvd.uv2 is not None else None,
+        uvs2=np.take(_flipped_uvs(vvd.uv2[used]), corners, axis=0) if vvd.uv2 is not None else None,
     )
     obj = ObjectData(name, mesh)
     # Each shape key stores every vertex: check before the keys are made.
