@@ -87,3 +87,22 @@ def test_placements_checked_together_equal_one_at_a_time():
     for got, (expected, _) in zip(together, alone, strict=True):
         assert got.tobytes() == expected.tobytes()  # the same bits, -0.0 included
     assert _placements([]) == ([], 0)
+
+
+def test_arrays_whose_sum_overflows_are_checked_element_by_element_quietly():
+    """A clean array is recognised by one sum; huge finite values overflow it, and are then checked one by one
+    (nothing replaced, nothing counted, no warning), while inf and -inf side by side are repaired."""
+    import warnings
+
+    from io_ms3d_mdl.scene.types import MeshData, ObjectData
+
+    huge = np.full((4, 3), 3e38, dtype=np.float32)
+    broken = np.array([[np.inf, -np.inf, 1.0]], dtype=np.float32)
+    scene = SceneData("m", objects=[ObjectData("a", MeshData("a", huge, np.zeros((0, 3), np.int32)))])
+    scene.objects.append(ObjectData("b", MeshData("b", broken, np.zeros((0, 3), np.int32))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        replace_non_finite(scene)
+    assert (huge == np.float32(3e38)).all()
+    assert broken.tolist() == [[0.0, 0.0, 1.0]]
+    assert any(w.startswith("2 values in the file were not usable numbers") for w in scene.warnings)

@@ -82,9 +82,8 @@ def _orthonormal(rotation: np.ndarray) -> bool:
 def _zero_non_finite(array: np.ndarray | None) -> int:
     if array is None or array.dtype.kind != "f":
         return 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        if math.isfinite(array.sum()):  # NaN and infinity survive a sum: one reduction, no mask, for clean arrays
-            return 0
+    if math.isfinite(array.sum()):  # NaN and infinity survive a sum: one reduction, no mask, for clean arrays
+        return 0
     bad = ~np.isfinite(array)
     count = int(bad.sum())
     if count:
@@ -144,10 +143,15 @@ def _numbers(values: tuple[float, ...], fallback: float) -> tuple[tuple[float, .
     return (values, 0) if not bad else (tuple(v if math.isfinite(v) else fallback for v in values), bad)
 
 
+_PLAIN = (str, int, bool)  # property values that hold no float
+
+
 def _props(props: dict) -> int:
     """Custom properties hold numbers from files too (fps, radii, ranges): the same guard, in lists as well."""
     count = 0
     for key, value in props.items():
+        if type(value) in _PLAIN:  # most are; a model has a hundred such dicts
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             props[key], count = 0.0, count + 1
         elif isinstance(value, list):
@@ -220,6 +224,12 @@ def _bones(bones: list) -> int:
 
 
 def replace_non_finite(scene: SceneData) -> None:
+    # Sums of huge or broken arrays overflow or meet inf - inf: those arrays are repaired, without a warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        _replace_non_finite(scene)
+
+
+def _replace_non_finite(scene: SceneData) -> None:
     count = _timing(scene) + _props(scene.props) + sum(_material_values(m) for m in scene.materials)
     for obj in scene.objects:
         mesh = obj.mesh
