@@ -218,5 +218,7 @@ def _number(value) -> float | None:
 
 
 def _value(text: str) -> float | str:
+    if text[:1].isalpha():  # a word (a name, a surface): float() reads none but nan and inf, kept as text anyway
+        return text[:1024]
     number = _number(text)
     return number if number is not None else text[:1024]
