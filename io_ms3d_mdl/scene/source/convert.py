@@ -168,19 +168,21 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
         world[:, :3, :3], heads, mdl.bones["parent"].astype(np.int64), np.eye(3), options.bone_orientation, default
     )
     names = unique_names(mdl.bone_names, "bone")  # within Blender's 63 bytes; the file's name kept when it differs
+    matrices = compose(frames, heads)  # every bone at once: per bone, numpy's call overhead was most of the cost
+    flags, proctypes = mdl.bones["flags"].tolist(), mdl.bones["proctype"].tolist()
     bones = [
         BoneData(
             names[i],
-            int(p),
-            compose(frames[i], heads[i]),
-            float(lengths[i]),
+            p,
+            matrices[i],
+            length,
             props={
-                "source_flags": int(mdl.bones["flags"][i]),
-                "source_proctype": int(mdl.bones["proctype"][i]),
+                "source_flags": flags[i],
+                "source_proctype": proctypes[i],
                 **({"source_name": mdl.bone_names[i]} if mdl.bone_names[i] not in ("", names[i]) else {}),
             },
         )
-        for i, p in enumerate(mdl.bones["parent"].tolist())
+        for i, (p, length) in enumerate(zip(mdl.bones["parent"].tolist(), lengths.tolist(), strict=True))
     ]
     return SkeletonData(name, bones), x
 
