@@ -342,3 +342,16 @@ def test_a_model_without_vertices_keeps_its_skeleton(tmp_path):
     assert len(vvd.vertices) == 0 and vvd.tangents is not None and vvd.tangents.shape == (0, 4)
     scene = load_source(str(path))
     assert scene.objects == [] and scene.skeleton is not None and len(scene.skeleton.bones) == 2
+
+
+def test_strings_read_in_place_equal_those_read_through_a_copy():
+    """Names are looked for in the file's bytes without copying ``limit`` bytes each time; every case (terminated,
+    unterminated, at the end, past the limit, offset 0) reads, and is charged to the budget, as through a copy."""
+    data = b"\x00name\x00caf\xe9\x00" + "ünï".encode() + b"\x00tail-without-end"
+    cases = [(0, 4096), (1, 4096), (6, 4096), (11, 4096), (18, 4096), (1, 3), (18, 5), (len(data) - 1, 4096)]
+    for offset, limit in cases:
+        fast, slow = Cursor(data), Cursor(bytearray(data))
+        assert fast.string_at(offset, "s", limit) == slow.string_at(offset, "s", limit), (offset, limit)
+        assert fast.copied == slow.copied, (offset, limit)
+    with pytest.raises(FormatError, match="outside the 33-byte file"):
+        Cursor(data).string_at(len(data), "s")

@@ -53,6 +53,7 @@ class Cursor:
 
     def __init__(self, data: bytes | bytearray | memoryview, path: str | None = None) -> None:
         self.data = memoryview(data).cast("B")
+        self._bytes = data if isinstance(data, bytes) else None  # searched in place for string terminators
         self.path = path
         self.pos = 0
         self.block = "file"
@@ -170,7 +171,12 @@ class Cursor:
             if optional:
                 return ""
             raise self.error(f"{what}: string offset {offset} is outside the {self.size}-byte file", offset)
-        raw = bytes(self.data[offset : min(offset + limit, self.size)])
+        stop = min(offset + limit, self.size)
+        if self._bytes is not None:  # without copying ``limit`` bytes to look for the end of a short name
+            end = self._bytes.find(b"\0", offset, stop)
+            self._take(stop - offset if end < 0 else end - offset + 1, what)
+            return decode_text(self._bytes[offset : stop if end < 0 else end])
+        raw = bytes(self.data[offset:stop])
         end = raw.find(b"\0")
         self._take(len(raw) if end < 0 else end + 1, what)
         return decode_text(raw if end < 0 else raw[:end])

@@ -58,11 +58,10 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
     layout = S.LAYOUTS[version]
     name = _name(cur, header, raw)
     bones = _as_layout(_records(cur, header, "numbones", "boneindex", layout.bone, "bones"), S.BONE)
+    bone_base, bone_size = int(header["boneindex"]), layout.bone.itemsize
     bone_names = [
-        cur.string_at(
-            _rel(cur, int(header["boneindex"]) + i * layout.bone.itemsize, b["sznameindex"]), f"name of bone {i}"
-        )
-        for i, b in enumerate(bones)
+        cur.string_at(_rel(cur, bone_base + i * bone_size, offset), f"name of bone {i}")
+        for i, offset in enumerate(bones["sznameindex"].tolist())
     ]
     parents = bones["parent"]
     if len(bones) and ((parents >= np.arange(len(bones))) | (parents < -1)).any():
