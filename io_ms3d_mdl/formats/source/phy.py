@@ -126,14 +126,16 @@ def read_phy_bytes(data: bytes, path: str | None = None) -> PhyFile:
     if not 0 <= count <= most:
         raise cur.error(f"{count} solids declared, but the file has room for at most {most}", 8)
     budget = current_budget()
-    totals = [0, 0]  # points, triangles
-    solids, pos = [], size
+    totals = [0, 0]  # points (those the pieces reach), triangles
+    solids, pos, pending = [], size, []
     for index in range(count):
         with cur.section(f"solid {index}"):
-            solid, pos = _solid(cur, index, pos, totals)
+            solid, pos = _solid(cur, index, pos, totals, pending)
         budget.check(path, "collision points", totals[0], budget.vertices, offset=solid.offset)
         budget.check(path, "collision triangles", totals[1], budget.triangles, offset=solid.offset)
         solids.append(solid)
+    for (solid, *_), piece in zip(pending, _pieces(cur, pending), strict=True):
+        solid.pieces.append(piece)
     phy = PhyFile(path, checksum, count, solids)
     text = bytes(cur.data[pos : pos + TEXT_LIMIT + 1])
     text = text.split(b"\0", 1)[0]
@@ -144,7 +146,12 @@ def read_phy_bytes(data: bytes, path: str | None = None) -> PhyFile:
     return phy
 
 
-def _solid(cur: Cursor, index: int, pos: int, totals: list[int]) -> tuple[PhySolid, int]:
+# A convex piece found by the walk, made once every solid is walked (see ``_pieces``): its solid, its triangles'
+# corners (indices into the points it reaches), where those points start, how many it reaches, and its bone.
+_Pending = tuple["PhySolid", np.ndarray, int, int, int]
+
+
+def _solid(cur: Cursor, index: int, pos: int, totals: list[int], pending: list[_Pending]) -> tuple[PhySolid, int]:
     cur.pos = pos
     solid_size = cur.i32("solid size")
     body, end = pos + 4, pos + 4 + solid_size
@@ -170,7 +177,7 @@ def _solid(cur: Cursor, index: int, pos: int, totals: list[int]) -> tuple[PhySol
         found = bytes(cur.data[surface + 44 : surface + 48])
         raise cur.error(f"expected the compact surface tag 'IVPS', found {found!r}", surface + 44)
     triangle = TRIANGLE_WIDE if wide else TRIANGLE
-    pieces: list[PhyPiece] = []
+    solid = PhySolid(index, pos, [], version)
     q, points_start = surface + surface_size, end
     while q < points_start:  # the ledges come first, then the points they share
         (ledge,) = cur.array_at(LEDGE, q, 1, f"convex piece header of solid {index}")
@@ -182,27 +189,42 @@ def _solid(cur: Cursor, index: int, pos: int, totals: list[int]) -> tuple[PhySol
             raise cur.error(f"a convex piece's point offset {offset} points outside solid {index}", q)
         points_start = min(points_start, q + offset)
         if int(ledge["flags"]) & 3 == 0 and n_tri > 0:  # a tree hull around other pieces has children
-            tris = cur.array_at(triangle, first, n_tri, f"triangles of solid {index}")["edges"]["start"]
-            pieces.append(_piece(cur, tris.astype(np.int64), q + offset, end, int(ledge["client_data"]) - 1, index))
-            totals[0] += len(pieces[-1].points)
+            tris = cur.view_at(triangle, first, n_tri, f"triangles of solid {index}")["edges"]["start"]
+            starts = tris.astype(np.int64).ravel()
+            reach = int(starts.max()) + 1
+            points_at = q + offset
+            if starts.min() < 0 or points_at + reach * POINT.itemsize > end:
+                raise cur.error(f"a convex piece of solid {index} uses {reach} points, past the solid's end", points_at)
+            pending.append((solid, starts, points_at, reach, int(ledge["client_data"]) - 1))
+            totals[0] += reach
             totals[1] += n_tri
         q = first + n_tri * triangle.itemsize
-    return PhySolid(index, pos, pieces, version), end
+    return solid, end
 
 
-def _piece(cur: Cursor, starts: np.ndarray, points_at: int, end: int, bone: int, index: int) -> PhyPiece:
-    count = int(starts.max()) + 1
-    if starts.min() < 0 or points_at + count * POINT.itemsize > end:
-        raise cur.error(f"a convex piece of solid {index} uses {count} points, past the solid's end", points_at)
-    raw = cur.view_at(POINT, points_at, count, f"points of solid {index}")
-    used, triangles = renumbered(starts, count)  # the points the triangles use, in order
+def _pieces(cur: Cursor, pending: list[_Pending]) -> list[PhyPiece]:
+    """Every piece's points (those its triangles use, in file order) and triangles renumbered to them, for all
+    pieces at once: a ragdoll has a piece or two per bone, and a dozen numpy calls each cost more than the
+    pieces' few dozen points (bounds were checked by the walk)."""
+    if not pending:
+        return []
+    raw = np.concatenate([cur.view_at(POINT, at, n, f"points of solid {s.index}") for s, _, at, n, _ in pending])
+    first_point = np.cumsum([0, *(n for *_, n, _ in pending)])
+    corners = [len(starts) for _, starts, *_ in pending]
+    everything = np.concatenate([starts for _, starts, *_ in pending]) + np.repeat(first_point[:-1], corners)
+    used, renumber = renumbered(everything, int(first_point[-1]))  # each piece its own run: none is shared
     # vphysics ConvertPositionToHL: HL = (x, z, -y) / 0.0254 (a rotation, so the winding is kept).
-    points = raw[used][:, [0, 2, 1]].astype(np.float64) * _TO_INCHES
-    return PhyPiece(
-        np.ascontiguousarray(points, dtype=np.float32),
-        triangles.reshape(-1, 3),
-        bone if bone >= 0 else -1,
-    )
+    points = np.ascontiguousarray((raw[used][:, [0, 2, 1]].astype(np.float64) * _TO_INCHES), dtype=np.float32)
+    point_start = np.searchsorted(used, first_point).tolist()  # each piece's run of ``used``
+    corner_start = np.cumsum([0, *corners]).tolist()
+    return [
+        PhyPiece(
+            points[point_start[k] : point_start[k + 1]],
+            (renumber[corner_start[k] : corner_start[k + 1]] - np.int32(point_start[k])).reshape(-1, 3),
+            bone if bone >= 0 else -1,
+        )
+        for k, (*_, bone) in enumerate(pending)
+    ]
 
 
 _TO_INCHES = np.array([1.0, 1.0, -1.0]) * INCHES_PER_METRE  # after the (x, z, y) reorder above
