@@ -166,6 +166,12 @@ def test_material_slots_follow_first_use_and_survive_dropped_triangles(tmp_path)
     assert obj.mesh.material_indices.dtype == np.int32
     assert obj.mesh.material_indices.tolist() == [0, 0, 0, 1, 1]
     assert any("4 degenerate triangles" in w for w in scene.warnings)
+    # A material whose first strip group loses all its triangles comes after one whose triangles come first.
+    meshes = [SMesh(0, verts, [(0, 0, 1)]), SMesh(1, verts, [(0, 1, 2)]), SMesh(0, verts, [(0, 2, 3)])]
+    spec = character_spec(body_parts=[SBodyPart("body", [SModel("body", meshes)])])
+    (obj,) = source_to_scene(*load(write_source(spec, tmp_path / "late")), SourceOptions()).objects
+    assert obj.mesh.material_refs == [1, 0]
+    assert obj.mesh.material_indices.tolist() == [0, 1]
 
 
 def test_missing_sidecars_keep_skeleton_and_attachments(tmp_path):

@@ -287,19 +287,22 @@ def _model_object(
         return None
     # A triangle that repeats a vertex has no area; Blender's custom-normal code crashes on such faces (found by
     # fuzzing), and validate() would delete them anyway.
-    # Slots in order of first use: each strip group is one material's, so per group, not per triangle.
-    slot_refs = list(dict.fromkeys(group_refs))
-    slot_of_triangle = np.repeat(np.array([slot_refs.index(r) for r in group_refs], dtype=np.int32), group_sizes)
     a, b, c = tris_global.T
     solid = (a != b) & (b != c) & (a != c)
+    live_refs = group_refs
     if not solid.all():
         scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
         tris_global = tris_global[solid]
         if not len(tris_global):
             return None
-        kept = np.bincount(slot_of_triangle[solid], minlength=len(slot_refs)) > 0  # slots that still have one
-        slot_refs = [r for r, k in zip(slot_refs, kept.tolist(), strict=True) if k]
-        slot_of_triangle = (np.cumsum(kept) - 1).astype(np.int32)[slot_of_triangle[solid]]
+        alive = np.add.reduceat(solid, np.cumsum([0, *group_sizes[:-1]])) > 0  # groups that keep a triangle
+        live_refs = [r for r, keep in zip(group_refs, alive.tolist(), strict=True) if keep]
+    # Slots in order of first use: each strip group is one material's, so worked out per group, not per triangle.
+    slot_refs = list(dict.fromkeys(live_refs))
+    place = {r: i for i, r in enumerate(slot_refs)}
+    slot_of_triangle = np.repeat(np.array([place.get(r, 0) for r in group_refs], dtype=np.int32), group_sizes)
+    if len(slot_of_triangle) != len(tris_global):
+        slot_of_triangle = slot_of_triangle[solid]  # a dropped group's placeholder 0 goes with its triangles
     # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
     used, triangles = renumbered(tris_global, len(pool))
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
