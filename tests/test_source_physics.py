@@ -251,3 +251,29 @@ def test_solids_are_meshed_together_but_never_merged_across_solids():
         alone = _solid_meshes([solids[s]], placements[s : s + 1], 2.0, ["x"])[0]
         np.testing.assert_array_equal(alone.positions, meshes[s].positions)
         np.testing.assert_array_equal(alone.triangles, meshes[s].triangles)
+
+
+def test_pieces_reaching_a_shared_pool_are_charged_as_they_are_found():
+    """Pieces are made after the walk, all at once, but what reading each one's points costs is charged to the
+    budget where the walk finds it: thousands of one-triangle pieces each reaching the last of 65,536 shared
+    points (a small file asking for gigabytes) are refused at once, before anything is gathered."""
+    import time
+
+    from io_ms3d_mdl.errors import BudgetExceeded
+
+    pieces, pool = 20_000, 65_536
+    surface = struct.pack("<7f", 0, 0, 0, 1, 1, 1, 1) + struct.pack("<4i", 0, 0, 0, 0) + b"IVPS"
+    points_at = len(surface) + pieces * 32
+    body = bytearray(surface)
+    triangle = (
+        struct.pack("<I", 0) + struct.pack("<Hh", 0, 0) + struct.pack("<Hh", 1, 0) + struct.pack("<Hh", pool - 1, 0)
+    )
+    for _ in range(pieces):  # ledge: point offset from itself, client data, flags (no children), one triangle
+        body += struct.pack("<iiIhh", points_at - len(body), 1, 2 << 8, 1, 0) + triangle
+    body += np.tile(np.array([0.1, 0.2, 0.3, 0.0], np.float32), pool).tobytes()
+    solid = b"VPHY" + struct.pack("<hhi3fi", 0x100, 0, len(body), 1, 1, 1, 0) + bytes(body)
+    data = struct.pack("<4i", 16, 0, 1, 0) + struct.pack("<i", len(solid)) + solid + b"\0"
+    start = time.perf_counter()
+    with pytest.raises(BudgetExceeded, match="points of solid 0"):
+        read_phy_bytes(data, "shared.phy")
+    assert time.perf_counter() - start < 1.0

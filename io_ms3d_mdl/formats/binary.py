@@ -61,7 +61,9 @@ class Cursor:
         self.copied = 0
         self.copy_limit = current_budget().table_bytes(len(self.data))
 
-    def _take(self, nbytes: int, what: str) -> None:
+    def charge(self, nbytes: int, what: str) -> None:
+        """Count ``nbytes`` read for ``what`` against the copy budget (every read here does; a reader that gathers
+        data later, in bulk, charges it where it finds it)."""
         self.copied += nbytes
         if self.copied > self.copy_limit:
             raise current_budget().exceeded(
@@ -98,7 +100,7 @@ class Cursor:
 
     def bytes(self, nbytes: int, what: str) -> bytes:
         self.need(nbytes, what)
-        self._take(nbytes, what)
+        self.charge(nbytes, what)
         out = bytes(self.data[self.pos : self.pos + nbytes])
         self.pos += nbytes
         return out
@@ -142,7 +144,7 @@ class Cursor:
                 f"{self.size}-byte file",
                 offset,
             )
-        self._take(dtype.itemsize * count, what)
+        self.charge(dtype.itemsize * count, what)
         return np.frombuffer(self.data, dtype=dtype, count=count, offset=offset)
 
     def records_at(self, dtype: np.dtype, offset: int, count: int, what: str) -> Iterator[tuple[int, np.void]]:
@@ -157,7 +159,7 @@ class Cursor:
             raise self.error(
                 f"{what}: {nbytes} bytes at offset {offset} run past the end of the {self.size}-byte file", offset
             )
-        self._take(nbytes, what)
+        self.charge(nbytes, what)
         return bytes(self.data[offset : offset + nbytes])
 
     def string_at(self, offset: int, what: str, limit: int = 4096, optional: bool = False) -> str:
@@ -174,11 +176,11 @@ class Cursor:
         stop = min(offset + limit, self.size)
         if self._bytes is not None:  # without copying ``limit`` bytes to look for the end of a short name
             end = self._bytes.find(b"\0", offset, stop)
-            self._take(stop - offset if end < 0 else end - offset + 1, what)
+            self.charge(stop - offset if end < 0 else end - offset + 1, what)
             return decode_text(self._bytes[offset : stop if end < 0 else end])
         raw = bytes(self.data[offset:stop])
         end = raw.find(b"\0")
-        self._take(len(raw) if end < 0 else end + 1, what)
+        self.charge(len(raw) if end < 0 else end + 1, what)
         return decode_text(raw if end < 0 else raw[:end])
 
     def array(self, dtype: np.dtype, count: int, what: str) -> np.ndarray:
@@ -188,7 +190,7 @@ class Cursor:
         if count < 0:
             raise self.error(f"negative count {count} for {what}")
         self.need(nbytes, f"{count} × {dtype.itemsize}-byte {what}")
-        self._take(nbytes, what)
+        self.charge(nbytes, what)
         out = self._owned(self.pos, nbytes, dtype, count)
         self.pos += nbytes
         return out

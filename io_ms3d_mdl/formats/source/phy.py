@@ -126,7 +126,7 @@ def read_phy_bytes(data: bytes, path: str | None = None) -> PhyFile:
     if not 0 <= count <= most:
         raise cur.error(f"{count} solids declared, but the file has room for at most {most}", 8)
     budget = current_budget()
-    totals = [0, 0]  # points (those the pieces reach), triangles
+    totals = [0, 0]  # points, triangles
     solids, pos, pending = [], size, []
     for index in range(count):
         with cur.section(f"solid {index}"):
@@ -195,8 +195,9 @@ def _solid(cur: Cursor, index: int, pos: int, totals: list[int], pending: list[_
             points_at = q + offset
             if starts.min() < 0 or points_at + reach * POINT.itemsize > end:
                 raise cur.error(f"a convex piece of solid {index} uses {reach} points, past the solid's end", points_at)
+            cur.charge(reach * POINT.itemsize, f"points of solid {index}")  # as reading them piece by piece would
             pending.append((solid, starts, points_at, reach, int(ledge["client_data"]) - 1))
-            totals[0] += reach
+            totals[0] += int(np.count_nonzero(np.bincount(starts)))  # the points it uses
             totals[1] += n_tri
         q = first + n_tri * triangle.itemsize
     return solid, end
@@ -205,10 +206,10 @@ def _solid(cur: Cursor, index: int, pos: int, totals: list[int], pending: list[_
 def _pieces(cur: Cursor, pending: list[_Pending]) -> list[PhyPiece]:
     """Every piece's points (those its triangles use, in file order) and triangles renumbered to them, for all
     pieces at once: a ragdoll has a piece or two per bone, and a dozen numpy calls each cost more than the
-    pieces' few dozen points (bounds were checked by the walk)."""
+    pieces' few dozen points (bounds were checked, and the reads charged to the budget, by the walk)."""
     if not pending:
         return []
-    raw = np.concatenate([cur.view_at(POINT, at, n, f"points of solid {s.index}") for s, _, at, n, _ in pending])
+    raw = np.concatenate([np.frombuffer(cur.data, POINT, n, at) for _, _, at, n, _ in pending])
     first_point = np.cumsum([0, *(n for *_, n, _ in pending)])
     corners = [len(starts) for _, starts, *_ in pending]
     everything = np.concatenate([starts for _, starts, *_ in pending]) + np.repeat(first_point[:-1], corners)
