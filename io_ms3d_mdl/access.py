@@ -127,7 +127,9 @@ class Confinement:
         folder); anything that leaves every root, or is absolute, is refused (None).
         """
         parts = relative_parts(name)
-        if not parts or parts[-1] == "..":  # (a name ending in ``..`` is a folder, never a regular file)
+        # A name ending in ``..`` is a folder, never a regular file; a last step that is a path of its own
+        # (``D:x`` on Windows, joined as another drive's) never names an entry of the folder it is looked up in.
+        if not parts or parts[-1] == ".." or os.path.splitdrive(parts[-1])[0] or os.path.isabs(parts[-1]):
             return None
         key = (base, tuple(parts[:-1]))
         if key not in self._folders:

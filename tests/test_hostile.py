@@ -208,6 +208,22 @@ def test_lookups_share_their_folders_yet_each_name_is_judged_alone(tmp_path):
     assert confinement.find(str(folder), "skins/../../../outside/secret.png") is None
 
 
+def test_a_last_step_naming_another_drive_is_refused(tmp_path, monkeypatch):
+    """On Windows ``tex/D:x.vmt`` would join the folder's path with ``D:x.vmt`` into a path on drive D: (seen
+    here through Windows' own path rules); such a step is refused before any lookup."""
+    import ntpath
+
+    from io_ms3d_mdl import access
+
+    folder = tmp_path / "model"
+    (folder / "tex").mkdir(parents=True)
+    (folder / "tex" / "D:x.vmt").write_bytes(b"x")  # a plain name on this system
+    confinement = Confinement.for_model(str(folder / "m.mdl"))
+    assert confinement.find(str(folder), "tex/D:x.vmt") == str(folder / "tex" / "D:x.vmt")
+    monkeypatch.setattr(access.os.path, "splitdrive", ntpath.splitdrive)
+    assert Confinement.for_model(str(folder / "m.mdl")).find(str(folder), "tex/D:x.vmt") is None
+
+
 @pytest.mark.parametrize("kind", ["fifo", "zero", "outside"])
 def test_special_sidecars_are_treated_as_absent_without_hanging(tmp_path, kind):
     path = hostile.source_special_sidecar(tmp_path, kind)
