@@ -467,6 +467,44 @@ def test_degenerate_source_triangles_are_dropped_not_crashed_on(tmp_path):
 
 
 @pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+def test_more_material_slots_than_blender_holds_do_not_crash_it(tmp_path):
+    """One object with 32,768 materials (one per mesh) made Blender fail to allocate its slot array and then
+    crash reading it (red-team finding); the faces of the last ones now share one empty slot."""
+    from source_writer import SBodyPart, SMesh, SModel, SVertex
+
+    verts = [SVertex((x, y, 0.0)) for x, y in ((0, 0), (1, 0), (1, 1))]
+    meshes = [SMesh(i, verts, [(0, 1, 2)]) for i in range(32_768)]
+    spec = hostile.character_spec(includes=[], body_parts=[SBodyPart("body", [SModel("body", meshes)])])
+    result, lines, _, _ = run_import(hostile.source(tmp_path, spec))
+    assert result["status"] == ["FINISHED"], lines[-10:]
+    assert any("32,768 material slots, more than the 32,767 Blender gives" in line for line in lines)
+
+
+def test_material_slots_are_capped_at_blenders_limit():
+    import numpy as np
+
+    from io_ms3d_mdl.scene.slots import MAX_MATERIAL_SLOTS, cap_material_slots
+    from io_ms3d_mdl.scene.types import MeshData, ObjectData, SceneData
+
+    count = MAX_MATERIAL_SLOTS + 3
+    triangles = np.zeros((count, 3), np.int32)
+    mesh = MeshData("m", np.zeros((3, 3), np.float32), triangles, material_indices=np.arange(count, dtype=np.int32))
+    mesh.materials, mesh.material_refs = list(range(count)), list(range(count))
+    small = MeshData("s", np.zeros((3, 3), np.float32), triangles[:2], materials=[0, None])
+    scene = SceneData("x", objects=[ObjectData("m", mesh), ObjectData("s", small)])
+    cap_material_slots(scene)
+    assert len(mesh.materials) == MAX_MATERIAL_SLOTS and mesh.materials[-1] is None and mesh.materials[-2] == count - 5
+    assert mesh.material_refs[-1] == -1 and len(mesh.material_refs) == MAX_MATERIAL_SLOTS
+    assert mesh.material_indices.dtype == np.int32 and int(mesh.material_indices.max()) == MAX_MATERIAL_SLOTS - 1
+    assert mesh.material_indices[: MAX_MATERIAL_SLOTS - 1].tolist() == list(range(MAX_MATERIAL_SLOTS - 1))
+    assert small.materials == [0, None]
+    assert list(scene.warnings) == [
+        "'m' uses 32,770 material slots, more than the 32,767 Blender gives an object; the faces of the last 4 "
+        "share one empty slot"
+    ]
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
 def test_an_absurd_bone_length_does_not_break_the_rig(tmp_path):
     """A bone 10²⁴ units long overflowed Blender's float32 maths (a singular bone matrix, then an internal error
     when an attachment was parented to it)."""

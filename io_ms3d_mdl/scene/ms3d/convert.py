@@ -15,6 +15,7 @@ from ...formats.ms3d.model import Ms3dMaterial, Ms3dModel
 from ..axes import axis_conversion_matrix, transform_points
 from ..decoded_textures import TextureDecoder
 from ..finite import replace_non_finite
+from ..slots import cap_material_slots
 from ..topology import classify_faces, clean_normals, compact, sharp_edges_from_groups
 from ..types import ImageRef, MaterialData, MeshData, ObjectData, SceneData, SkinData
 from .armature import build_action, build_skeleton, parse_clips
@@ -112,6 +113,7 @@ def ms3d_to_scene(model: Ms3dModel, options: Ms3dOptions = Ms3dOptions()) -> Sce
         scene.warnings.add("the model has no usable triangles; only an empty collection was made")
     if model.joints:
         _add_rig(model, scene, matrix, options, stem)
+    cap_material_slots(scene)
     replace_non_finite(scene)
     return scene
 

@@ -24,6 +24,7 @@ from ..axes import axis_conversion_matrix
 from ..bones import bone_frames, unique_names
 from ..finite import replace_non_finite
 from ..rotations import compose, quaternion_to_matrix
+from ..slots import cap_material_slots
 from ..types import (
     BoneData,
     CollectionData,
@@ -113,6 +114,7 @@ def source_to_scene(
         add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum, pose)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
+    cap_material_slots(scene)
     replace_non_finite(scene)
     return scene
 
