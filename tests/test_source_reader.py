@@ -361,3 +361,31 @@ def test_strings_read_in_place_equal_those_read_through_a_copy():
         assert fast.copied == slow.copied, (offset, limit)
     with pytest.raises(FormatError, match="outside the 33-byte file"):
         Cursor(data).string_at(len(data), "s")
+
+
+def test_each_real_level_of_detail_reads_alone_as_in_a_full_read():
+    """civilian's six LODs differ (the synthetic writer repeats LOD 0): each read alone has the same strip groups,
+    vertices and triangles as the full read's, and an import at each LOD builds the same meshes."""
+    path = sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl")
+    raw = path.with_suffix(".dx90.vtx").read_bytes()
+    full = read_vtx_bytes(raw)
+    mdl = read_mdl(path)
+    vvd, _, _ = read_mesh_companions(mdl, find_sidecars(str(path)))
+    triangles_per_lod = []
+    for lod in range(full.num_lods):
+        alone = read_vtx_bytes(raw, lod=lod)
+        for full_models, models in zip(full.body_parts, alone.body_parts, strict=True):
+            for full_lods, lods in zip(full_models, models, strict=True):
+                kept = min(lod, len(full_lods) - 1)
+                assert [k for k, level in enumerate(lods) if level is not None] == [kept]
+                for a, b in zip(full_lods[kept].meshes, lods[kept].meshes, strict=True):
+                    for ga, gb in zip(a.strip_groups, b.strip_groups, strict=True):
+                        np.testing.assert_array_equal(ga.vertices, gb.vertices)
+                        np.testing.assert_array_equal(ga.triangles, gb.triangles)
+        options = SourceOptions(import_animations=False, import_physics=False, lod=lod)
+        got, expected = load_source(str(path), options).objects, source_to_scene(mdl, vvd, full, options).objects
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a.mesh.triangles, b.mesh.triangles)
+            np.testing.assert_array_equal(a.mesh.positions, b.mesh.positions)
+        triangles_per_lod.append(sum(len(o.mesh.triangles) for o in got))
+    assert len(set(triangles_per_lod)) > 1  # the levels really differ
