@@ -24,7 +24,7 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
     if not np.isfinite(m).all():
         return np.eye(4), 1
     rotation = m[:3, :3]
-    if _orthonormal(rotation) and np.abs(m[:3, 3]).max() <= MAX_COORDINATE and (m[3] == (0, 0, 0, 1)).all():
+    if _usual(m[None])[0]:
         m[3] = (0.0, 0.0, 0.0, 1.0)  # as written below (no -0.0 kept)
         return m, 0  # the usual case, without a decomposition: already its own nearest rotation
     u, s, vt = np.linalg.svd(rotation)
@@ -42,23 +42,13 @@ def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _placements(matrices: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
-    """Every matrix through :func:`_rigid`, the usual case (finite, a proper rotation, a bounded translation, the
-    last row ``0 0 0 1``) recognised for all at once: one matrix at a time cost more than the rest of the pass on
-    a model with a few dozen attachments and hitboxes."""
+    """Every matrix through :func:`_rigid`, the usual case (see :func:`_usual`) recognised for all at once: one
+    matrix at a time cost more than the rest of the pass on a model with a few dozen attachments and hitboxes."""
     if not matrices:
         return [], 0
     stacked = np.array(matrices, dtype=np.float64).reshape(-1, 4, 4)
     finite = np.isfinite(stacked).all(axis=(1, 2))
-    rotation = np.where(finite[:, None, None], stacked[:, :3, :3], np.eye(3))
-    with np.errstate(over="ignore", invalid="ignore"):  # huge values: those matrices go through ``_rigid``
-        gram = np.einsum("nji,njk->nik", rotation, rotation)
-        usual = (
-            finite
-            & (np.abs(gram - np.eye(3)).max(axis=(1, 2)) < 1e-5)
-            & (np.linalg.det(rotation) > 0)
-            & (np.abs(np.where(finite[:, None], stacked[:, :3, 3], 0.0)).max(axis=1) <= MAX_COORDINATE)
-            & (stacked[:, 3] == (0.0, 0.0, 0.0, 1.0)).all(axis=1)
-        )
+    usual = finite & _usual(np.where(finite[:, None, None], stacked, np.eye(4)))  # the others go through _rigid
     stacked[:, 3] = (0.0, 0.0, 0.0, 1.0)  # as ``_rigid`` writes it (no -0.0 kept)
     out, count = [], 0
     for i, ok in enumerate(usual.tolist()):
@@ -71,12 +61,20 @@ def _placements(matrices: list[np.ndarray]) -> tuple[list[np.ndarray], int]:
     return out, count
 
 
-def _orthonormal(rotation: np.ndarray) -> bool:
-    """A proper rotation to well within the tolerance ``_rigid`` keeps stored rotations by: ``RᵀR`` within 1e-5 of
-    the identity puts the nearest rotation within about 1e-5 of ``R``, and ``_rigid`` keeps ``R`` up to 1e-4."""
+def _usual(matrices: np.ndarray) -> np.ndarray:
+    """Which of the finite (N, 4, 4) ``matrices`` are already what ``_rigid`` makes of them: a proper rotation, a
+    bounded translation and the last row ``0 0 0 1``. The rotation test is well within the tolerance ``_rigid``
+    keeps stored rotations by: ``RᵀR`` within 1e-5 of the identity puts the nearest rotation within about 1e-5 of
+    ``R``, and ``_rigid`` keeps ``R`` up to 1e-4."""
+    rotation = matrices[:, :3, :3]
     with np.errstate(over="ignore", invalid="ignore"):  # huge entries: not orthonormal, whatever overflows
-        gram = rotation.T @ rotation
-    return bool(np.abs(gram - np.eye(3)).max() < 1e-5) and np.linalg.det(rotation) > 0
+        gram = np.einsum("nji,njk->nik", rotation, rotation)
+        return (
+            (np.abs(gram - np.eye(3)).max(axis=(1, 2)) < 1e-5)
+            & (np.linalg.det(rotation) > 0)
+            & (np.abs(matrices[:, :3, 3]).max(axis=1) <= MAX_COORDINATE)
+            & (matrices[:, 3] == (0.0, 0.0, 0.0, 1.0)).all(axis=1)
+        )
 
 
 def _zero_non_finite(array: np.ndarray | None) -> int:
