@@ -291,8 +291,9 @@ def _model_object(
     # fuzzing), and validate() would delete them anyway.
     a, b, c = tris_global.T
     solid = (a != b) & (b != c) & (a != c)
+    dropped = not solid.all()
     live_refs = group_refs
-    if not solid.all():
+    if dropped:
         scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
         tris_global = tris_global[solid]
         if not len(tris_global):
@@ -303,7 +304,7 @@ def _model_object(
     slot_refs = list(dict.fromkeys(live_refs))
     place = {r: i for i, r in enumerate(slot_refs)}
     slot_of_triangle = np.repeat(np.array([place.get(r, 0) for r in group_refs], dtype=np.int32), group_sizes)
-    if len(slot_of_triangle) != len(tris_global):
+    if dropped:
         slot_of_triangle = slot_of_triangle[solid]  # a dropped group's placeholder 0 goes with its triangles
     # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
     used, triangles = renumbered(tris_global, len(pool))
