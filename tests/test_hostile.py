@@ -208,6 +208,54 @@ def test_lookups_share_their_folders_yet_each_name_is_judged_alone(tmp_path):
     assert confinement.find(str(folder), "skins/../../../outside/secret.png") is None
 
 
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "realpath"])
+def test_where_a_found_file_leads_is_judged_the_same_by_kernel_and_realpath(tmp_path, monkeypatch, kernel):
+    """On Linux the kernel names the file a lookup opened (one path-only descriptor: its type and its place are the
+    same object's); elsewhere ``realpath`` and ``stat`` do. Both give the same answers on links in and out, chains,
+    dangling and looping links, a FIFO, a folder and a file nobody may read."""
+    from io_ms3d_mdl import access
+
+    if sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd"):
+        assert access._kernel_paths()  # used where it can be
+    elif kernel:
+        pytest.skip("this system has no /proc/self/fd naming open files (not Linux, or /proc not mounted)")
+    monkeypatch.setattr(access, "_kernel_paths", lambda: kernel)
+    outside = hostile.canaries(tmp_path)
+    folder = tmp_path / "model"
+    (folder / "real").mkdir(parents=True)
+    (folder / "real" / "skin.png").write_bytes(hostile.png_1x1())
+    (folder / "real" / "locked.png").write_bytes(b"x")
+    (folder / "real" / "locked.png").chmod(0)
+    (folder / "away").symlink_to(outside, target_is_directory=True)
+    (folder / "in.png").symlink_to(folder / "real" / "skin.png")
+    (folder / "out.png").symlink_to(outside / "secret.png")
+    (folder / "chain.png").symlink_to(folder / "in.png")
+    (folder / "dangling.png").symlink_to(folder / "nothing.png")
+    (folder / "loop.png").symlink_to(folder / "loop.png")
+    (folder / "dir.png").mkdir()
+    os.mkfifo(folder / "pipe.png")
+    confinement = Confinement.for_model(str(folder / "m.ms3d"))
+    found = {
+        name: confinement.find(str(folder), name)
+        for name in (
+            "real/skin.png", "in.png", "chain.png", "real/locked.png",
+            "out.png", "away/secret.png", "dangling.png", "loop.png", "dir.png", "pipe.png",
+        )
+    }  # fmt: skip
+    assert found == {
+        "real/skin.png": str(folder / "real" / "skin.png"),
+        "in.png": str(folder / "in.png"),
+        "chain.png": str(folder / "chain.png"),
+        "real/locked.png": str(folder / "real" / "locked.png"),  # found; reading it is another matter
+        "out.png": None,
+        "away/secret.png": None,
+        "dangling.png": None,
+        "loop.png": None,
+        "dir.png": None,
+        "pipe.png": None,
+    }
+
+
 def test_a_last_step_naming_another_drive_is_refused(tmp_path, monkeypatch):
     """On Windows ``tex/D:x.vmt`` would join the folder's path with ``D:x.vmt`` into a path on drive D: (seen
     here through Windows' own path rules); such a step is refused before any lookup."""
