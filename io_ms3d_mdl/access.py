@@ -16,6 +16,7 @@ paths in any letter case. A :class:`Confinement` is made per imported model and 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -199,7 +200,9 @@ def _regular_real_path(path: str) -> str | None:
         return None
     try:
         return os.readlink(f"/proc/self/fd/{fd}") if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    except OSError:
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # the kernel names no path over PATH_MAX here; realpath still can
+            return os.path.realpath(path) if _is_regular(path) else None
         return None
     finally:
         os.close(fd)

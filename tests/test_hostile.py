@@ -220,6 +220,11 @@ def test_where_a_found_file_leads_is_judged_the_same_by_kernel_and_realpath(tmp_
     elif kernel:
         pytest.skip("this system has no /proc/self/fd naming open files (not Linux, or /proc not mounted)")
     monkeypatch.setattr(access, "_kernel_paths", lambda: kernel)
+    path_only = []  # whether each open was a path-only one
+    real_open, o_path = os.open, getattr(os, "O_PATH", 0)
+    monkeypatch.setattr(
+        access.os, "open", lambda p, flags, *a: path_only.append(bool(flags & o_path)) or real_open(p, flags, *a)
+    )
     outside = hostile.canaries(tmp_path)
     folder = tmp_path / "model"
     (folder / "real").mkdir(parents=True)
@@ -254,6 +259,33 @@ def test_where_a_found_file_leads_is_judged_the_same_by_kernel_and_realpath(tmp_
         "dir.png": None,
         "pipe.png": None,
     }
+    assert path_only.count(True) == (10 if kernel else 0)  # the way asked for is the way taken, once a lookup
+
+
+def test_a_found_file_deeper_than_the_kernel_names_is_still_judged(tmp_path):
+    """The kernel names no path longer than PATH_MAX in ``/proc/self/fd``: a short link to a file that deep (inside
+    the roots) is then judged by ``realpath``, as before, not refused; one that deep outside is still refused."""
+    if os.mkdir not in os.supports_dir_fd:
+        pytest.skip("this system cannot make folders relative to a descriptor")
+    segment = "d" * 250
+    depth = 4400 // (len(segment) + 1)  # over 4,096 bytes whatever the temporary folder
+    for top in (tmp_path / "model", tmp_path / "outside"):
+        top.mkdir()
+        folder = os.open(top, os.O_RDONLY)
+        for _ in range(depth):  # deeper than a path may be spelled: walked by descriptor
+            os.mkdir(segment, dir_fd=folder)
+            inner = os.open(segment, os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        os.close(os.open("f.png", os.O_CREAT | os.O_WRONLY, dir_fd=folder))
+        os.close(folder)
+        half = "/".join([segment] * (depth // 2))  # a link's target is at most 4,095 bytes: two links
+        os.symlink(top / half, tmp_path / "model" / f"{top.name}_half")
+        rest = "/".join([segment] * (depth - depth // 2))
+        os.symlink(f"{top.name}_half/{rest}/f.png", tmp_path / "model" / f"{top.name}.png")
+    confinement = Confinement.for_model(str(tmp_path / "model" / "m.mdl"))
+    assert confinement.find(str(tmp_path / "model"), "model.png") == str(tmp_path / "model" / "model.png")
+    assert confinement.find(str(tmp_path / "model"), "outside.png") is None
 
 
 def test_a_last_step_naming_another_drive_is_refused(tmp_path, monkeypatch):
