@@ -339,6 +339,7 @@ def test_real_workers_past_the_memory_bound_or_the_timeout_are_killed_and_the_ba
         assert report[str(civilian)]["status"] == "failed" and error in report[str(civilian)]["error"]
         if limit[0] == "--timeout":  # a small file finishes within one look at the worker, whatever its memory
             assert report[str(EXAMPLE)]["status"] == "ok" and Path(report[str(EXAMPLE)]["output"]).is_file()
+            assert report[str(civilian)]["seconds"] < 0.3 + 0.2  # killed as the time passed, not a poll later
         assert not [p for p in out.iterdir() if p.name.startswith(".")]
 
 
