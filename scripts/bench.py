@@ -428,7 +428,7 @@ def bench_vtf(paths: list[Path], runs: int) -> list[tuple[str, int, float, dict[
             "old import": lambda b=blobs: load(b, keep_blocks=False),
             "srctools import": (lambda b=blobs: srctools(b, into_blender=True)) if peer else None,
         }
-        seconds = median_each({k: fn for k, fn in paths_run.items() if fn is not None}, runs, clear)
+        seconds = time_each({k: fn for k, fn in paths_run.items() if fn is not None}, runs, clear)
         images = [read_vtf_bytes(d) for d in blobs]
         megapixels = sum(image.width * image.height for image in images) / 1e6
         rates = {k: (megapixels / seconds[k] if k in seconds else None) for k in VTF_PATHS}
@@ -437,8 +437,14 @@ def bench_vtf(paths: list[Path], runs: int) -> list[tuple[str, int, float, dict[
     return rows
 
 
-def median_each(fns: dict[str, Callable[[], object]], runs: int, setup: Callable[[], object]) -> dict[str, float]:
-    """Median seconds of every function, taking turns within each run (as ``median_pair`` does for two)."""
+def time_each(
+    fns: dict[str, Callable[[], object]],
+    runs: int,
+    setup: Callable[[], object],
+    pick: Callable[[list[float]], float] = statistics.median,
+) -> dict[str, float]:
+    """Seconds of every function (the median of ``runs``, or what ``pick`` takes), taking turns within each run
+    (as ``median_pair`` does for two); ``setup`` runs untimed before every call."""
     times: dict[str, list[float]] = {name: [] for name in fns}
     for fn in fns.values():  # warm-up
         setup()
@@ -450,7 +456,7 @@ def median_each(fns: dict[str, Callable[[], object]], runs: int, setup: Callable
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {name: pick(values) for name, values in times.items()}
 
 
 def vtf_table(rows: list[tuple[str, int, float, dict[str, float | None]]]) -> list[str]:

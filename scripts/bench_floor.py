@@ -20,13 +20,11 @@ Figures are the fastest of ``--runs`` (the least disturbed by the machine), as r
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import importlib.util
 import statistics
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -127,19 +125,6 @@ def _lean_weights(obj: bpy.types.Object, scene: SceneData, skin: object) -> None
             group.add(vertices[mine & (weights == weight)].tolist(), weight, "REPLACE")
 
 
-def fastest_each(fns: dict[str, Callable[[], object]], runs: int, setup: Callable[[], object]) -> dict[str, float]:
-    """The fastest of ``runs`` timed calls of each function, alternating; ``setup`` runs untimed before each."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(runs + 1):
-        for name, fn in fns.items():
-            setup()
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {k: min(v[1:]) for k, v in times.items()}  # the first round warms caches
-
-
 def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
     import bpy
     from addon_entry import load_addon
@@ -186,7 +171,7 @@ def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
                 access.clear_cache()  # as each import starts
                 loads.LOADERS[s](str(p), options[s])
 
-            times = fastest_each(
+            times = bench.time_each(
                 {
                     "ours": lambda p=path, s=suffix: ops[s](p),
                     "builder": bpy.ops.io_ms3d_mdl.bench_build_only,
@@ -196,6 +181,7 @@ def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
                 },
                 runs,
                 setup=lambda: bpy.ops.wm.read_factory_settings(use_empty=True),
+                pick=min,
             )
             rows.append((path.name, scene.triangle_count, times))
     finally:
