@@ -28,7 +28,6 @@ import importlib.util
 import io
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -733,17 +732,6 @@ def keys_table(what: str, measured: tuple[int, float, float]) -> list[str]:
     ]
 
 
-def rerun_in_blender(script: str) -> int:
-    """Run ``script`` again, with the same arguments, under the test set-up's bpy 5.0 (made on first use)."""
-    venv = subprocess.run(
-        ["bash", "-c", 'source "$0/scripts/_env.sh" && venv_for 5.0', str(ROOT)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    return subprocess.call([os.path.join(venv, "bin", "python"), script, *sys.argv[1:]])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
@@ -752,7 +740,9 @@ def main() -> int:
     parser.add_argument("--import-only", action="store_true", help="only (c): imports against the OBJ importer")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
-        return rerun_in_blender(__file__)
+        import bootstrap
+
+        return bootstrap.rerun_with_bpy(__file__)
     import bpy
 
     out: list[str] = []

@@ -218,7 +218,9 @@ def main() -> int:
     parser.add_argument("--output", help="also write the markdown table to this file")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
-        return bench.rerun_in_blender(__file__)
+        import bootstrap
+
+        return bootstrap.rerun_with_bpy(__file__)
     import bpy
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -310,6 +310,17 @@ def ensure(versions: list[str]) -> dict[str, Path]:
     return finals
 
 
+def rerun_with_bpy(script: str) -> int:
+    """Run ``script`` again, with the same arguments, in the 5.0 environment (built on first use): for the scripts
+    that need ``bpy`` when started with another Python."""
+    try:
+        (venv,) = ensure(["5.0"]).values()
+    except SetupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return subprocess.call([str(env_python(venv)), os.path.abspath(script), *sys.argv[1:]])
+
+
 # --- commands --------------------------------------------------------------------------------------------------
 
 

@@ -101,12 +101,7 @@ def reexec_with_bpy() -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import bootstrap
 
-    try:
-        (venv,) = bootstrap.ensure(["5.0"]).values()
-    except bootstrap.SetupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return subprocess.call([str(bootstrap.env_python(venv)), os.path.abspath(__file__), *sys.argv[1:]])
+    return bootstrap.rerun_with_bpy(__file__)
 
 
 def main() -> int:
