@@ -139,7 +139,8 @@ class Confinement:
             self._folders[key] = self._folder(base, key[1])
         folder = self._folders[key]
         current = self._step(folder, parts[-1]) if folder is not None else None
-        # Resolved afresh (see ``allows``): only the spelling of the steps is remembered.
+        # Where it leads is resolved afresh, never from a cache (only the spelling of the steps is remembered): a
+        # folder swapped for a link during the import must not pass on an earlier answer.
         if current is None:
             return None
         real = _regular_real_path(current)
