@@ -9,9 +9,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC2034  # both are for the scripts that source this file
 VENV_HOME="${IO_MS3D_MDL_VENVS:-${XDG_CACHE_HOME:-$HOME/.cache}/io_ms3d_mdl}"
 # shellcheck disable=SC2034
-read -r -a BLENDER_VERSIONS <<< "${IO_MS3D_MDL_BLENDER:-4.2 4.5 5.0}"
+read -r -a BLENDER_VERSIONS <<< "${IO_MS3D_MDL_BLENDER:-4.2 4.5 5.0 5.1 5.2}"
 
-# bootstrap_python -> a Python able to run scripts/bootstrap.py (3.8+); bootstrap.py itself finds 3.11 for the
+# bootstrap_python -> a Python able to run scripts/bootstrap.py (3.8+); bootstrap.py itself finds 3.11 or 3.13 for the
 # environments and says so clearly when it is missing.
 bootstrap_python() {
     local py
@@ -21,7 +21,7 @@ bootstrap_python() {
             echo "$py"; return 0
         fi
     done
-    echo "error: no Python 3 found; install Python 3.11 (every Blender from 4.2 to 5.0 embeds 3.11), then re-run" >&2
+    echo "error: no Python 3 found; install Python 3.11 (Blender 4.2 to 5.0) and 3.13 (Blender 5.1 and later), then re-run" >&2
     return 1
 }
 

@@ -31,7 +31,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PINNED = ("4.2", "4.5", "5.0")
+PINNED = ("4.2", "4.5", "5.0", "5.1", "5.2")
+# The Python each Blender embeds, and so the only one its ``bpy`` wheel is built for: 3.11 up to 5.0, 3.13 from 5.1.
+PYTHON_OF = {"4.2": "3.11", "4.5": "3.11", "5.0": "3.11", "5.1": "3.13", "5.2": "3.13"}
 CHECK = "import bpy, numpy"
 # A marker with this text means "built and checked by this script". The first version of the set-up wrote an empty
 # marker even when pip had failed, so an empty one is checked once before it is trusted.
@@ -121,12 +123,29 @@ def run_step(command: list[str], what: str, hint: str, **kwargs) -> None:
         raise SetupError(f"{what} failed (exit {code}; its messages are above).\n  {hint}")
 
 
-def find_python311() -> str:
-    """Every Blender from 4.2 to 5.0 embeds Python 3.11, and the ``bpy`` wheels exist only for it."""
-    if sys.version_info[:2] == (3, 11):
+def python_for(version: str) -> str:
+    """The Python minor version a Blender embeds (3.13 for any version past the table, as 5.1 onward need)."""
+    return PYTHON_OF.get(version, "3.13")
+
+
+def pyenv_pythons(minor: str) -> list[str]:
+    """pyenv's installed interpreters of ``minor`` (newest first), found without its shims, which refuse a version
+    that is installed but not selected."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.glob(f"{minor}.*") if p.name.replace(".", "").isdigit()]
+    found.sort(key=lambda p: [int(x) for x in p.name.split(".")], reverse=True)
+    return [str(env_python(p) if WINDOWS else p / "bin" / "python3") for p in found]
+
+
+def find_python(minor: str) -> str:
+    """The interpreter for a Blender version: its ``bpy`` wheel exists only for the Python that Blender embeds."""
+    if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor:
         return sys.executable
-    probe = "import sys; print(sys.executable) if sys.version_info[:2] == (3, 11) else sys.exit(1)"
-    for command in (["python3.11"], ["py", "-3.11"]):
+    probe = f"import sys; print(sys.executable) if '%d.%d' % sys.version_info[:2] == '{minor}' else sys.exit(1)"
+    candidates = [[f"python{minor}"], ["py", f"-{minor}"], *([p] for p in pyenv_pythons(minor))]
+    for command in candidates:
         exe = shutil.which(command[0])
         if exe is None:
             continue
@@ -134,8 +153,9 @@ def find_python311() -> str:
         if found.returncode == 0 and found.stdout.strip():
             return found.stdout.strip()
     raise SetupError(
-        "Python 3.11 is required (every Blender from 4.2 to 5.0 embeds 3.11) but was not found.\n  Install it "
-        "(python.org, your package manager or pyenv) so that `python3.11` (Windows: `py -3.11`) works, then re-run."
+        f"Python {minor} is required (Blender 4.2 to 5.0 embed 3.11, 5.1 and later 3.13) but was not found.\n  "
+        f"Install it (python.org, your package manager or `pyenv install {minor}`) so that `python{minor}` "
+        f"(Windows: `py -{minor}`) works, then re-run."
     )
 
 
@@ -262,7 +282,7 @@ def build(version: str, final: Path, position: str) -> None:
     """Build in ``partial-…`` beside ``final``; rename only after pip and the import check passed."""
     req = requirements_file(version)
     partial = final.with_name(partial_name(final.name))
-    python = find_python311()
+    python = find_python(python_for(version))
     if final.exists():
         say(f"Removing {final}: its set-up never finished.")
         remove_tree(final)
@@ -276,7 +296,7 @@ def build(version: str, final: Path, position: str) -> None:
         run_step(
             [python, "-m", "venv", "--prompt", final.name, str(partial)],
             f"Creating a virtual environment with {python}",
-            "On Debian or Ubuntu, install the python3.11-venv package, then re-run.",
+            f"On Debian or Ubuntu, install the python{python_for(version)}-venv package, then re-run.",
         )
         run_step(
             [str(env_python(partial)), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(req)],
