@@ -5,16 +5,17 @@
     python scripts/bootstrap.py env [VERSION...]                  # print environment folders, building missing ones
     python scripts/bootstrap.py where                             # print the folder that holds the environments
 
-(On Windows: ``py -3.11 scripts\\bootstrap.py test``.) The shell scripts call this file, so there is one set-up.
+(On Windows: ``py -3.13 scripts\\bootstrap.py test``.) The shell scripts call this file, so there is one set-up.
 
-Each environment is a Python 3.11 virtual environment with one Blender as the ``bpy`` wheel from PyPI (about 1 GB),
+Each environment is a virtual environment of the Python its Blender embeds (3.11 for 4.2 to 5.0, 3.13 for 5.1 and
+later: the line ``# python 3.13`` in its requirements file says so; pyenv's interpreters are found too) with one Blender as the ``bpy`` wheel from PyPI (about 1 GB),
 named ``blender-<version>-<first 12 hex of sha256(requirements/blender-<version>.txt + requirements/dev.txt)>``
 under ``$IO_MS3D_MDL_VENVS`` (default ``$XDG_CACHE_HOME/io_ms3d_mdl``, ``~/.cache/io_ms3d_mdl``, on Windows
 ``%LOCALAPPDATA%\\io_ms3d_mdl``). It is built in a ``partial-…`` folder beside its final place and renamed into place
 only when pip succeeded and ``import bpy, numpy`` works: a failed or interrupted set-up never leaves a broken
 environment behind, and its leftovers are removed by the next run.
 
-Runs under any Python 3.8+ so that it can say clearly when Python 3.11 is missing.
+Runs under any Python 3.8+ so that it can say clearly which Python is missing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,8 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PINNED = ("4.2", "4.5", "5.0", "5.1", "5.2")
-# The Python each Blender embeds, and so the only one its ``bpy`` wheel is built for: 3.11 up to 5.0, 3.13 from 5.1.
-PYTHON_OF = {"4.2": "3.11", "4.5": "3.11", "5.0": "3.11", "5.1": "3.13", "5.2": "3.13"}
+# A requirements file names the Python its Blender embeds (the only one its ``bpy`` wheel is built for) in a line
+# ``# python 3.13``; without one, 3.11 (every Blender from 4.2 to 5.0).
+PYTHON_LINE = re.compile(r"^#\s*python\s+(3\.\d+)\s*$", re.MULTILINE)
+DEFAULT_PYTHON = "3.11"
 CHECK = "import bpy, numpy"
 # A marker with this text means "built and checked by this script". The first version of the set-up wrote an empty
 # marker even when pip had failed, so an empty one is checked once before it is trusted.
@@ -124,8 +128,9 @@ def run_step(command: list[str], what: str, hint: str, **kwargs) -> None:
 
 
 def python_for(version: str) -> str:
-    """The Python minor version a Blender embeds (3.13 for any version past the table, as 5.1 onward need)."""
-    return PYTHON_OF.get(version, "3.13")
+    """The Python minor version a Blender embeds, as its requirements file says (``# python 3.13``)."""
+    found = PYTHON_LINE.search(requirements_file(version).read_text(errors="replace"))
+    return found.group(1) if found else DEFAULT_PYTHON
 
 
 def pyenv_pythons(minor: str) -> list[str]:

@@ -104,7 +104,7 @@ def test_solids_follow_their_bone_and_the_model_turn(blender, tmp_path):
     )
     (tmp_path / "guy.phy").write_bytes(write_phy(spec))
     model = import_model(bpy, path, units="SOURCE")
-    spine = bpy.data.objects["spine_physics"]
+    spine = bpy.data.objects["spine"]
     assert spine.parent_bone == "spine" and spine["source_constraint_xmax"] == 20.0
     p = world_points(spine)
     np.testing.assert_allclose(p.min(axis=0), (-0.5, 0, 1.5), atol=1e-4)

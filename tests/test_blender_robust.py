@@ -344,24 +344,25 @@ def test_a_failure_after_the_scene_timing_is_set_puts_it_back(blender, tmp_path,
 
 
 def test_a_failure_in_edit_mode_leaves_the_active_object_and_nothing_else(blender, tmp_path, monkeypatch):
-    """Bones are made in edit mode, switched to without bpy.ops' wrapper: should making them fail, and even leaving
-    edit mode fail after it, the user's active object is active again and the import leaves nothing behind."""
+    """Bones are made in edit mode, switched to without bpy.ops' view-layer updates (Blender's internal call, or a
+    private staging scene where Blender has none): should making them fail, and even leaving edit mode fail after
+    it, the user's active object is active again and the import leaves nothing behind (the staging scene too)."""
     bpy = blender
     from io_ms3d_mdl.blender import armature, operator_call
 
     mine = bpy.data.objects.new("mine", bpy.data.meshes.new("mine"))
     bpy.context.scene.collection.objects.link(mine)
     bpy.context.view_layer.objects.active = mine
-    real_call = operator_call._call
+    real_run = operator_call.run_operator
 
-    def object_mode_reports_cancelled(op, kw):
-        result = real_call(op, kw)
-        return {"CANCELLED"} if kw.get("mode") == "OBJECT" else result
+    def object_mode_reports_cancelled(idname, **props):
+        done = real_run(idname, **props)
+        return False if props.get("mode") == "OBJECT" else done
 
     def bones_fail(arm, skeleton):
         raise ValueError("injected while making bones")
 
-    monkeypatch.setattr(operator_call, "_call", object_mode_reports_cancelled)
+    monkeypatch.setattr(armature, "run_operator", object_mode_reports_cancelled)
     monkeypatch.setattr(armature, "_edit_bones", bones_fail)
     before = datablock_counts()
     with pytest.raises(RuntimeError, match="internal error while importing"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 
@@ -98,3 +99,19 @@ def test_headless_import_script_table_agrees_with_the_import(tmp_path):
     counts = dict(zip(header, row, strict=True))
     assert (counts["materials"], counts["actions"], counts["bones"]) == ("22", "130", "59")
     assert counts["objects"] == str(5 + 17)  # the armature and meshes, 17 collision solids; no attachments
+
+
+@pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+def test_stdout_carries_only_the_table_when_blender_logs_at_start_up(tmp_path):
+    """From 5.1 on, Blender logs ``color_management | Using OCIO=…`` to stdout at ``import bpy`` when ``OCIO`` is
+    set (every process a bpy process starts inherits it): the log goes to stderr, our table stays parseable."""
+    config = bpy.utils.system_resource("DATAFILES", path="colormanagement/config.ocio")
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "import_models.py"), "-o", str(tmp_path / "house.blend")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, OCIO=config),
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "color_management" not in run.stdout and run.stdout.splitlines()[1].split()[:2] == ["file", "status"]

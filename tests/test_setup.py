@@ -174,11 +174,46 @@ def test_without_python_311_one_message_and_nothing_built(setup, monkeypatch, ca
     for key, value in setup.env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("PYENV_ROOT", str(setup.home.parent / "no-pyenv"))
     monkeypatch.setattr(bootstrap.sys, "version_info", (3, 12, 0))
     assert bootstrap.main(["env", VERSION]) == 1
     stderr = capsys.readouterr().err
     assert len(error_lines(stderr)) == 1 and "Python 3.11 is required" in stderr, stderr
     assert not setup.final.exists() and not setup.partial.exists()
+
+
+def test_a_blender_embedding_python_313_asks_for_313_by_name(setup, monkeypatch, capsys):
+    """5.1 and later embed Python 3.13: their requirements say so, and a missing 3.13 is named in one line, with
+    where to get it (pyenv's interpreters are looked for too, outside PATH, since its shims refuse an unselected
+    version)."""
+    bootstrap = load_bootstrap()
+    req = setup.requirements / f"blender-{VERSION}.txt"
+    req.write_text("# python 3.13\n" + req.read_text())
+    for key, value in setup.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("PYENV_ROOT", str(setup.home.parent / "no-pyenv"))
+    monkeypatch.setattr(bootstrap.sys, "version_info", (3, 11, 7))
+    assert bootstrap.python_for(VERSION) == "3.13"
+    assert bootstrap.main(["env", VERSION]) == 1
+    stderr = capsys.readouterr().err
+    assert len(error_lines(stderr)) == 1 and "Python 3.13 is required" in stderr and "pyenv install 3.13" in stderr
+    assert not setup.home.exists() or not any(setup.home.glob("blender-*"))
+
+
+def test_pinned_versions_name_the_python_their_blender_embeds():
+    bootstrap = load_bootstrap()
+    wanted = {"4.2": "3.11", "4.5": "3.11", "5.0": "3.11", "5.1": "3.13", "5.2": "3.13"}
+    assert {v: bootstrap.python_for(v) for v in bootstrap.PINNED} == wanted
+
+
+def test_pyenv_interpreters_are_found_newest_first(tmp_path, monkeypatch):
+    bootstrap = load_bootstrap()
+    for name in ("3.13.0", "3.13.10", "3.13.2", "3.11.7", "3.13.1t", "3.13-dev"):
+        (tmp_path / "versions" / name / "bin").mkdir(parents=True)
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    found = [Path(p).parts[-3] for p in bootstrap.pyenv_pythons("3.13")]
+    assert found == ["3.13.10", "3.13.2", "3.13.0"]
 
 
 def test_environment_names_are_those_of_the_first_set_up():

@@ -71,8 +71,8 @@ def test_assembly(tmp_path):
     parts = scene.collections
     assert [p.name for p in parts] == ["body", "hat"]
     assert [(c.name, c.hidden, c.objects) for c in parts[1].children] == [
-        ("hat (blank 0)", False, []),
-        ("hat_ref", True, [1]),
+        ("hat: blank 0", False, []),
+        ("hat: hat_ref", True, [1]),
     ]
     assert [b.name for b in scene.skeleton.bones] == ["pelvis", "spine"]
     (eyes,) = scene.empties
@@ -117,7 +117,7 @@ def test_lod_choice_and_all_lods(tmp_path):
         "hat_ref_lod2",
     ]
     lods = everything.collections[0].children[0].children
-    assert [(c.name, c.hidden) for c in lods] == [("body_ref LOD1", True), ("body_ref LOD2", True)]
+    assert [(c.name, c.hidden) for c in lods] == [("body: body_ref LOD1", True), ("body: body_ref LOD2", True)]
 
 
 def test_only_the_built_level_of_detail_is_read(tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 from mathutils import Matrix
 
 from ..scene.types import SkeletonData, SkinData
-from .operator_call import run_operator
+from .operator_call import operator_scope, run_operator
 from .weights import fill_groups
 
 MIN_BONE_LENGTH = 1e-4  # Blender deletes zero-length bones when leaving edit mode
@@ -36,20 +36,13 @@ def build_armature(
     armature.display_type = "STICK"
     obj.show_in_front = True
 
-    # Bone rest matrices can only be written in edit mode, which needs the object active and visible. The mode
-    # switch acts on the context's active object: a script may import under a context naming another one.
-    layer = context.view_layer
-    previous = layer.objects.active
-    layer.objects.active = obj
-    with bpy.context.temp_override(active_object=obj, object=obj):
+    # Bone rest matrices can only be written in edit mode, which needs the object active and visible.
+    with operator_scope(obj, active=True):
         _mode_set("EDIT")
         try:
             names = _edit_bones(armature, skeleton)
         finally:
-            try:
-                _mode_set("OBJECT")
-            finally:
-                layer.objects.active = previous
+            _mode_set("OBJECT")
 
     for data, name in zip(skeleton.bones, names, strict=True):
         bone = armature.bones[name]

@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from ..scene.naming import settle_names
 from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_actions, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
@@ -41,6 +42,7 @@ def _scene_settings_restored_on_error(scene: bpy.types.Scene) -> Iterator[None]:
 
 
 def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Collection, list[bpy.types.Object]]:
+    settle_names(scene)  # no two things of the import ask for one name: no ``.001`` on a fresh import
     collection = bpy.data.collections.new(scene.name)
     (context.collection or context.scene.collection).children.link(collection)
     for key, value in scene.props.items():
@@ -51,13 +53,12 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     for data in scene.collections:
         _build_collections(data, collection, target, hidden)
 
-    # The armature first: entering and leaving edit mode updates the view layer, which then has no meshes to
-    # evaluate (built after it, each is evaluated once, at the end, with its weights and modifier). It takes its
-    # name, and its place after the meshes in the collection, once they are made, so both come out as they always
-    # have (the mesh "x", its armature "x.001").
+    # The armature first: its edit-mode switches then have no meshes to evaluate (built after it, each is evaluated
+    # once, at the end, with its weights and modifier). It takes its place after the meshes in the collection once
+    # they are made.
     armature = None
     if scene.skeleton is not None:
-        armature = build_armature(context, collection, scene.skeleton, _unused_name(scene))
+        armature = build_armature(context, collection, scene.skeleton)
     images = ImageLoader(scene.warnings)
     materials = build_materials(scene.materials, images)
     objects = []
@@ -80,7 +81,6 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         collection["source_skin"] = 0
 
     if armature is not None:
-        armature.name = scene.skeleton.name
         collection.objects.unlink(armature)
         collection.objects.link(armature)
         for data, obj in zip(scene.objects, objects, strict=True):
@@ -104,16 +104,6 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
-
-
-def _unused_name(scene: SceneData) -> str:
-    """A name none of the objects this import makes will ask for (a file may name a group anything)."""
-    taken = {o.name for o in scene.objects} | {e.name for e in scene.empties}
-    name, n = "io_ms3d_mdl armature", 0
-    while name in taken:
-        n += 1
-        name = f"io_ms3d_mdl armature {n}"
-    return name
 
 
 def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy.types.Object) -> None:

@@ -15,7 +15,7 @@ from contextlib import nullcontext
 import bpy
 import numpy as np
 
-from .operator_call import run_operator
+from .operator_call import operator_scope, run_operator
 
 ADD_US = 1.7  # one VertexGroup.add
 CONVERT_US = 45.0  # one attribute made, filled and converted
@@ -103,7 +103,7 @@ class _Converter:
 
     def __enter__(self) -> _Converter:
         self.active_attribute = self.attributes.active_index
-        self.override = bpy.context.temp_override(object=self.obj)
+        self.override = operator_scope(self.obj)
         self.override.__enter__()
         return self
 

@@ -10,13 +10,14 @@ import sys
 from collections.abc import Callable
 from types import ModuleType
 
-BPY_VERSION = "5.0.1"  # the newest pinned wheel (requirements/blender-5.0.txt)
+BPY_VERSION = "5.2.3"  # the newest pinned LTS wheel (requirements/blender-5.2.txt)
+BPY_PYTHON = "3.13"  # the Python it is built for
 
 
 class BlenderMissing(RuntimeError):
     def __init__(self, command: str) -> None:
         super().__init__(
-            f"io-ms3d-mdl {command} needs Blender as a Python module: pip install bpy=={BPY_VERSION} (Python 3.11), "
+            f"io-ms3d-mdl {command} needs Blender as a Python module: pip install bpy=={BPY_VERSION} (Python {BPY_PYTHON}), "
             f"or from a checkout run it inside Blender: blender --background --python scripts/batch_import.py -- ARGS"
         )
 
@@ -41,9 +42,28 @@ def require_bpy(command: str) -> ModuleType:
     if not bpy_available():
         raise BlenderMissing(command)
     try:
-        return importlib.import_module("bpy")
+        return _import_bpy()
     except (ImportError, OSError) as exc:  # a wheel for another Python, or a library it needs is missing
         raise BlenderMissing(command) from exc
+
+
+def _import_bpy() -> ModuleType:
+    """``import bpy`` with Blender's start-up log sent to stderr: stdout carries only our tables and JSON. (From
+    5.1 on, Blender logs ``color_management | Using OCIO=…`` to stdout when the ``OCIO`` variable is set, as it is
+    in every process a bpy process starts.)"""
+    if "bpy" in sys.modules:
+        return sys.modules["bpy"]
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all
+        return importlib.import_module("bpy")
+    try:
+        os.dup2(2, 1)
+        return importlib.import_module("bpy")
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def run_and_leave(command: Callable[[], int]) -> None:

@@ -207,15 +207,21 @@ def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
 
 
 def _empty_body_part(name: str, options: list[str], base: int, index: int) -> CollectionData:
+    name = name or f"bodypart{index}"
     children = [CollectionData(_option_name(name, o, i), hidden=i > 0) for i, o in enumerate(options)]
-    return CollectionData(
-        name or f"bodypart{index}", children=children, props={"source_bodypart": index, "source_bodypart_base": base}
-    )
+    return CollectionData(name, children=children, props={"source_bodypart": index, "source_bodypart_base": base})
 
 
 def _option_name(part: str, model: str, index: int) -> str:
+    """``body: metal_box``: the body part says which choice this is (a model is often named like its part or its
+    file), and a blank choice says it is one (``hat: blank 0``)."""
     model = os.path.splitext(model)[0]
-    return model if model else f"{part} (blank {index})"
+    return f"{part}: {model}" if model else f"{part}: blank {index}"
+
+
+def _model_stem(model: str, option: str) -> str:
+    """A mesh object is named after its model (``metal_box``), as the option's collection says which choice it is."""
+    return os.path.splitext(model)[0] or option
 
 
 def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions, scene: SceneData) -> None:
@@ -243,7 +249,13 @@ def _body_parts(mdl: MdlFile, vvd: VvdFile, vtx: VtxFile, options: SourceOptions
                 if lods[k] is None:  # a caller's mistake, not the file's: read_vtx was given another ``lod``
                     raise ValueError(f"level of detail {k} of '{option.name}' was not read from the .vtx")
                 obj = _model_object(
-                    mdl, model, lods[k], vvd, options, scene, f"{option.name}{'' if k == 0 else f'_lod{k}'}"
+                    mdl,
+                    model,
+                    lods[k],
+                    vvd,
+                    options,
+                    scene,
+                    f"{_model_stem(model.name, option.name)}{'' if k == 0 else f'_lod{k}'}",
                 )
                 if obj is None:
                     continue

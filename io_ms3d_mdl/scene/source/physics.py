@@ -58,7 +58,7 @@ def add_physics(
     placements = np.array([world[b] if b >= 0 else np.eye(4) for b in bones], dtype=np.float64).reshape(-1, 4, 4)
     if len(phy.solids) == 1 and bones[0] == 0 and prop_pose is not None:
         placements[0] = world[0] @ np.linalg.inv(prop_pose)
-    meshes = _solid_meshes(phy.solids, placements, scale, [f"{n or 'solid'}_physics" for n in names])
+    meshes = _solid_meshes(phy.solids, placements, scale, [n or f"solid {i}" for i, n in enumerate(names)])
     for solid, keys, name, bone, mesh in zip(phy.solids, keys_of, names, bones, meshes, strict=True):
         if mesh is None:
             scene.warnings.add(f"physics solid {solid.index} ('{name}') has no usable triangles; skipped")

@@ -1,0 +1,92 @@
+"""The operators an import runs (edit mode for the bones, one attribute conversion per vertex group) skip the
+view-layer updates around every ``bpy.ops`` call: through Blender's internal call up to 5.0, in a private staging
+scene from 5.1 on. Both ways must make the same rig and leave nothing behind."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import bpy, datablock_counts, sample_path
+
+pytestmark = pytest.mark.blender
+
+CIVILIAN = "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+
+
+def rig_state() -> tuple:
+    arm = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    bones = [
+        (b.name, b.parent.name if b.parent else "", np.round(np.array(b.matrix_local), 5).tolist())
+        for b in arm.data.bones
+    ]
+    groups = []
+    for obj in sorted((o for o in bpy.data.objects if o.type == "MESH"), key=lambda o: o.name):
+        for vertex in obj.data.vertices:
+            groups.append(tuple((obj.vertex_groups[g.group].name, round(g.weight, 6)) for g in vertex.groups))
+    return bones, groups, [o.name for o in bpy.data.objects], [s.name for s in bpy.data.scenes]
+
+
+def test_the_fast_path_is_chosen_by_what_blender_offers():
+    from _bpy import ops
+
+    from io_ms3d_mdl.blender import operator_call
+
+    assert (operator_call._call is None) == (not hasattr(ops, "call"))
+
+
+def test_the_staging_scene_makes_the_same_rig_as_the_internal_call_and_leaves_nothing(blender, monkeypatch):
+    """Where Blender still has its internal call (4.2–5.0), force the staging path too and compare; on 5.1+ the
+    staging path is the only one, and it is compared with the plain ``bpy.ops`` calls it replaces."""
+    from io_ms3d_mdl.blender import operator_call
+
+    path = str(sample_path("source", CIVILIAN))
+    bpy.ops.import_scene.source_mdl(filepath=path)
+    default = rig_state()
+
+    if operator_call._call is not None:
+        monkeypatch.setattr(operator_call, "_call", None)  # the staging path, as 5.1+ takes it
+    else:
+        monkeypatch.setattr(operator_call, "operator_scope", _plain_scope)  # bpy.ops as it is, updates and all
+        from io_ms3d_mdl.blender import armature, weights
+
+        monkeypatch.setattr(armature, "operator_scope", _plain_scope)
+        monkeypatch.setattr(weights, "operator_scope", _plain_scope)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_scene.source_mdl(filepath=path)
+    assert rig_state() == default
+    assert [s.name for s in bpy.data.scenes] == ["Scene"]
+
+
+def _plain_scope(obj, active=False):
+    from contextlib import contextmanager
+
+    @contextmanager
+    def scope():
+        layer = bpy.context.view_layer
+        previous = layer.objects.active
+        if active:
+            layer.objects.active = obj
+        try:
+            with bpy.context.temp_override(active_object=obj, object=obj):
+                yield
+        finally:
+            layer.objects.active = previous
+
+    return scope()
+
+
+def test_a_failure_inside_the_staging_scene_removes_it(blender, monkeypatch):
+    from io_ms3d_mdl.blender import operator_call
+
+    monkeypatch.setattr(operator_call, "_call", None)
+    arm = bpy.data.objects.new("rig", bpy.data.armatures.new("rig"))
+    bpy.context.scene.collection.objects.link(arm)
+    before = datablock_counts()
+    with pytest.raises(ValueError, match="injected"), operator_call.operator_scope(arm, active=True):
+        assert bpy.context.scene.name == operator_call.STAGING
+        assert [o.name for o in bpy.context.scene.objects] == ["rig"]  # nothing else to evaluate
+        assert operator_call.run_operator("object.mode_set", mode="EDIT") and arm.mode == "EDIT"
+        assert operator_call.run_operator("object.mode_set", mode="OBJECT")
+        raise ValueError("injected")
+    assert datablock_counts() == before and [s.name for s in bpy.data.scenes] == ["Scene"]
+    assert arm.users_scene == (bpy.data.scenes["Scene"],)
