@@ -17,7 +17,8 @@ BPY_PYTHON = "3.13"  # the Python it is built for
 class BlenderMissing(RuntimeError):
     def __init__(self, command: str) -> None:
         super().__init__(
-            f"io-ms3d-mdl {command} needs Blender as a Python module: pip install bpy=={BPY_VERSION} (Python {BPY_PYTHON}), "
+            f"io-ms3d-mdl {command} needs Blender as a Python module: pip install bpy=={BPY_VERSION} "
+            f"(Python {BPY_PYTHON}), "
             f"or from a checkout run it inside Blender: blender --background --python scripts/batch_import.py -- ARGS"
         )
 
