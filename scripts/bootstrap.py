@@ -10,7 +10,8 @@
 Each environment is a virtual environment of the Python its Blender embeds (3.11 for 4.2 to 5.0, 3.13 for 5.1
 and later: the line ``# python 3.13`` in its requirements file says so; pyenv's interpreters are found too) with
 one Blender as the ``bpy`` wheel from PyPI (about 1 GB), named
-``blender-<version>-<first 12 hex of sha256(requirements/blender-<version>.txt + requirements/dev.txt)>`` under ``$IO_MS3D_MDL_VENVS`` (default ``$XDG_CACHE_HOME/io_ms3d_mdl``, ``~/.cache/io_ms3d_mdl``, on Windows
+``blender-<version>-<first 12 hex of sha256(requirements/blender-<version>.txt + requirements/dev.txt)>`` under
+``$IO_MS3D_MDL_VENVS`` (default ``$XDG_CACHE_HOME/io_ms3d_mdl``, ``~/.cache/io_ms3d_mdl``, on Windows
 ``%LOCALAPPDATA%\\io_ms3d_mdl``). It is built in a ``partial-…`` folder beside its final place and renamed into place
 only when pip succeeded and ``import bpy, numpy`` works: a failed or interrupted set-up never leaves a broken
 environment behind, and its leftovers are removed by the next run.
