@@ -221,11 +221,8 @@ def bench_import(
     addon.register()
     package = addon.__name__ + ".io_ms3d_mdl"
     loads = importlib.import_module(package + ".scene.load")
-    options = {
-        ".ms3d": importlib.import_module(package + ".scene.ms3d.convert").Ms3dOptions(import_animation=False),
-        ".mdl": importlib.import_module(package + ".scene.source.convert").SourceOptions(import_animations=False),
-    }
-    build_only = _build_only_operator(importlib.import_module(package + ".blender.scene_builder").build_scene)
+    options = static_options(package)
+    build_only = _build_only_operator(package)
     bpy.utils.register_class(build_only)
     try:
 
@@ -281,10 +278,21 @@ def bench_import(
 _BUILD_ONLY: dict[str, SceneData] = {}
 
 
-def _build_only_operator(build_scene: Callable) -> type:
+def static_options(package: str) -> dict[str, object]:
+    """Per suffix, the scene options of an import without animations, as imports are timed against the OBJ
+    importer (the OBJ file has none). ``package`` is the add-on's package as Blender loaded it."""
+    return {
+        ".ms3d": importlib.import_module(package + ".scene.ms3d.convert").Ms3dOptions(import_animation=False),
+        ".mdl": importlib.import_module(package + ".scene.source.convert").SourceOptions(import_animations=False),
+    }
+
+
+def _build_only_operator(package: str) -> type:
     """An operator (registered and undoable, as the importers are) that only builds ``_BUILD_ONLY["scene"]``,
     already read and converted: the floor of an import whose reading and converting cost nothing."""
     import bpy
+
+    build_scene = importlib.import_module(package + ".blender.scene_builder").build_scene
 
     class IO_MS3D_MDL_OT_bench_build_only(bpy.types.Operator):
         bl_idname = "io_ms3d_mdl.bench_build_only"
@@ -298,23 +306,32 @@ def _build_only_operator(build_scene: Callable) -> type:
     return IO_MS3D_MDL_OT_bench_build_only
 
 
+def fresh_armature(skeleton: SkeletonData) -> bpy.types.Object:
+    """A factory-fresh file holding only ``skeleton``'s armature, in a "bench" collection: where every keyframe
+    run starts."""
+    import bpy
+
+    from io_ms3d_mdl.blender.armature import build_armature
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    collection = bpy.data.collections.new("bench")
+    bpy.context.scene.collection.children.link(collection)
+    return build_armature(bpy.context, collection, skeleton)
+
+
 def bench_keys(path: Path, runs: int) -> tuple[int, float, float]:
     """Keys written per second, ours and one ``keyframe_insert`` per key, building the same actions (all of the
     model's: one for a MilkShape file, every animation of a Source model)."""
     import bpy
 
     from io_ms3d_mdl.blender.animation import build_action
-    from io_ms3d_mdl.blender.armature import build_armature
 
     scene = load_scene(path)
     skeleton, actions = scene.skeleton, scene.actions
     state: dict = {}
 
     def setup() -> None:
-        bpy.ops.wm.read_factory_settings(use_empty=True)
-        collection = bpy.data.collections.new("bench")
-        bpy.context.scene.collection.children.link(collection)
-        state["arm"] = build_armature(bpy.context, collection, skeleton)
+        state["arm"] = fresh_armature(skeleton)
 
     def ours() -> None:
         for action in actions:
@@ -629,7 +646,6 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
     import bpy
 
     from io_ms3d_mdl.blender import scene_builder
-    from io_ms3d_mdl.blender.armature import build_armature
     from io_ms3d_mdl.scene.load import load_source
     from io_ms3d_mdl.scene.source.convert import SourceOptions
 
@@ -643,10 +659,7 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
     state: dict = {}
 
     def fresh() -> None:
-        bpy.ops.wm.read_factory_settings(use_empty=True)
-        collection = bpy.data.collections.new("bench")
-        bpy.context.scene.collection.children.link(collection)
-        state["arm"] = build_armature(bpy.context, collection, ours.skeleton)
+        state["arm"] = fresh_armature(ours.skeleton)
 
     def curves(data: object, legacy: bool) -> Callable[[], None]:
         def run() -> None:

@@ -138,10 +138,7 @@ def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
     access = importlib.import_module(package + ".access")
     material = importlib.import_module(package + ".blender.material")
     errors = importlib.import_module(package + ".errors")
-    options = {
-        ".ms3d": importlib.import_module(package + ".scene.ms3d.convert").Ms3dOptions(import_animation=False),
-        ".mdl": importlib.import_module(package + ".scene.source.convert").SourceOptions(import_animations=False),
-    }
+    options = bench.static_options(package)
     ops = {
         ".ms3d": lambda p: bpy.ops.import_scene.ms3d(filepath=str(p), import_animation=False),
         ".mdl": lambda p: bpy.ops.import_scene.source_mdl(filepath=str(p), import_animations=False),
@@ -157,7 +154,7 @@ def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
             lean_build(context, state["scene"], material.ImageLoader(errors.Warnings()).get)
             return {"FINISHED"}
 
-    build_only = bench._build_only_operator(importlib.import_module(package + ".blender.scene_builder").build_scene)
+    build_only = bench._build_only_operator(package)
     for cls in (build_only, IO_MS3D_MDL_OT_bench_lean_build):
         bpy.utils.register_class(cls)
     rows = []

@@ -54,11 +54,7 @@ class _Builder:
         self, group: str, corners: list[tuple[float, float, float]], uv_scale: tuple[float, float], smooth: int
     ) -> None:
         """A planar quad, corners counter-clockwise seen from its front, as two triangles with a flat normal."""
-        p = np.array(corners, dtype=np.float64)
-        n = np.cross(p[1] - p[0], p[2] - p[0])
-        n = tuple(float(c) for c in n / np.linalg.norm(n))
-        base = len(self.spec.vertices)
-        self.spec.vertices += [Vertex(tuple(float(c) for c in v)) for v in p]
+        base, n = self._corners(corners)
         su, sv = uv_scale
         # corners: bottom-left, top-left, top-right, bottom-right; MilkShape t runs downwards
         uv = [(0.0, sv), (0.0, 0.0), (su, 0.0), (su, sv)]
@@ -66,12 +62,17 @@ class _Builder:
             self._tri(group, (base + a, base + b, base + c), (n, n, n), (uv[a], uv[b], uv[c]), smooth)
 
     def triangle(self, group: str, corners: list[tuple[float, float, float]], smooth: int) -> None:
+        base, n = self._corners(corners)
+        self._tri(group, (base, base + 1, base + 2), (n, n, n), ((0.5, 0.0), (0.0, 1.0), (1.0, 1.0)), smooth)
+
+    def _corners(self, corners: list[tuple[float, float, float]]) -> tuple[int, tuple[float, ...]]:
+        """Add ``corners`` as vertices: the first one's index, and the unit normal of their plane (front side
+        counter-clockwise)."""
         p = np.array(corners, dtype=np.float64)
         n = np.cross(p[1] - p[0], p[2] - p[0])
-        n = tuple(float(c) for c in n / np.linalg.norm(n))
         base = len(self.spec.vertices)
         self.spec.vertices += [Vertex(tuple(float(c) for c in v)) for v in p]
-        self._tri(group, (base, base + 1, base + 2), (n, n, n), ((0.5, 0.0), (0.0, 1.0), (1.0, 1.0)), smooth)
+        return base, tuple(float(c) for c in n / np.linalg.norm(n))
 
     def _tri(self, group: str, idx: tuple[int, int, int], normals: tuple, uv: tuple, smooth: int) -> None:
         self.group_tris.setdefault(group, []).append(len(self.spec.triangles))

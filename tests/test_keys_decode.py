@@ -20,23 +20,20 @@ from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.formats.source.animation import (
     ANIMPOS,
     ANIMROT,
-    BONE_FIXED_ALIGNMENT,
     DELTA,
-    MAX_FRAMES,
     RAWPOS,
     RAWROT,
     RAWROT2,
     STUDIO_FRAMEANIM,
-    DecodedAnimation,
     SkippedAnimation,
     _data_offset,
     _read_nodes,
     decode_animation,
     decode_animations,
-    euler_to_quaternion,
-    rle_tracks,
 )
-from io_ms3d_mdl.formats.source.animation_values import half_to_float
+from io_ms3d_mdl.formats.source.animation_streams import rle_tracks
+from io_ms3d_mdl.formats.source.animation_values import euler_to_quaternion, half_to_float
+from io_ms3d_mdl.formats.source.decoded_animation import BONE_FIXED_ALIGNMENT, MAX_FRAMES, DecodedAnimation
 from io_ms3d_mdl.formats.source.model import MdlFile
 
 # --- the per-bone decoder as it was before vectorising (the reference) ---------------------------------------------

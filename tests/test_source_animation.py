@@ -11,8 +11,8 @@ from conftest import sample_files, samples_dir
 from source_writer import SAnimation, SBone, SNode, character_spec, encode_q48, encode_q64, write_mdl
 
 from io_ms3d_mdl.formats.source import find_ani, read_mdl, read_mdl_bytes
-from io_ms3d_mdl.formats.source.animation import (
-    decode_animation,
+from io_ms3d_mdl.formats.source.animation import decode_animation
+from io_ms3d_mdl.formats.source.animation_values import (
     euler_to_quaternion,
     half_to_float,
     quaternion48,

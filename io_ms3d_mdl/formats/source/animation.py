@@ -9,174 +9,45 @@
 
 ``STUDIO_FRAMEANIM`` (v49 frame-major, CS:GO) sections hold per-bone flags, constants and fixed-size frames
 instead of nodes; ``frame_animation`` decodes them into the same arrays, with the same sections. Titanfall 2
-(v53) bone headers are decoded by ``animation53`` into the same ``DecodedAnimation``.
+(v53) bone headers are decoded by ``animation53`` into the same ``DecodedAnimation``. What the three decoders share
+lies below all of them, so imports go one way: the value types (``animation_values``), the RLE streams and checked
+gathers (``animation_streams``), the result and the section layout (``decoded_animation``).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ...errors import BudgetExceeded, FormatError
 from ..binary import Cursor, run_layout
 from . import structs as S
-from .animation_values import half_to_float
+from .animation53 import decode_v53_animation
+from .animation_streams import gather, value_streams
+from .animation_values import euler_to_quaternion, half_to_float, quaternion48_words, quaternion64_words
+from .decoded_animation import (
+    BONE_FIXED_ALIGNMENT,
+    CHUNK_VALUES,
+    IDENTITY,
+    MAX_FRAMES,
+    DecodedAnimation,
+    fill_rest_pose,
+    section_spans,
+)
 from .frame_animation import decode_frame_section
 from .model import MdlAnimation, MdlFile
 
 RAWPOS, RAWROT, ANIMPOS, ANIMROT, DELTA, RAWROT2 = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
 STUDIO_DELTA, STUDIO_FRAMEANIM = 0x04, 0x40
-BONE_FIXED_ALIGNMENT = 0x100000
-MAX_FRAMES = 100_000
-CHUNK_VALUES = 1 << 16  # frames × nodes decoded per step: bounds the temporaries of long animations
 BATCH_VALUES = 1 << 17  # node-frames decoded per step when several animations are decoded together
 NODE = struct.Struct("<BBh")  # mstudioanim_t: bone, flags, nextoffset
-IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
-
-
-@dataclass
-class DecodedAnimation:
-    name: str
-    fps: float
-    delta: bool
-    rotations: np.ndarray  # (F, B, 4) local quaternions (w, x, y, z)
-    positions: np.ndarray  # (F, B, 3) local positions (Source units)
-    animated: np.ndarray  # (B,) bool: bones that have data in this animation
-    notes: list[str] = field(default_factory=list)  # what was decoded but cannot be shown (v53 bone scale)
 
 
 class SkippedAnimation(Exception):
     """An animation that is valid but not decodable here (reported per animation, never silently wrong)."""
-
-
-def fill_rest_pose(bones: np.ndarray, delta: bool, rotations: np.ndarray, positions: np.ndarray) -> None:
-    """What bones without data hold, over (F, B, 4) ``rotations`` and (F, B, 3) ``positions``: the bind pose, or
-    identity and zero in a delta animation (which adds to another pose)."""
-    rotations[:] = IDENTITY if delta else bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
-    positions[:] = 0.0 if delta else bones["pos"].astype(np.float64)
-
-
-def quaternion48(raw: bytes) -> np.ndarray:
-    return quaternion48_words(np.frombuffer(raw, "<u2", 3)[None])[0]
-
-
-def quaternion64(raw: bytes) -> np.ndarray:
-    return quaternion64_words(np.frombuffer(raw, "<u8", 1))[0]
-
-
-def quaternion48_words(words: np.ndarray) -> np.ndarray:
-    """(N, 3) little-endian words of ``Quaternion48`` → (N, 4) wxyz: 16-bit x and y, 15-bit z, w's sign on top."""
-    x, y, zw = (words[:, i].astype(np.int64) for i in range(3))
-    xyz = np.stack([(x - 32768) / 32768.0, (y - 32768) / 32768.0, ((zw & 0x7FFF) - 16384) / 16384.0], axis=-1)
-    return _with_w(xyz, (zw >> 15) != 0)
-
-
-def quaternion64_words(bits: np.ndarray) -> np.ndarray:
-    """(N,) 64-bit ``Quaternion64`` words → (N, 4) wxyz: three 21-bit components, w's sign in the top bit."""
-    bits = np.asarray(bits, dtype=np.uint64)
-    xyz = np.stack([((bits >> np.uint64(s)) & np.uint64(0x1FFFFF)).astype(np.int64) for s in (0, 21, 42)], axis=-1)
-    return _with_w((xyz - 1048576) / 1048576.5, (bits >> np.uint64(63)) != 0)
-
-
-def _with_w(xyz: np.ndarray, negative: np.ndarray) -> np.ndarray:
-    """The unit quaternion whose vector part is stored: w from the norm, its sign from the stored flag."""
-    w = np.sqrt(np.maximum(0.0, 1.0 - np.einsum("ni,ni->n", xyz, xyz)))
-    return np.concatenate([np.where(negative, -w, w)[:, None], xyz], axis=1)
-
-
-def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:
-    """Source ``AngleQuaternion`` (= Blender ``Euler((x, y, z), 'XYZ').to_quaternion()``), vectorised, (..., 4) wxyz."""
-    half = np.asarray(angles, dtype=np.float64) * 0.5
-    sx, sy, sz = np.sin(half[..., 0]), np.sin(half[..., 1]), np.sin(half[..., 2])
-    cx, cy, cz = np.cos(half[..., 0]), np.cos(half[..., 1]), np.cos(half[..., 2])
-    return np.stack(
-        [
-            cx * cy * cz + sx * sy * sz,
-            sx * cy * cz - cx * sy * sz,
-            cx * sy * cz + sx * cy * sz,
-            cx * cy * sz - sx * sy * cz,
-        ],
-        axis=-1,
-    )
-
-
-def rle_track(cur: Cursor, offset: int, frames: int) -> np.ndarray:
-    """Every frame's value of one ``mstudioanimvalue_t`` stream (see :func:`rle_tracks`)."""
-    return rle_tracks(cur, np.array([offset]), frames)[0]
-
-
-def rle_tracks(cur: Cursor, starts: np.ndarray, frames: int) -> np.ndarray:
-    """(T,) stream offsets → (T, frames): ``ExtractAnimValue`` for frames 0..n-1 of many streams at once."""
-    return rle_streams(cur, starts, np.full(len(starts), frames, dtype=np.int64)).reshape(len(starts), frames)
-
-
-def rle_streams(cur: Cursor, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """(T,) stream offsets and frame counts → every stream's frames laid end to end (stream ``i`` from
-    ``cumsum(lengths)[i] − lengths[i]``): ``ExtractAnimValue`` for frames 0..n-1 of each stream.
-
-    A stream is runs of ``{valid, total}`` headers, each followed by ``valid`` shorts; a run covers ``total``
-    frames and repeats its last valid value for the rest. Streams hold a few runs each, so all of them advance one
-    run per step (never frame by frame), then every value is gathered in one indexing operation. Work is bounded
-    by the sum of ``lengths`` (every run covers a frame), which the caller budgets; reads are checked like
-    ``Cursor`` reads.
-    """
-    buf = np.frombuffer(cur.data, np.uint8)
-    track = np.arange(len(starts))
-    offset = np.asarray(starts, dtype=np.int64)
-    need = np.asarray(lengths, dtype=np.int64)
-    frame = np.zeros(len(starts), dtype=np.int64)
-    runs = []
-    while len(track):
-        _check(cur, offset, 2, "animation value run")
-        valid, total = buf[offset].astype(np.int64), buf[offset + 1].astype(np.int64)
-        go = total > 0  # corrupt: the SDK returns 0 for the rest
-        if not go.all():
-            track, offset, frame, need, valid, total = track[go], offset[go], frame[go], need[go], valid[go], total[go]
-        runs.append((track, frame, np.minimum(total, need - frame), valid, offset + 2))
-        frame, offset = frame + total, offset + 2 * (valid + 1)
-        more = frame < need
-        if not more.all():
-            track, offset, frame, need = track[more], offset[more], frame[more], need[more]
-    return _expand_runs(cur, buf, runs, np.asarray(lengths, dtype=np.int64))
-
-
-def _expand_runs(cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]], lengths: np.ndarray) -> np.ndarray:
-    """Runs ``(track, first frame, span, valid, values offset)`` → the tracks' frames end to end, frames past a
-    run's valid values holding its last one and frames no run covers holding 0. Every run's values must lie in the
-    data (as the SDK reads them all), checked once for all runs."""
-    out = np.zeros(int(lengths.sum()))
-    if not runs:
-        return out
-    track, first, span, valid, at = (np.concatenate(column) for column in zip(*runs, strict=True))
-    _check(cur, at, 2 * valid, "animation values")
-    filled = valid > 0
-    track, first, span, valid, at = track[filled], first[filled], span[filled], valid[filled], at[filled]
-    run, step = run_layout(span)
-    byte = at[run] + 2 * np.minimum(step, valid[run] - 1)
-    words = buf[byte].astype(np.uint16) | (buf[byte + 1].astype(np.uint16) << np.uint16(8))
-    out[(np.cumsum(lengths) - lengths)[track[run]] + first[run] + step] = words.view(np.int16)
-    return out
-
-
-def _check(cur: Cursor, offsets: np.ndarray, nbytes: np.ndarray | int, what: str) -> None:
-    """Every ``nbytes`` read at ``offsets`` lies inside the data, or the first that does not is reported."""
-    bad = (offsets < 0) | (offsets + nbytes > cur.size)
-    if bad.any():
-        i = int(np.argmax(bad))
-        size = int(np.broadcast_to(nbytes, bad.shape)[i])
-        raise cur.error(
-            f"{what}: {size} bytes at offset {int(offsets[i])} run past the end of the {cur.size}-byte file",
-            int(offsets[i]),
-        )
-
-
-def _gather(cur: Cursor, offsets: np.ndarray, nbytes: int, what: str) -> np.ndarray:
-    """(N, nbytes) raw bytes at each offset, bounds-checked first; ``.view`` gives little-endian words."""
-    _check(cur, offsets, nbytes, what)
-    return np.frombuffer(cur.data, np.uint8)[offsets[:, None] + np.arange(nbytes)]
 
 
 def _data_offset(
@@ -202,20 +73,6 @@ def _data_offset(
     return ani, int(mdl.anim_blocks[block][0]) + index
 
 
-def section_spans(anim: MdlAnimation, respawn: bool = False) -> list[tuple[int, int, int]]:
-    """(section, first frame, frame count) of each part of the data to read: the whole animation, or its sections.
-    The last frame of an animation longer than a section lives alone in an extra section (notes §1.9): section
-    ``frames // sectionframes + 1`` in Valve's models, ``(frames − 1) // sectionframes + 1`` in Respawn's (v53)."""
-    frames, sf = anim.num_frames, anim.section_frames
-    if sf <= 0:
-        return [(0, 0, frames)]
-    spans = [(s, s * sf, min(sf, frames - s * sf)) for s in range((frames + sf - 1) // sf)]
-    if frames > sf:
-        spans = [(s, start, n if start + n < frames else n - 1) for s, start, n in spans]
-        spans.append(((frames - 1 if respawn else frames) // sf + 1, frames - 1, 1))
-    return [span for span in spans if span[2] > 0]
-
-
 def decode_animation(
     mdl: MdlFile, index: int, ani_data: bytes | None = None, ani_path: str | None = None
 ) -> DecodedAnimation:
@@ -236,9 +93,7 @@ def decode_animations(
     buffers laid end to end along frames. An animation whose sections cannot all be located, or all animations
     when the joint decode meets damaged data, are decoded again one by one, section by section, so each ends as
     it would alone, with the error of the first damage met."""
-    if mdl.version == 53:  # Respawn's own per-bone headers; that module builds on this one's helpers
-        from .animation53 import decode_v53_animation
-
+    if mdl.version == 53:  # Respawn's own per-bone headers
         return [_caught(decode_v53_animation, mdl, index) for index in indices]
     batch = _Batch(mdl, indices, ani_data, ani_path)
     alone = [k for k, result in enumerate(batch.results) if result is None and not batch.locate(k)]
@@ -438,7 +293,7 @@ def _decode_nodes(
     rle_rot = rot_kind == 3
     rle_pos = ((flags & RAWPOS) == 0) & ((flags & ANIMPOS) != 0)
     node, step = run_layout(length)  # every node-frame: its node, its frame in the section
-    tracks = _value_streams(
+    tracks = value_streams(
         cur,
         np.concatenate([data[rle_rot], pos_at[rle_pos]]),
         np.concatenate([length[rle_rot], length[rle_pos]]),
@@ -451,28 +306,6 @@ def _decode_nodes(
     frame = first[node] + step
     rotations[frame[keep], bone[node[keep]]] = rot[keep]
     positions[frame[keep], bone[node[keep]]] = pos[keep]
-
-
-def _value_tracks(cur: Cursor, pointers: np.ndarray, length: int, scale: np.ndarray) -> np.ndarray:
-    """(N,) value pointers → (N, length, 3): see :func:`_value_streams`, all of one length."""
-    lengths = np.full(len(pointers), length, dtype=np.int64)
-    return _value_streams(cur, pointers, lengths, scale).reshape(len(pointers), length, 3)
-
-
-def _value_streams(cur: Cursor, pointers: np.ndarray, lengths: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """(N,) value pointers and frame counts → (sum of lengths, 3), pointer by pointer: the three RLE streams each
-    names (offsets relative to the pointer; ≤ 0 means the axis is 0), times the bone's per-axis ``scale`` (N, 3);
-    frames are local to the section."""
-    offsets = _gather(cur, pointers, 6, "animation value offsets").view("<i2").astype(np.int64)
-    values = np.zeros((int(lengths.sum()), 3))
-    used = offsets > 0
-    if used.any():
-        which, axis = np.nonzero(used)
-        streams = rle_streams(cur, pointers[which] + offsets[which, axis], lengths[which])
-        run, step = run_layout(lengths[which])
-        rows = (np.cumsum(lengths) - lengths)[which][run] + step
-        values[rows, axis[run]] = streams * scale[which, axis][run]
-    return values
 
 
 def _node_rotations(
@@ -490,9 +323,9 @@ def _node_rotations(
     fixed = np.where(delta[:, None], IDENTITY, bones["quat"][bone][:, [3, 0, 1, 2]].astype(np.float64))
     raw48, raw64 = kind == 1, kind == 2
     if raw48.any():
-        fixed[raw48] = quaternion48_words(_gather(cur, data[raw48], 6, "Quaternion48").view("<u2"))
+        fixed[raw48] = quaternion48_words(gather(cur, data[raw48], 6, "Quaternion48").view("<u2"))
     if raw64.any():
-        fixed[raw64] = quaternion64_words(_gather(cur, data[raw64], 8, "Quaternion64").view("<u8")[:, 0])
+        fixed[raw64] = quaternion64_words(gather(cur, data[raw64], 8, "Quaternion64").view("<u8")[:, 0])
     out = fixed[node]
     rle = (kind == 3)[node]
     if rle.any():
@@ -523,7 +356,7 @@ def _node_positions(
     fixed = bind.copy()
     raw = (flags & RAWPOS) != 0
     if raw.any():
-        fixed[raw] = half_to_float(_gather(cur, at[raw], 6, "Vector48").view("<u2"))
+        fixed[raw] = half_to_float(gather(cur, at[raw], 6, "Vector48").view("<u2"))
     out = fixed[node]
     rle = (~raw & ((flags & ANIMPOS) != 0))[node]
     if rle.any():

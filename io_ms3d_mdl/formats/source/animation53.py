@@ -29,20 +29,17 @@ from ...budget import current_budget
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
-from .animation import (
+from .animation_streams import gather, value_tracks
+from .animation_values import euler_to_quaternion, half_to_float, quaternion64_words
+from .decoded_animation import (
     BONE_FIXED_ALIGNMENT,
     CHUNK_VALUES,
     IDENTITY,
     MAX_FRAMES,
     DecodedAnimation,
-    _gather,
-    _value_tracks,
-    euler_to_quaternion,
     fill_rest_pose,
-    quaternion64_words,
     section_spans,
 )
-from .animation_values import half_to_float
 from .model import MdlAnimation, MdlFile
 
 DELTA, RAWPOS, RAWROT, RAWSCALE, NOROT = 0x01, 0x02, 0x04, 0x08, 0x10
@@ -87,7 +84,7 @@ def decode_v53_animation(mdl: MdlFile, index: int) -> DecodedAnimation:
         chunk = max(1, CHUNK_VALUES // length)  # bounds the temporaries of a long section
         for first in range(0, len(at), chunk):
             part = at[first : first + chunk]
-            headers = _gather(cur, part, HEADER.itemsize, "bone header").view(HEADER)[:, 0]
+            headers = gather(cur, part, HEADER.itemsize, "bone header").view(HEADER)[:, 0]
             scaled = max(scaled, _decode(cur, part, headers, bones, start, length, rotations, positions, animated))
     decoded = DecodedAnimation(anim.name, anim.fps if anim.fps > 0 else 30.0, delta, rotations, positions, animated)
     if scaled > SCALE_TOLERANCE:
@@ -173,7 +170,7 @@ def _decode(
     rle_rot = (flags & (RAWROT | NOROT)) == 0
     rle_pos, rle_scale = (flags & RAWPOS) == 0, (flags & RAWSCALE) == 0
     b = bones[bone]
-    tracks = _value_tracks(
+    tracks = value_tracks(
         cur,
         np.concatenate([at[rle_rot] + ROT_AT, at[rle_pos] + POS_AT, at[rle_scale] + SCALE_AT]),
         length,
@@ -192,7 +189,7 @@ def _decode(
     rot[:] = np.where(delta[:, None], IDENTITY, b["quat"][:, [3, 0, 1, 2]].astype(np.float64))[:, None]
     raw = (flags & RAWROT) != 0
     if raw.any():
-        rot[raw] = quaternion64_words(_gather(cur, at[raw] + ROT_AT, 8, "Quaternion64").view("<u8")[:, 0])[:, None]
+        rot[raw] = quaternion64_words(gather(cur, at[raw] + ROT_AT, 8, "Quaternion64").view("<u8")[:, 0])[:, None]
     if rle_rot.any():
         bind = np.where(delta[rle_rot, None], 0.0, b["rot"][rle_rot].astype(np.float64))
         q = euler_to_quaternion(angles + bind[:, None])
@@ -223,7 +220,7 @@ def _channel(
     """(N, length, 3): a raw Vector48 (absolute, delta or not) or the streams plus ``base``."""
     out = np.empty((len(at), length, 3))
     if raw.any():
-        out[raw] = half_to_float(_gather(cur, at[raw] + field, 6, "Vector48").view("<u2"))[:, None]
+        out[raw] = half_to_float(gather(cur, at[raw] + field, 6, "Vector48").view("<u2"))[:, None]
     if rle.any():
         out[rle] = tracks + base[rle].astype(np.float64)[:, None]
     return out

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..binary import Cursor
-from .animation_values import half_to_float
+from .animation_values import half_to_float, quaternion48_words
 
 FRAME_RAWPOS, FRAME_RAWROT, FRAME_ANIMPOS, FRAME_ANIMROT = 0x01, 0x02, 0x04, 0x08
 FRAME_FULLANIMPOS, FRAME_CONST_POS2, FRAME_CONST_ROT2, FRAME_ANIM_ROT2 = 0x10, 0x20, 0x40, 0x80
@@ -58,14 +58,8 @@ def quaternion48s_words(words: np.ndarray) -> np.ndarray:
     return xyzw[:, [3, 0, 1, 2]]
 
 
-def _quaternion48(words: np.ndarray) -> np.ndarray:
-    from .animation import quaternion48_words  # the node-list decoder's Quaternion48, shared
-
-    return quaternion48_words(words.reshape(-1, 3))
-
-
 DECODERS = {
-    "q48": lambda raw: _quaternion48(raw.view("<u2")),
+    "q48": lambda raw: quaternion48_words(raw.view("<u2").reshape(-1, 3)),
     "q48s": lambda raw: quaternion48s_words(raw.view("<u2")),
     "v48": lambda raw: half_to_float(raw.view("<u2").reshape(-1, 3)),
     "f32": lambda raw: raw.view("<f4").reshape(-1, 3).astype(np.float64),

@@ -92,9 +92,7 @@ def source_material(
     path = finder.vmt(texture, folders)
     if path is None:
         scene.warnings.add(f"material '{shown(texture)}' was not found in the model's material folders")
-        return MaterialData(
-            name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
-        )
+        return _placeholder(name, texture)
     warnings: list[str] = []
     try:
         vmt = parse_vmt(read_file(path), path, lambda include: _read(finder, include))
@@ -102,9 +100,7 @@ def source_material(
         raise
     except FormatError as exc:
         scene.warnings.add(f"material '{shown(texture)}' could not be read: {exc.reason}")
-        return MaterialData(
-            name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True}
-        )
+        return _placeholder(name, texture)
     material = material_from_vmt(vmt, name, finder, warnings, cache)
     material.props.update(
         {"source_texture": texture, "source_vmt": os.path.basename(path), "source_shader": vmt.shader}
@@ -112,6 +108,11 @@ def source_material(
     for warning in warnings:
         scene.warnings.add(f"material '{shown(name)}': {warning}")
     return material
+
+
+def _placeholder(name: str, texture: str) -> MaterialData:
+    """The flat stand-in for a material whose VMT is missing or unreadable, marked so the import counts it."""
+    return MaterialData(name=name, base_color=PLACEHOLDER, props={"source_texture": texture, "source_missing": True})
 
 
 def _read(finder: Finder, include: str) -> bytes | None:
