@@ -117,6 +117,7 @@ def animated_samples() -> list[Path]:
 # --- every sample animation -------------------------------------------------------------------------------------
 
 
+@pytest.mark.long
 def test_every_original_frame_stays_within_the_tolerance(monkeypatch):
     checked = 0
     totals = {}

@@ -19,7 +19,10 @@ from conftest import ROOT, TESTS
 
 CASES_PER_SEED = 150
 
-pytestmark = pytest.mark.skipif(np.__version__.startswith("1."), reason="compares numpy 2 (5.1+) with numpy 1")
+pytestmark = [
+    pytest.mark.skipif(np.__version__.startswith("1."), reason="compares numpy 2 (5.1+) with numpy 1"),
+    pytest.mark.long,
+]
 
 
 def numpy1_python() -> str:

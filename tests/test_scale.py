@@ -8,7 +8,10 @@ import importlib.util
 import pytest
 from conftest import ROOT, bpy
 
-pytestmark = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh")
+pytestmark = [
+    pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh"),
+    pytest.mark.long,
+]
 
 KB_PER_UNIT = 1.0  # the bound BENCHMARKS.md states: an import adds at most 1 KB per vertex plus keyframe
 

@@ -24,6 +24,8 @@ from conftest import ROOT
 VERSION = "9.9"  # not a Blender version: the requirements come from the test's own folder
 PROBE = "io_ms3d_mdl_probe"
 POSIX = pytest.mark.skipif(os.name == "nt", reason="drives the bash scripts")
+# It builds real environments and runs the set-up scripts: the same whatever Blender runs the suite.
+pytestmark = pytest.mark.long
 
 
 def load_bootstrap():
