@@ -266,3 +266,9 @@ def test_changelog_dates_every_release():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     for version in released_versions(changelog):
         assert re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M), version
+
+
+def test_the_long_tests_run_on_the_oldest_and_newest_blender_of_a_run():
+    bootstrap = load_bootstrap()
+    assert bootstrap.lts_ends(list(bootstrap.PINNED)) == {"4.2", "5.2"}
+    assert bootstrap.lts_ends(["5.0"]) == {"5.0"} and bootstrap.lts_ends([]) == set()
