@@ -165,3 +165,14 @@ def test_the_cycle_finder_sees_function_level_imports(tmp_path):
     modules = {"pkg.one", "pkg.two"}
     assert package_imports("pkg.one", package / "one.py", modules) == {"pkg.two"}
     assert package_imports("pkg.two", package / "two.py", modules) == set()
+
+
+def test_nothing_branches_on_a_blender_version_number():
+    """What a Blender offers is found by a feature test (``hasattr``, an RNA parameter, a probe), never by comparing
+    ``bpy.app.version``: a version number says nothing about a build that backports or drops a feature."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "version" and ast.unparse(node.value) == "bpy.app":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

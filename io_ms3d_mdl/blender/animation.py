@@ -39,7 +39,7 @@ def curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Callable[[st
     strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
     bag = strip.channelbag(slot, ensure=True)
     make = bag.fcurves.new  # bound once: every attribute step on a Blender struct builds a Python object
-    if bpy.app.version >= (5, 0, 0):
+    if "group_name" in bag.fcurves.bl_rna.functions["new"].parameters:  # 5.0 on: the group made with the curve
         return lambda path, index, group: make(path, index=index, group_name=group)
     groups: dict[str, bpy.types.ActionGroup] = {}
 
