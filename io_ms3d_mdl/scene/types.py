@@ -60,6 +60,8 @@ class MaterialData:
     normal_texture: ImageRef | None = None  # a DirectX-style normal map (green points down), as Source uses
     emission_from_texture_alpha: bool = False  # self-illumination masked by the base texture's alpha
     double_sided: bool = True
+    additive: bool = False  # adds its colour to what lies behind (GoldSrc's additive textures)
+    reflection_mapped: bool = False  # the base texture is looked up by the view's reflection (GoldSrc's chrome)
     props: Props = field(default_factory=dict)
 
 
