@@ -86,3 +86,86 @@ def test_houndeye_skin_families_change_only_the_eye(blender):
     assert len(skins) == 3
     differ = [i for i in range(len(skins[0])) if len({f[i] for f in skins}) > 1]
     assert len(differ) == 1 and {f[differ[0]] for f in skins} == {"eye", "eye1", "eye2"}
+
+
+def test_all_sequences_blends_and_events(blender):
+    bpy = blender
+    path = goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl")
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    actions = {a["source_animation"]: a for a in bpy.data.actions if "source_animation" in a}
+    assert len(actions) == len(bpy.data.collections["scientist"].io_ms3d_mdl_animations) == 129
+    walk = actions["walk"]
+    assert [m.frame for m in walk.pose_markers] and all(m.name.split()[0].isdigit() for m in walk.pose_markers)
+    assert walk["source_looping"] and walk["source_frames"] == 17
+    # a sequence from a group file (scientist01.mdl…) is there too
+    assert all(isinstance(a.frame_range[1], float) for a in actions.values())
+
+
+def test_multi_blend_sequences_become_one_action_per_blend(blender):
+    bpy = blender
+    bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/hgrunt.mdl")), animations="ALL")
+    blends = [a for a in bpy.data.actions if a.get("source_blend", 0) > 0]
+    assert blends
+    for action in blends:
+        first = bpy.data.actions.get(action["source_sequence"])
+        assert first is not None and first["source_blend"] == 0
+
+
+def test_in_place_sequences_keep_the_motion_bone_still(blender):
+    bpy = blender
+    from io_ms3d_mdl.formats.goldsrc import read_goldsrc
+
+    path = goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl")
+    gs = read_goldsrc(path)
+    index, seq = next((i, s) for i, s in enumerate(gs.sequences) if s.motiontype & 1 and s.seqgroup == 0)
+    bpy.ops.import_scene.source_mdl(filepath=str(path), animations="NONE")
+    model = bpy.data.collections["scientist"]
+    assert bpy.ops.io_ms3d_mdl.source_play_animation(model="scientist", animation=seq.label) == {"FINISHED"}
+    arm = next(o for o in model.all_objects if o.type == "ARMATURE")
+    bone = arm.pose.bones[gs.bone_names[seq.motionbone]]
+    assert gs.bones["parent"][seq.motionbone] == -1 and index >= 0
+    xs = []
+    for frame in range(seq.numframes):
+        bpy.context.scene.frame_set(frame)
+        xs.append(bone.head[0])  # armature space: the model's space, X zeroed as the engine plays it
+    assert np.abs(xs).max() < 1e-5
+
+
+def test_animation_list_builds_on_demand(blender):
+    bpy = blender
+    bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/houndeye.mdl")))
+    model = bpy.data.collections["houndeye"]
+    built = [a for a in bpy.data.actions if "source_animation" in a]
+    assert len(built) == 1  # the first sequence only
+    name = model.io_ms3d_mdl_animations[5].name
+    assert bpy.ops.io_ms3d_mdl.source_play_animation(model="houndeye", animation=name) == {"FINISHED"}
+    arm = next(o for o in model.all_objects if o.type == "ARMATURE")
+    assert arm.animation_data.action["source_animation"] == name
+
+
+def test_materials_follow_texture_flags(blender):
+    bpy = blender
+    bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/v_gauss.mdl")))
+    bright = bpy.data.materials["spinnerBRIGHT"]
+    assert bright.node_tree.nodes["Principled BSDF"].inputs["Emission Strength"].default_value == 1.0
+    chrome = [m for m in bpy.data.materials if m.get("source_texture_flags", 0) & 2]
+    assert chrome and all(any(n.bl_idname == "ShaderNodeTexCoord" for n in m.node_tree.nodes) for m in chrome)
+    masked = [m for m in bpy.data.materials if m.get("source_texture_flags", 0) & 64]
+    assert masked and all(any(n.label == "Alpha Test" for n in m.node_tree.nodes) for m in masked)
+    bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/sr666mdl/martini.mdl")))
+    additive = next(m for m in bpy.data.materials if m.get("source_texture_flags", 0) & 32)
+    assert any(n.label == "Additive" for n in additive.node_tree.nodes)
+    assert additive.surface_render_method == "BLENDED"
+
+
+def test_failed_goldsrc_import_leaves_the_file_as_it_was(blender, tmp_path):
+    bpy = blender
+    from conftest import datablock_counts
+
+    path = tmp_path / "broken.mdl"
+    data = bytearray(goldsrc("Pi0h1__halflife/models/houndeye.mdl").read_bytes())
+    path.write_bytes(bytes(data[: len(data) // 3]))
+    before = datablock_counts()
+    with pytest.raises(RuntimeError, match="past the end"):
+        bpy.ops.import_scene.source_mdl(filepath=str(path))
+    assert datablock_counts() == before
