@@ -41,6 +41,11 @@ MASKED_CLIP = 0.5
 
 def goldsrc_to_scene(gs: GsFile, options: SourceOptions | None = None) -> SceneData:
     options = options or SourceOptions()
+    with np.errstate(all="ignore"):  # a stranger's NaN and infinity are replaced (and reported) at the end
+        return _scene(gs, options)
+
+
+def _scene(gs: GsFile, options: SourceOptions) -> SceneData:
     stem = os.path.splitext(os.path.basename(gs.path or gs.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(gs))
     scene.warnings.extend(gs.warnings)
