@@ -57,8 +57,11 @@ class GTexture:
     seed: int = 0
 
     def indices(self) -> bytes:
+        """A diagonal ramp with a little noise, as painted skins are (smooth areas, dithered)."""
         rng = np.random.default_rng(self.seed)
-        return rng.integers(0, 256, self.width * self.height, dtype=np.uint8).tobytes()
+        y, x = np.mgrid[: self.height, : self.width]
+        ramp = (x + y) * 255 // max(self.width + self.height - 2, 1) + rng.integers(0, 6, (self.height, self.width))
+        return (ramp % 256).astype(np.uint8).tobytes()
 
     def palette(self) -> bytes:
         return bytes((i * 7 + c * 85) % 256 for i in range(256) for c in range(3))

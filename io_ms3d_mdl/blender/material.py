@@ -16,9 +16,9 @@ import numpy as np
 
 from ..access import shown
 from ..errors import Warnings
-from ..scene.types import ImageRef, MaterialData
+from ..scene.types import ImageRef, IndexedImage, MaterialData
 from . import dds
-from .packed_image import packed_png, png_bytes
+from .packed_image import packed_image, packed_png, png_bytes, png_indexed_bytes
 from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
@@ -48,6 +48,8 @@ class ImageLoader:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
         if ref.blocks is not None and dds.decodes_as_ours(ref.blocks):
             return _image_from_pixels(name, ref.blocks)  # Blender's decoder, compressed in the .blend
+        if ref.indexed is not None:  # palette pixels (GoldSrc), packed as a palette PNG
+            return _image_from_pixels(name, ref.indexed)
         if ref.pixels is not None:  # decoded by us (blocks Blender cannot take are decoded here, in numpy)
             return _image_from_pixels(name, ref.pixels)
         if ref.resolved_path and ref.loadable:
@@ -86,13 +88,18 @@ def texture_output(folder: str | None) -> Iterator[None]:
         _png_folder.pop()
 
 
-def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.Image:
+def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks | IndexedImage) -> bpy.types.Image:
     """A texture we decoded (e.g. a VTF), or block-compressed data Blender decodes itself, as an image packed into
     the .blend file (blocks stay compressed there; 8-bit pixels as a PNG we write, see ``packed_image.py``), or
     saved as a PNG file."""
     stem = os.path.splitext(name)[0]
     folder = _png_folder[-1]
-    if isinstance(pixels, np.ndarray) and pixels.dtype == np.uint8:
+    if isinstance(pixels, IndexedImage):
+        data = png_indexed_bytes(pixels.indices, pixels.palette)
+        if folder:
+            return _loaded_png(_write_png(folder, _file_stem(name), data), name)
+        image = packed_image(stem + ".png", data)
+    elif isinstance(pixels, np.ndarray) and pixels.dtype == np.uint8:
         if folder:
             return _loaded_png(_write_png(folder, _file_stem(name), png_bytes(pixels)), name)
         image = packed_png(stem + ".png", pixels)

@@ -19,6 +19,17 @@ class GsTexture:
     indices: np.ndarray | None  # (height, width) uint8 palette indices; None when the data is not in the file
     palette: np.ndarray | None  # (256, 3) uint8 RGB
 
+    def rgba_palette(self) -> np.ndarray | None:
+        """(256, 4) uint8: the palette with alpha; a masked texture's entry 255 is transparent."""
+        if self.palette is None:
+            return None
+        out = np.empty((256, 4), dtype=np.uint8)
+        out[:, :3] = self.palette
+        out[:, 3] = 255
+        if self.flags & 64:
+            out[255, 3] = 0
+        return out
+
     def rgba(self) -> np.ndarray | None:
         """(height, width, 4) uint8, top row first; a masked texture's palette index 255 is transparent."""
         if self.indices is None or self.palette is None:

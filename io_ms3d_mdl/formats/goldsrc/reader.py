@@ -164,40 +164,40 @@ def _sequences(cur: Cursor, header: np.void, warnings: Warnings) -> list[GsSeque
     records = _records(cur, header, "numseq", "seqindex", S.SEQUENCE, "sequences")
     base = int(header["seqindex"])
     budget = current_budget()
-    events_left = budget.events
+    events = int(np.maximum(records["numevents"], 0).sum(dtype=np.int64)) if len(records) else 0
+    budget.check(cur.path, "animation events over all sequences", events, budget.events)
+    # whole columns as Python values at once: per record and field, numpy's scalar access was most of the cost
+    columns = {name: records[name].tolist() for name in S.SEQUENCE.names}
     out = []
-    for i, r in enumerate(records):
-        label = fixed_string(bytes(r["label"])) or f"sequence{i}"
-        numevents = int(r["numevents"])
-        events_left -= max(numevents, 0)
-        if events_left < 0:
-            raise budget.exceeded(
-                cur.path, "animation events over all sequences", budget.events - events_left, budget.events
-            )
+    for i in range(len(records)):
+        label = fixed_string(columns["label"][i]) or f"sequence{i}"
+        numevents = columns["numevents"][i]
         with cur.section(f"sequence '{label}'"):
-            events = cur.array_at(S.EVENT, int(r["eventindex"]), numevents, "events") if numevents else []
-            pivots = _pivots(cur, r, label, warnings)
+            events = cur.array_at(S.EVENT, columns["eventindex"][i], numevents, "events") if numevents else []
+            pivots = _pivots(cur, records[i], label, warnings) if columns["numpivots"][i] else np.zeros(0, S.PIVOT)
         out.append(
             GsSequence(
                 label=label,
-                fps=float(r["fps"]),
-                flags=int(r["flags"]),
-                activity=int(r["activity"]),
-                actweight=int(r["actweight"]),
-                numframes=int(r["numframes"]),
-                motiontype=int(r["motiontype"]),
-                motionbone=int(r["motionbone"]),
-                linearmovement=tuple(float(v) for v in r["linearmovement"]),
-                numblends=int(r["numblends"]),
-                animindex=int(r["animindex"]),
-                seqgroup=int(r["seqgroup"]),
-                blendtype=tuple(int(v) for v in r["blendtype"]),
-                blendstart=tuple(float(v) for v in r["blendstart"]),
-                blendend=tuple(float(v) for v in r["blendend"]),
+                fps=columns["fps"][i],
+                flags=columns["flags"][i],
+                activity=columns["activity"][i],
+                actweight=columns["actweight"][i],
+                numframes=columns["numframes"][i],
+                motiontype=columns["motiontype"][i],
+                motionbone=columns["motionbone"][i],
+                linearmovement=tuple(columns["linearmovement"][i]),
+                numblends=columns["numblends"][i],
+                animindex=columns["animindex"][i],
+                seqgroup=columns["seqgroup"][i],
+                blendtype=tuple(columns["blendtype"][i]),
+                blendstart=tuple(columns["blendstart"][i]),
+                blendend=tuple(columns["blendend"][i]),
                 events=[
-                    GsEvent(int(e["frame"]), int(e["event"]), int(e["type"]), fixed_string(bytes(e["options"])))
-                    for e in events
-                ],
+                    GsEvent(e, k, t, fixed_string(o))
+                    for e, k, t, o in zip(*(events[f].tolist() for f in S.EVENT.names), strict=True)
+                ]
+                if numevents
+                else [],
                 pivots=pivots,
                 offset=base + i * S.SEQUENCE.itemsize,
             )

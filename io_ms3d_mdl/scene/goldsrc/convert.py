@@ -27,6 +27,7 @@ from ..types import (
     CollectionData,
     EmptyData,
     ImageRef,
+    IndexedImage,
     MaterialData,
     MeshData,
     ObjectData,
@@ -140,14 +141,13 @@ def _materials(gs: GsFile, scene: SceneData) -> None:
     allowance = PixelAllowance()
     names = unique_names([os.path.splitext(t.name)[0] or f"texture{i}" for i, t in enumerate(gs.textures)], "texture")
     for texture, name in zip(gs.textures, names, strict=True):
-        pixels = None
+        ref = ImageRef(texture.name, None, loadable=False)
         refusal = allowance.refusal(texture.name)
         if refusal:
             scene.warnings.add(refusal)
-        elif texture.width * texture.height <= allowance.limit():
-            pixels = texture.rgba()
+        elif texture.indices is not None and texture.width * texture.height <= allowance.limit():
+            ref.indexed = IndexedImage(texture.indices, texture.rgba_palette())
             allowance.spend(texture.width * texture.height)
-        ref = ImageRef(texture.name, None, loadable=False, decoded=pixels)
         flags = texture.flags
         material = MaterialData(
             name=name,
