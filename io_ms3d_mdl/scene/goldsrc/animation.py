@@ -17,7 +17,7 @@ from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 from ...formats.source.animation import DecodedAnimation
 from ..bones import unique_names
-from ..rotations import euler_xyz_to_matrix, matrix_to_quaternion
+from ..rotations import euler_xyz_to_matrix
 from ..source.animation import _actions
 from ..types import AnimationEntry, SceneData
 
@@ -77,9 +77,9 @@ def add_goldsrc_animations(
     rest_rot = euler_xyz_to_matrix(local[:, 3:])
     rest_pos = local[:, :3]
     decoded: dict[int, object] = {}
-    anims, picked = [], []
+    picked, positions, angles = [], [], []
     for i in chosen:
-        s, blend, name = available[i]
+        s, blend, _ = available[i]
         seq = gs.sequences[s]
         if s not in decoded:
             try:
@@ -91,15 +91,22 @@ def add_goldsrc_animations(
         data = decoded[s]
         if data is None:
             continue
-        anim_fps = seq.fps if 1e-3 <= seq.fps <= 1e4 else 30.0
-        if anim_fps != seq.fps:
-            scene.warnings.add(f"sequence '{seq.label}' has a frame rate of {seq.fps}; 30 fps is used")
-        positions = data.positions[blend].copy()
-        _in_place(seq, positions)
-        rotations = matrix_to_quaternion(euler_xyz_to_matrix(data.angles[blend]))
-        animated = np.ones(len(gs.bones), dtype=bool)
-        anims.append(DecodedAnimation(name, anim_fps, False, rotations, positions, animated))
+        moved = data.positions[blend].copy()
+        _in_place(seq, moved)
+        positions.append(moved)
+        angles.append(data.angles[blend])
         picked.append((i, seq))
+    anims = []
+    if picked:  # every frame of every animation turned into quaternions in one pass
+        quats = euler_to_quaternion(np.concatenate(angles))
+        starts = np.cumsum([0] + [len(a) for a in angles])
+        animated = np.ones(len(gs.bones), dtype=bool)
+        for k, (i, seq) in enumerate(picked):
+            anim_fps = seq.fps if 1e-3 <= seq.fps <= 1e4 else 30.0
+            if anim_fps != seq.fps:
+                scene.warnings.add(f"sequence '{seq.label}' has a frame rate of {seq.fps}; 30 fps is used")
+            rotations = quats[starts[k] : starts[k + 1]]
+            anims.append(DecodedAnimation(available[i][2], anim_fps, False, rotations, positions[k], animated))
     if anims:
         fps = fps or anims[0].fps
         actions = _actions(anims, [fps / a.fps for a in anims], rest_rot, rest_pos, axes, scale)
@@ -127,6 +134,21 @@ def add_goldsrc_animations(
     if first[1] <= first[0]:
         first = max((a.frame_range for a in scene.actions), key=lambda r: r[1] - r[0])
     scene.frame_range = first
+
+
+def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:
+    """(…, 3) Euler angles (radians; X applied first, then Y, then Z, as the engine's AngleQuaternion) → (…, 4)
+    quaternions (w, x, y, z), straight from the half angles."""
+    half = np.asarray(angles, dtype=np.float64) * 0.5
+    s, c = np.sin(half), np.cos(half)
+    sr, sp, sy = s[..., 0], s[..., 1], s[..., 2]
+    cr, cp, cy = c[..., 0], c[..., 1], c[..., 2]
+    out = np.empty((*half.shape[:-1], 4))
+    out[..., 0] = cr * cp * cy + sr * sp * sy
+    out[..., 1] = sr * cp * cy - cr * sp * sy
+    out[..., 2] = cr * sp * cy + sr * cp * sy
+    out[..., 3] = cr * cp * sy - sr * sp * cy
+    return out
 
 
 def _in_place(seq: GsSequence, positions: np.ndarray) -> None:
