@@ -46,6 +46,15 @@ def test_textures_in_a_t_file(tmp_path):
         load_source(str(tmp_path / "models" / "guyT.mdl"))
 
 
+def test_a_broken_texture_file_costs_the_textures_only(tmp_path):
+    path = write_model_files(character_spec(), tmp_path / "models", "guy", textures_apart=True)
+    texture_file = tmp_path / "models" / "guyT.mdl"
+    texture_file.write_bytes(texture_file.read_bytes()[:300])
+    scene = load_source(str(path))
+    assert any("textures were not imported: guyT.mdl" in w for w in scene.warnings)
+    assert scene.triangle_count == 6 and not scene.materials
+
+
 def test_missing_companions_cost_warnings(tmp_path):
     path = write_model_files(character_spec(), tmp_path / "models", "guy", textures_apart=True)
     (tmp_path / "models" / "guyT.mdl").unlink()

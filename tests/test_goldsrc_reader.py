@@ -174,3 +174,21 @@ def test_foreign_and_truncated_files_are_refused_by_name(tmp_path, head, says):
     path.write_bytes(head)
     with pytest.raises(FormatError, match=says):
         load_source(str(path))
+
+
+def test_info_says_goldsrc_and_lists_parts_textures_sequences_and_groups(capsys):
+    from io_ms3d_mdl.cli import main
+
+    path = goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl")
+    assert main(["info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "GoldSrc model version 10" in text and "game: GoldSrc (Half-Life 1)" in text
+    assert "textures: 31 (from scientistT.mdl)" in text and "sequence groups: 8" in text
+    assert "heads   4 options:" in text
+    assert main(["info", "--json", str(goldsrc("Pi0h1__halflife/models/v_gauss.mdl"))]) == 0
+    import json
+
+    data = next(iter(json.loads(capsys.readouterr().out).values()))
+    flags = {t["name"]: t["flag_names"] for t in data["textures"]}
+    assert flags["spinnerBRIGHT.bmp"] == ["flatshade", "fullbright"]
+    assert data["sequence_groups"][0]["sequences"] == len(data["sequences"]) == 9

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...access import current, listing, read_file, relative_parts
 from ...budget import current_budget
-from ...errors import FormatError, Warnings
+from ...errors import BudgetExceeded, FormatError, Warnings
 from ..binary import Cursor
 from ..text import fixed_string
 from . import structs as S
@@ -58,6 +58,8 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
     textures_only = int(header["numbones"]) == 0 and int(header["numbodyparts"]) == 0 and int(header["numtextures"]) > 0
     if textures_only and stem[-1:] in "tT" and len(stem) > 1:
         raise cur.error(f"this is the texture file of a GoldSrc model; open '{stem[:-1]}.mdl' (beside it) instead", 0)
+    if int(header["numbones"]) <= 0 and int(header["numbodyparts"]) <= 0:
+        raise cur.error("this GoldSrc (Half-Life 1) model has no bones and no body parts: nothing to import", 140)
     bones = _records(cur, header, "numbones", "boneindex", S.BONE, "bones")
     names = [fixed_string(n) for n in bones["name"].tolist()]
     parents = bones["parent"]
@@ -272,9 +274,14 @@ def attach_companions(gs: GsFile, path: str) -> None:
     if not gs.textures:
         found = _beside(folder, path, stem + "T.mdl")
         if found is not None:
-            texture_file = read_goldsrc_bytes_textures(read_file(found), found)
-            gs.textures, gs.skins, gs.texture_file = texture_file.textures, texture_file.skins, found
-            gs.warnings.extend(texture_file.warnings)
+            try:
+                texture_file = read_goldsrc_bytes_textures(read_file(found), found)
+            except BudgetExceeded:
+                raise
+            except FormatError as exc:  # the model still shows, untextured
+                gs.warnings.add(f"the textures were not imported: {exc.message}")
+            else:
+                gs.textures, gs.skins, gs.texture_file = texture_file.textures, texture_file.skins, found
         elif any(bp.models for bp in gs.body_parts):
             gs.warnings.add(f"the model keeps its textures in '{stem}T.mdl', which was not found beside it")
     for g, group in enumerate(gs.groups):
