@@ -192,3 +192,11 @@ def test_info_says_goldsrc_and_lists_parts_textures_sequences_and_groups(capsys)
     flags = {t["name"]: t["flag_names"] for t in data["textures"]}
     assert flags["spinnerBRIGHT.bmp"] == ["flatshade", "fullbright"]
     assert data["sequence_groups"][0]["sequences"] == len(data["sequences"]) == 9
+
+
+def test_folder_searches_skip_the_companion_files():
+    from io_ms3d_mdl.cli.files import collect
+
+    folder = goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl").parent
+    names = sorted(f.source.name for f in collect([str(folder)]))
+    assert names == ["islave.mdl", "scientist.mdl", "v_9mmhandgun.mdl"]

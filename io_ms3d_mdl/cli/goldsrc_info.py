@@ -4,6 +4,7 @@ Reached from ``info``'s ``.mdl`` reader when the header says version 10 (or a co
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from ..access import read_file
@@ -13,6 +14,21 @@ def is_goldsrc_path(path: str) -> bool:
     from ..scene.goldsrc.load import is_goldsrc_file
 
     return is_goldsrc_file(read_file(path)[:8])
+
+
+def is_goldsrc_companion(path: Path) -> bool:
+    """A GoldSrc model's texture file (``<name>T.mdl``) or sequence group (``<name>01.mdl``…) beside its model:
+    folder searches skip them (the model reads them); named directly they are still reported."""
+    stem, suffix = path.stem, path.suffix
+    model = stem[:-1] if stem[-1:] in "tT" else stem[:-2] if stem[-2:].isdigit() else ""
+    if not model or not path.with_name(model + suffix).is_file():
+        return False
+    try:
+        with path.open("rb") as handle:  # a regular file (the folder search only lists those)
+            head = handle.read(8)
+    except OSError:
+        return False
+    return head[:4] == b"IDSQ" or head == b"IDST\n\0\0\0"
 
 
 def goldsrc_info(path: str) -> dict[str, Any]:
