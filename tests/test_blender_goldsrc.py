@@ -79,6 +79,15 @@ def test_body_parts_and_skins_switch(blender):
     assert model["source_skin"] == 1 and before != after
 
 
+def test_bone_controllers_are_listed_on_the_model(blender):
+    bpy = blender
+    bpy.ops.import_scene.source_mdl(
+        filepath=str(goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl"))
+    )
+    controllers = bpy.data.collections["scientist"]["source_bone_controllers"]
+    assert len(controllers) == 2 and all(c["bone"] for c in controllers)
+
+
 def test_houndeye_skin_families_change_only_the_eye(blender):
     bpy = blender
     bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/houndeye.mdl")))

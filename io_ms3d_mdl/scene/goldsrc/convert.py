@@ -85,6 +85,17 @@ def _model_props(gs: GsFile) -> dict:
         "source_flags": gs.flags,
         "source_sequence_groups": [g.name for g in gs.groups],
     }
+    if len(gs.controllers):  # listed, not applied: at rest (zero) unless a game moves them
+        props["source_bone_controllers"] = [
+            {
+                "bone": gs.bone_names[c["bone"]] if 0 <= c["bone"] < len(gs.bone_names) else "",
+                "type": int(c["type"]),
+                "start": float(c["start"]),
+                "end": float(c["end"]),
+                "index": int(c["index"]),
+            }
+            for c in gs.controllers
+        ]
     if gs.path:
         props["source_source"] = os.path.basename(gs.path)
     if gs.texture_file:
@@ -225,9 +236,10 @@ def _model_object(
     used, triangles = renumbered(tris.ravel(), len(model.vertices))
     triangles = triangles.reshape(-1, 3)
     rest = world[model.vertex_bones[used]]
-    positions = np.einsum("vij,vj->vi", rest[:, :3, :3], model.vertices[used]) + rest[:, :3, 3]
-    normal_rot = world[model.normal_bones[corners[:, 1]], :3, :3]
-    normals = np.einsum("cij,cj->ci", normal_rot, model.normals[corners[:, 1]])
+    positions = (rest[:, :3, :3] @ model.vertices[used, :, None].astype(np.float64))[:, :, 0] + rest[:, :3, 3]
+    # each stored normal turned once by its bone, then spread over the corners that use it
+    turned = (world[model.normal_bones, :3, :3] @ model.normals[:, :, None].astype(np.float64))[:, :, 0]
+    normals = turned[corners[:, 1]]
     family0 = scene.skin_families[0] if scene.skin_families else []
     slot_refs = list(dict.fromkeys(refs.tolist()))
     place = {r: i for i, r in enumerate(slot_refs)}
