@@ -114,6 +114,11 @@ def test_texture_pixels_match_a_palette_lookup(relative):
         pixels = data[index : index + width * height]
         palette = data[index + width * height : index + width * height + 768]
         rgba = texture.rgba()
+        # every pixel: the palette entry its index names, straight from the file's bytes
+        table = np.frombuffer(palette, np.uint8).reshape(256, 3)
+        whole = table[np.frombuffer(pixels, np.uint8)].reshape(height, width, 3)
+        np.testing.assert_array_equal(rgba[..., :3], whole)
+        assert (rgba[..., 3] == 0).sum() == (pixels.count(255) if flags & 64 else 0)
         for y, x in [(0, 0), (height - 1, width - 1), (height // 2, width // 3), (height // 3, width - 1)]:
             p = pixels[y * width + x]
             alpha = 0 if flags & 64 and p == 255 else 255
