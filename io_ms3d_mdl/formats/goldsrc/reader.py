@@ -71,7 +71,7 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
             int(header["boneindex"]) + i * S.BONE.itemsize + 32,
         )
     textures, skins = _textures(cur, header)
-    warnings = Warnings()
+    warnings = Warnings()  # what the reader notes; the scene adds its own
     gs = GsFile(
         path=path,
         name=fixed_string(bytes(header["name"])),
@@ -83,7 +83,7 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
             cur, header, "numbonecontrollers", "bonecontrollerindex", S.BONE_CONTROLLER, "bone controllers"
         ),
         hitboxes=_records(cur, header, "numhitboxes", "hitboxindex", S.HITBOX, "hitboxes"),
-        sequences=_sequences(cur, header, warnings),
+        sequences=_sequences(cur, header),
         groups=[
             GsSequenceGroup(fixed_string(bytes(g["label"])), fixed_string(bytes(g["name"])))
             for g in _records(cur, header, "numseqgroups", "seqgroupindex", S.SEQUENCE_GROUP, "sequence groups")
@@ -162,7 +162,7 @@ def _texture(cur: Cursor, record: np.void, index: int) -> GsTexture:
     return texture
 
 
-def _sequences(cur: Cursor, header: np.void, warnings: Warnings) -> list[GsSequence]:
+def _sequences(cur: Cursor, header: np.void) -> list[GsSequence]:
     records = _records(cur, header, "numseq", "seqindex", S.SEQUENCE, "sequences")
     base = int(header["seqindex"])
     budget = current_budget()
@@ -176,7 +176,7 @@ def _sequences(cur: Cursor, header: np.void, warnings: Warnings) -> list[GsSeque
         numevents = columns["numevents"][i]
         with cur.section(f"sequence '{label}'"):
             events = cur.array_at(S.EVENT, columns["eventindex"][i], numevents, "events") if numevents else []
-            pivots = _pivots(cur, records[i], label, warnings) if columns["numpivots"][i] else np.zeros(0, S.PIVOT)
+            pivots = _pivots(cur, records[i]) if columns["numpivots"][i] else np.zeros(0, S.PIVOT)
         out.append(
             GsSequence(
                 label=label,
@@ -207,16 +207,12 @@ def _sequences(cur: Cursor, header: np.void, warnings: Warnings) -> list[GsSeque
     return out
 
 
-def _pivots(cur: Cursor, record: np.void, label: str, warnings) -> np.ndarray:
-    """The sequence's pivots (foot positions nothing plays from): Xash3D's compiler writes an offset in their
-    count, so pivots that do not fit the file are dropped with a note rather than failing the model."""
-    count = int(record["numpivots"])
-    if count == 0:
-        return np.zeros(0, S.PIVOT)
+def _pivots(cur: Cursor, record: np.void) -> np.ndarray:
+    """The sequence's pivots (foot positions; nothing here uses them). Xash3D's compiler writes an offset in their
+    count, so pivots that do not fit the file are left out rather than failing a model that plays fine."""
     try:
-        return cur.array_at(S.PIVOT, int(record["pivotindex"]), count, "pivots")
-    except FormatError as exc:
-        warnings.add(f"the pivots of sequence '{label}' were not read: {exc.reason}")
+        return cur.array_at(S.PIVOT, int(record["pivotindex"]), int(record["numpivots"]), "pivots")
+    except FormatError:
         return np.zeros(0, S.PIVOT)
 
 
