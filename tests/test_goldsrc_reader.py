@@ -205,3 +205,9 @@ def test_folder_searches_skip_the_companion_files():
     folder = goldsrc("phoenixprojectsoftware__halflifeclassic/models/scientist.mdl").parent
     names = sorted(f.source.name for f in collect([str(folder)]))
     assert names == ["islave.mdl", "scientist.mdl", "v_9mmhandgun.mdl"]
+
+
+@pytest.mark.parametrize("relative", [m for m in MODELS if "gauss" not in m])  # v_gauss: 5 degenerate triangles
+def test_the_samples_import_without_warnings(relative):
+    scene = load_source(str(goldsrc(relative)), SourceOptions(animations="ALL"))
+    assert list(scene.warnings) == []
