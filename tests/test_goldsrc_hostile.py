@@ -3,6 +3,7 @@ warning, where the model can still be shown), within its budget, and never opens
 
 from __future__ import annotations
 
+import os
 import time
 
 import hostile
@@ -84,6 +85,18 @@ def test_a_group_outside_the_folder_is_refused(tmp_path, watch):  # noqa: F811
     scene = load_source(str(hostile.goldsrc_group_traversal(tmp_path)), SourceOptions(animations="ALL"))
     assert any("outside the model's folder; refused" in w for w in scene.warnings)
     assert [a.name for a in scene.actions] == ["walk"]  # the other group's sequences are not imported
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_group_file_that_is_a_fifo_costs_its_sequences(tmp_path):
+    path = write_model_files(character_spec(), tmp_path / "models", "guy")
+    group = tmp_path / "models" / "guy01.mdl"
+    group.unlink()
+    os.mkfifo(group)
+    start = time.perf_counter()
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    assert [a.name for a in scene.actions] == ["walk"] and any("group 1" in w for w in scene.warnings)
+    assert time.perf_counter() - start < 2.0
 
 
 def test_frame_bomb_stops_at_the_budget(tmp_path):

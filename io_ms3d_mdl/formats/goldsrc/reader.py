@@ -285,7 +285,13 @@ def attach_companions(gs: GsFile, path: str) -> None:
             continue
         where = _group_file(folder, path, group.name, stem, g)
         if isinstance(where, str) and not where.startswith("\0"):
-            data = read_file(where)
+            try:
+                data = read_file(where)
+            except BudgetExceeded:
+                raise
+            except FormatError as exc:
+                gs.warnings.add(f"sequence group {g} was not read: {exc.message}; its sequences were not imported")
+                continue
             if data[:4] != S.SEQUENCE_GROUP_MAGIC:
                 gs.warnings.add(
                     f"sequence group {g} file '{os.path.basename(where)}' is not a sequence group (IDSQ); "
