@@ -171,6 +171,13 @@ def hostile_builders() -> dict[str, Callable[[Path], Path]]:
         "hostile fixup bomb.mdl": hostile.source_fixup_bomb,
         "hostile huge texture.mdl": hostile.source_huge_texture,
         "hostile extreme floats.mdl": hostile.source_extreme_floats,
+        "hostile goldsrc commands overrun.mdl": hostile.goldsrc_commands_overrun,
+        "hostile goldsrc missing vertices.mdl": hostile.goldsrc_missing_vertices,
+        "hostile goldsrc texture beyond data.mdl": hostile.goldsrc_texture_beyond_data,
+        "hostile goldsrc group traversal.mdl": hostile.goldsrc_group_traversal,
+        "hostile goldsrc cyclic parents.mdl": hostile.goldsrc_cyclic_parents,
+        "hostile goldsrc frame bomb.mdl": hostile.goldsrc_frame_bomb,
+        "hostile goldsrc empty spans.mdl": hostile.goldsrc_empty_spans,
     }
 
 
@@ -185,6 +192,11 @@ def synthetic_trees(textures: list[bytes]) -> list[TreeSeed]:
         stem = seed.name.removeprefix("synthetic ").rsplit(".", 1)[0]
         if "ms3d" in seed.parts:
             seeds.append(TreeSeed(seed.name, f"model/{stem}.ms3d", {f"model/{stem}.ms3d": seed.parts["ms3d"]}))
+            continue
+        if "g1" in seed.parts:  # GoldSrc: the model, its texture file and its sequence-group file side by side
+            names = {"mdl": "guy.mdl", "t": "guyT.mdl", "g1": "guy01.mdl"}
+            files = {f"game/models/{names[k]}": v for k, v in seed.parts.items() if k in names}
+            seeds.append(TreeSeed(seed.name, "game/models/guy.mdl", files))
             continue
         folder, materials = "game/models/test", "game/materials/models/test"
         turn = SAnimation("turn", 8, [SNode(1, ("q64", (0.7071068, 0.0, 0.0, 0.7071068)))])
@@ -240,6 +252,7 @@ def seed_makers(samples: Path | None, scratch: Path) -> dict[str, Callable[[], T
         makers[seed.name] = lambda seed=seed: seed
     for s in originals:
         kind = "ms3d" if "ms3d" in s.parts else "source" if "mdl" in s.parts else None
+        kind = "goldsrc" if s.oracle.__name__ == "check_goldsrc" else kind
         if kind:
             path = samples / kind / s.name
             path = path if path.exists() else samples / "coverage" / kind / s.name  # formats added later

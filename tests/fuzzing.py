@@ -82,6 +82,22 @@ def check_source(parts: Parts) -> SceneData:
     return source_to_scene(mdl, vvd, vtx, ani=ani, includes=includes, phy=phy)
 
 
+def check_goldsrc(parts: Parts) -> SceneData:
+    """A GoldSrc model with its texture file (``t``) and sequence-group files (``g1``, ``g2``…) as parts."""
+    from io_ms3d_mdl.formats.goldsrc.reader import read_goldsrc_bytes, read_goldsrc_bytes_textures
+    from io_ms3d_mdl.scene.goldsrc.convert import goldsrc_to_scene
+    from io_ms3d_mdl.scene.source.convert import SourceOptions
+
+    gs = read_goldsrc_bytes(parts["mdl"], "mutant.mdl")
+    if "t" in parts and not gs.textures:
+        textures = read_goldsrc_bytes_textures(parts["t"], "mutantT.mdl")
+        gs.textures, gs.skins = textures.textures, textures.skins
+    for key, data in parts.items():
+        if key.startswith("g") and data[:4] == b"IDSQ":
+            gs.group_data[int(key[1:])] = (data, f"mutant{int(key[1:]):02d}.mdl")
+    return goldsrc_to_scene(gs, SourceOptions(animations="ALL"))
+
+
 def check_pcx(parts: Parts) -> None:
     from io_ms3d_mdl.formats.images.pcx import decode_pcx
 
@@ -179,7 +195,20 @@ def synthetic_seeds() -> list[Seed]:
             {"mdl": write_mdl(spec), "vvd": write_vvd(spec), "vtx": write_vtx(spec)},
         ),
         Seed("synthetic titanfall2.mdl", check_source, {"mdl": write_mdl(titanfall)}),
+        Seed("synthetic goldsrc.mdl", check_goldsrc, _goldsrc_parts()),
     ]
+
+
+def _goldsrc_parts() -> Parts:
+    """The GoldSrc writer's character: the model, its texture file and its group file."""
+    import tempfile
+
+    from goldsrc_writer import character_spec as goldsrc_character
+    from goldsrc_writer import write_model_files
+
+    with tempfile.TemporaryDirectory() as folder:
+        write_model_files(goldsrc_character(), Path(folder), "guy", textures_apart=True)
+        return _read(Path(folder), mdl="guy.mdl", t="guyT.mdl", g1="guy01.mdl")
 
 
 def sample_seeds(samples: Path) -> list[Seed]:
@@ -228,6 +257,13 @@ def sample_seeds(samples: Path) -> list[Seed]:
     )
     postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
     seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))
+    gold = samples / "goldsrc"
+    seeds += [  # GoldSrc: textures inside, a Xash3D-written file, and textures and groups in companion files
+        Seed(name, check_goldsrc, _read(gold, mdl=name))
+        for name in ("Pi0h1__halflife/models/sr666mdl/martini.mdl", "Pi0h1__halflife/models/houndeye.mdl")
+    ]
+    islave = "phoenixprojectsoftware__halflifeclassic/models/islave"
+    seeds.append(Seed(islave + ".mdl", check_goldsrc, _read(gold, mdl=islave + ".mdl", g1=islave + "01.mdl")))
     textures = sorted(src.rglob("*.vtf"), key=lambda p: p.stat().st_size)[:3]
     seeds += [Seed(str(p.relative_to(src)), check_vtf, {"vtf": p.read_bytes()}) for p in textures]
     seeds += [

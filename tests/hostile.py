@@ -274,11 +274,121 @@ def source_extreme_floats(tmp: Path) -> Path:
     return source(tmp, spec)
 
 
+# --- GoldSrc (Half-Life 1) -----------------------------------------------------------------------------------------
+
+
+def goldsrc(tmp: Path, spec=None, stem: str = "guy") -> Path:
+    """A GoldSrc model (and its group file) in ``tmp/game/models``."""
+    from goldsrc_writer import character_spec as goldsrc_character
+    from goldsrc_writer import write_model_files
+
+    return write_model_files(spec or goldsrc_character(), game(tmp) / "models", stem)
+
+
+def _goldsrc_patch(path: Path, edit) -> Path:
+    """Rewrite the model's bytes through ``edit(data, header)`` (the header as a numpy record)."""
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    data = bytearray(path.read_bytes())
+    edit(data, np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0])
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _first_mesh(data: bytearray, header) -> tuple[int, int]:
+    """(offset of the first mesh record, offset of its command list)."""
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    part = np.frombuffer(bytes(data), G.BODY_PART, 1, int(header["bodypartindex"]))[0]
+    model = np.frombuffer(bytes(data), G.MODEL, 1, int(part["modelindex"]))[0]
+    mesh_at = int(model["meshindex"])
+    return mesh_at, int(np.frombuffer(bytes(data), G.MESH, 1, mesh_at)[0]["triindex"])
+
+
+def goldsrc_commands_overrun(tmp: Path) -> Path:
+    """A strip claiming 30,000 vertices: its command list runs past the end of the file."""
+
+    def edit(data, header):
+        _, commands = _first_mesh(data, header)
+        data[commands : commands + 2] = struct.pack("<h", 30_000)
+
+    return _goldsrc_patch(goldsrc(tmp), edit)
+
+
+def goldsrc_missing_vertices(tmp: Path) -> Path:
+    """A strip naming vertex 999 of a model with eight."""
+
+    def edit(data, header):
+        _, commands = _first_mesh(data, header)
+        data[commands + 2 : commands + 4] = struct.pack("<h", 999)
+
+    return _goldsrc_patch(goldsrc(tmp), edit)
+
+
+def goldsrc_texture_beyond_data(tmp: Path) -> Path:
+    """A texture declaring 4096 × 4096 pixels where 16 × 16 are stored."""
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    def edit(data, header):
+        at = int(header["textureindex"]) + G.TEXTURE.fields["width"][1]
+        data[at : at + 8] = struct.pack("<2i", 4096, 4096)
+
+    return _goldsrc_patch(goldsrc(tmp), edit)
+
+
+def goldsrc_group_traversal(tmp: Path) -> Path:
+    """Sequence group 1 names ``../../outside/secret.mdl`` (the canary): refused, its sequences not imported."""
+    from goldsrc_writer import character_spec as goldsrc_character
+
+    spec = goldsrc_character()
+    spec.groups = ["", "../../outside/secret.mdl"]
+    return goldsrc(tmp, spec)
+
+
+def goldsrc_cyclic_parents(tmp: Path) -> Path:
+    """The root bone's parent is its own child."""
+    from goldsrc_writer import character_spec as goldsrc_character
+
+    spec = goldsrc_character()
+    spec.bones[0].parent = 1
+    return goldsrc(tmp, spec)
+
+
+def goldsrc_frame_bomb(tmp: Path, frames: int = 10_000_000) -> Path:
+    """A sequence of 10 million frames whose few bytes of values repeat for ever."""
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    def edit(data, header):
+        at = int(header["seqindex"]) + G.SEQUENCE.fields["numframes"][1]
+        data[at : at + 4] = struct.pack("<i", frames)
+
+    return _goldsrc_patch(goldsrc(tmp), edit)
+
+
+def goldsrc_empty_spans(tmp: Path, spans: int = 100_000) -> Path:
+    """A channel whose value stream is a long chain of spans covering no frames (``total`` 0)."""
+    from goldsrc_writer import GSequence
+    from goldsrc_writer import character_spec as goldsrc_character
+
+    spec = goldsrc_character()
+    stall = [[[b"\x00\x00" * spans, None, None, None, None, None], [None] * 6]]
+    spec.sequences = [GSequence("stall", 4, stall)]
+    return goldsrc(tmp, spec)
+
+
 __all__ = [
     "SECRET",
     "canaries",
     "character_spec",
     "game",
+    "goldsrc",
+    "goldsrc_commands_overrun",
+    "goldsrc_cyclic_parents",
+    "goldsrc_empty_spans",
+    "goldsrc_frame_bomb",
+    "goldsrc_group_traversal",
+    "goldsrc_missing_vertices",
+    "goldsrc_texture_beyond_data",
     "ms3d_clip_bomb",
     "ms3d_extreme_timing",
     "ms3d_frame_bomb",

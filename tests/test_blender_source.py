@@ -95,7 +95,7 @@ def test_missing_sidecars_and_bad_files(blender, tmp_path):
     bad = tmp_path / "goldsrc.mdl"
     bad.write_bytes(b"IDST" + (10).to_bytes(4, "little") + bytes(400))
     before = datablock_counts()
-    with pytest.raises(RuntimeError, match=r"goldsrc\.mdl: this is a GoldSrc"):
+    with pytest.raises(RuntimeError, match=r"goldsrc\.mdl: this GoldSrc \(Half-Life 1\) model has no bones"):
         bpy.ops.import_scene.source_mdl(filepath=str(bad))
     assert datablock_counts() == before
 

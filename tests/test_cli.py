@@ -89,10 +89,10 @@ def test_info_shows_frame_major_animations_collision_and_flex_rules():
 
 def test_info_reports_bad_files_and_fails(tmp_path):
     bad = tmp_path / "bad.mdl"
-    bad.write_bytes(b"IDST" + (10).to_bytes(4, "little") + bytes(400))
+    bad.write_bytes(b"IDST" + (10).to_bytes(4, "little") + bytes(100))  # a GoldSrc header cut short
     result = run("info", bad, EXAMPLE, tmp_path / "missing.ms3d")
     assert result.returncode == 1
-    assert "bad.mdl: this is a GoldSrc" in result.stdout and "house.ms3d: MilkShape 3D" in result.stdout
+    assert "bad.mdl: GoldSrc studiohdr_t header" in result.stdout and "house.ms3d: MilkShape 3D" in result.stdout
     assert "missing.ms3d" in result.stdout
 
 

@@ -29,6 +29,10 @@ CASES = {
     "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": 600,
     "r1delta__CORE/models/rocks/single_rock_01.mdl": 500,
     "MORBO.pcx": 500,
+    "synthetic goldsrc.mdl": 800,
+    "Pi0h1__halflife/models/sr666mdl/martini.mdl": 400,
+    "Pi0h1__halflife/models/houndeye.mdl": 150,
+    "phoenixprojectsoftware__halflifeclassic/models/islave.mdl": 100,
 }
 VTF_CASES, VMT_CASES = 400, 250
 

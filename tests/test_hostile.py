@@ -439,6 +439,8 @@ BOMBS = {
     "vvd fixups replaying every vertex": (hostile.source_fixup_bomb, "CANCELLED", "LOD fixups replay"),
     "8192² DXT1 texture": (hostile.source_huge_texture, "FINISHED", "work budget"),
     "fifo sidecar": (lambda tmp: hostile.source_special_sidecar(tmp, "fifo"), "FINISHED", ".vvd file is missing"),
+    "goldsrc 10-million-frame sequence": (hostile.goldsrc_frame_bomb, "CANCELLED", "work budget"),
+    "goldsrc 100,000 empty animation spans": (hostile.goldsrc_empty_spans, "FINISHED", "more spans than"),
 }
 
 

@@ -44,6 +44,7 @@ LANE_WHEEL = "5.0"  # it drives its own Blender binary, so the suite's other whe
 
 METAL_BOX = "source/Igrium__portal_nrtx/models/props/metal_box.mdl"
 CIVILIAN = "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
+GOLDSRC = "goldsrc/Pi0h1__halflife/models/hgrunt.mdl"
 DWARF = "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
 GUN = "coverage/ms3d/akadjoker__IrrlichtGameObject/gun.ms3d"  # a PCX skin, decoded by us and packed as a PNG
 
@@ -301,6 +302,7 @@ def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar",)
 GUI_SHOTS += ("material_preview", "physics")
+GUI_SHOTS += ("goldsrc",)
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -347,7 +349,7 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     shots = tmp_path / "shots"
     rigged = sample(CIVILIAN)
     command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
-    command += ["--rigged", rigged]
+    command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC)]
     code, log = run(command, installed, timeout=400)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
@@ -356,7 +358,7 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     result = json.loads(result_file.read_text())
     assert not result["errors"], "\n".join(result["errors"])
     assert code == 0 and result["finished"], log
-    assert not bad_lines(log, importer_warnings(mdl, rigged)), log
+    assert not bad_lines(log, importer_warnings(mdl, rigged, GOLDSRC)), log
     assert not crash_files(installed)
 
     checks = result["checks"]
@@ -369,6 +371,8 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew
     assert checks["rigged_import"] == ["FINISHED"] and checks["rigged_weights"] == [4, 68, 9033, 5540.0], checks
     assert checks["active_mesh_untouched"], checks
+    assert checks["goldsrc_import"] == ["FINISHED"] and checks["goldsrc_engine"] == "GoldSrc", checks
+    assert checks["goldsrc_meshes"] >= 3 and checks["goldsrc_images"] == [True], checks
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
     crops = tmp_path / "crops"

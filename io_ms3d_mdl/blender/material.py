@@ -16,9 +16,9 @@ import numpy as np
 
 from ..access import shown
 from ..errors import Warnings
-from ..scene.types import ImageRef, MaterialData
+from ..scene.types import ImageRef, IndexedImage, MaterialData
 from . import dds
-from .packed_image import packed_png, png_bytes
+from .packed_image import packed_image, packed_png, png_bytes, png_indexed_bytes
 from .rollback import record_written_file
 
 MISSING_IMAGE_PROP = "io_ms3d_mdl_missing"
@@ -48,6 +48,8 @@ class ImageLoader:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
         if ref.blocks is not None and dds.decodes_as_ours(ref.blocks):
             return _image_from_pixels(name, ref.blocks)  # Blender's decoder, compressed in the .blend
+        if ref.indexed is not None:  # palette pixels (GoldSrc), packed as a palette PNG
+            return _image_from_pixels(name, ref.indexed)
         if ref.pixels is not None:  # decoded by us (blocks Blender cannot take are decoded here, in numpy)
             return _image_from_pixels(name, ref.pixels)
         if ref.resolved_path and ref.loadable:
@@ -86,13 +88,18 @@ def texture_output(folder: str | None) -> Iterator[None]:
         _png_folder.pop()
 
 
-def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks) -> bpy.types.Image:
+def _image_from_pixels(name: str, pixels: np.ndarray | dds.Blocks | IndexedImage) -> bpy.types.Image:
     """A texture we decoded (e.g. a VTF), or block-compressed data Blender decodes itself, as an image packed into
     the .blend file (blocks stay compressed there; 8-bit pixels as a PNG we write, see ``packed_image.py``), or
     saved as a PNG file."""
     stem = os.path.splitext(name)[0]
     folder = _png_folder[-1]
-    if isinstance(pixels, np.ndarray) and pixels.dtype == np.uint8:
+    if isinstance(pixels, IndexedImage):
+        data = png_indexed_bytes(pixels.indices, pixels.palette)
+        if folder:
+            return _loaded_png(_write_png(folder, _file_stem(name), data), name)
+        image = packed_image(stem + ".png", data)
+    elif isinstance(pixels, np.ndarray) and pixels.dtype == np.uint8:
         if folder:
             return _loaded_png(_write_png(folder, _file_stem(name), png_bytes(pixels)), name)
         image = packed_png(stem + ".png", pixels)
@@ -278,6 +285,8 @@ class _Shape(NamedTuple):
     normal_map: bool
     clip: bool
     blend: bool  # not a node: a copy keeps its template's render method, which _write_values only sets
+    additive: bool  # the texture's colour added to what lies behind (emission over a transparent surface)
+    reflection: bool  # the base texture looked up by the view's reflection (GoldSrc's chrome)
 
 
 def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> _Shape:
@@ -293,7 +302,9 @@ def _shape(data: MaterialData, alpha_map: bpy.types.Image | None) -> _Shape:
         opaque=data.alpha >= 1.0,
         normal_map=data.normal_texture is not None,
         clip=data.alpha_clip is not None,
-        blend=data.blend,
+        blend=data.blend or data.additive,
+        additive=textured and data.additive,
+        reflection=textured and data.reflection_mapped,
     )
 
 
@@ -342,8 +353,34 @@ def _make_nodes(tree: bpy.types.NodeTree, shape: _Shape) -> dict:
         nodes["normal_map"] = _normal_map(layout, inputs["Normal"], (x, bsdf.location.y - 600))
     if shape.clip and inputs["Alpha"].links:
         nodes["clip"] = _clip_alpha(layout, inputs["Alpha"])
+    if shape.reflection:
+        coords = tree.nodes.new("ShaderNodeTexCoord")
+        layout.put(coords, x - 250, bsdf.location.y)
+        tree.links.new(coords.outputs["Reflection"], nodes["base"].inputs["Vector"])
+    if shape.additive:
+        _additive(layout, nodes["base"].outputs["Color"], bsdf)
     layout.write()
     return nodes
+
+
+def _additive(layout: _Layout, color: bpy.types.NodeSocket, bsdf: bpy.types.Node) -> None:
+    """What lies behind plus the texture's colour: a fully transparent surface that emits the texture (black
+    adds nothing), in place of the BSDF on the material output."""
+    tree = layout.tree
+    output = next((n for n in tree.nodes if n.bl_idname == "ShaderNodeOutputMaterial"), None)
+    if output is None:
+        return
+    clear = tree.nodes.new("ShaderNodeBsdfTransparent")
+    glow = tree.nodes.new("ShaderNodeEmission")
+    add = tree.nodes.new("ShaderNodeAddShader")
+    add.label = "Additive"
+    layout.put(clear, bsdf.location.x, bsdf.location.y + 300)
+    layout.put(glow, bsdf.location.x, bsdf.location.y + 450)
+    layout.put(add, output.location.x, output.location.y + 200)
+    tree.links.new(color, glow.inputs["Color"])
+    tree.links.new(clear.outputs[0], add.inputs[0])
+    tree.links.new(glow.outputs[0], add.inputs[1])
+    tree.links.new(add.outputs[0], output.inputs["Surface"])
 
 
 def _write_values(
@@ -377,7 +414,7 @@ def _write_values(
             _set_default(nodes[role].inputs[1], data.alpha)
     if "clip" in nodes:
         _set_default(nodes["clip"].inputs[1], data.alpha_clip)
-    if data.blend and hasattr(mat, "surface_render_method"):
+    if (data.blend or data.additive) and hasattr(mat, "surface_render_method"):
         mat.surface_render_method = "BLENDED"
     mat.use_backface_culling = not data.double_sided
     for key, value in data.props.items():

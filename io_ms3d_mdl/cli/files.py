@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .goldsrc_info import is_goldsrc_companion
+
 EXTENSIONS = {".ms3d", ".mdl"}
 
 
@@ -70,6 +72,7 @@ def collect(inputs: list[str]) -> list[Found]:
         path = Path(item)
         if path.is_dir():
             models = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
+            models = [p for p in models if not is_goldsrc_companion(p)]  # read by their model
             found += [Found(p.resolve(), p.relative_to(path)) for p in models]
         else:  # a missing file is kept: it is reported as failed
             found.append(Found(path.resolve(), below(absolute(item), base)))

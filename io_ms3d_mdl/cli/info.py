@@ -45,7 +45,10 @@ def ms3d_info(path: str) -> dict[str, Any]:
 
 def mdl_info(path: str) -> dict[str, Any]:
     from ..formats.source import find_sidecars, read_mdl
+    from .goldsrc_info import goldsrc_info, is_goldsrc_path
 
+    if is_goldsrc_path(path):  # Half-Life 1's .mdl (version 10), a companion of one, or a Quake model
+        return goldsrc_info(path)
     m = read_mdl(path)
     sidecars = find_sidecars(path)
     return {
@@ -235,7 +238,12 @@ def text_report(path: str, info: dict[str, Any]) -> str:
     title = f"{os.path.basename(path)}: {info['format']} version {info['version']}"
     if info.get("name"):
         title += f" ({info['name']})"
-    body = ms3d_text(info) if info["format"] == "MilkShape 3D" else mdl_text(info)
+    if info["format"] == "GoldSrc model":
+        from .goldsrc_info import goldsrc_text
+
+        body = goldsrc_text(info)
+    else:
+        body = ms3d_text(info) if info["format"] == "MilkShape 3D" else mdl_text(info)
     return "\n".join([title, *body, *warning_lines(info["warnings"])])
 
 

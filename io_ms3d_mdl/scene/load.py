@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import os
 
-from ..access import Confinement, confined
+from ..access import Confinement, confined, read_file
 from ..budget import Budget
 from ..errors import FormatError, Warnings
 from ..formats.ms3d import read_ms3d
 from ..formats.source import find_sidecars, read_mdl, read_mesh_companions, read_physics_companion
 from ..formats.source.includes import load_ani, load_includes
+from ..formats.source.mdl import read_mdl_bytes
 from ..formats.source.phy import PhyFile
 from .finite import replace_non_finite
+from .goldsrc.load import goldsrc_animation, is_goldsrc_file, load_goldsrc
 from .ms3d.convert import Ms3dOptions, ms3d_to_scene
 from .source.animation import add_source_animations
 from .source.convert import SourceOptions, source_skeleton, source_to_scene
@@ -33,7 +35,10 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     """Read a model and whichever companions exist next to it (case-insensitively), then assemble it."""
     options = options or SourceOptions()
     with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
-        mdl = read_mdl(path)
+        data = read_file(path)
+        if is_goldsrc_file(data):  # Half-Life 1's .mdl (or a companion of one): the same operator, another engine
+            return load_goldsrc(path, data, options)
+        mdl = read_mdl_bytes(data, os.fspath(path))
         sidecars = find_sidecars(path)
         lod = options.lod if options.lod >= 0 else None  # only the level of detail that is built
         vvd, vtx, notes = read_mesh_companions(mdl, sidecars, lod)  # v53: from inside the .mdl
@@ -96,6 +101,9 @@ def load_source_animation(path: str, name: str, options: SourceOptions, fps: flo
     the skeleton its channels index: what a click in the animation list builds. Reads through the same
     confinement and budgets as the import."""
     with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
+        gold = goldsrc_animation(path, name, options, fps)
+        if gold is not None:
+            return gold
         cached = _SOURCES.get(_source_key(path, options))
         mdl = cached[0] if cached else read_mdl(path)
         warnings = Warnings()

@@ -19,6 +19,18 @@ DriverTarget = str | tuple[str, str]
 
 
 @dataclass
+class IndexedImage:
+    """8-bit palette indices and their RGBA palette (GoldSrc textures): packed as a palette PNG, a quarter of the
+    bytes to compress of the same pixels as RGBA."""
+
+    indices: np.ndarray  # (height, width) uint8, top row first
+    palette: np.ndarray  # (256, 4) uint8 RGBA
+
+    def rgba(self) -> np.ndarray:
+        return self.palette[self.indices]
+
+
+@dataclass
 class ImageRef:
     """A texture as the file names it, and where (if anywhere) it was found."""
 
@@ -29,12 +41,15 @@ class ImageRef:
     # decodes it in numpy only when asked.
     blocks: BlockImage | None = None
     decoded: np.ndarray | None = field(default=None, repr=False)
+    indexed: IndexedImage | None = field(default=None, repr=False)  # palette pixels, decoded only when asked
 
     @property
     def pixels(self) -> np.ndarray | None:
         """(height, width, 4) uint8 RGBA, top row first, when the texture was decoded (or has blocks to decode)."""
         if self.decoded is None and self.blocks is not None:
             self.decoded = self.blocks.decode()
+        if self.decoded is None and self.indexed is not None:
+            self.decoded = self.indexed.rgba()
         return self.decoded
 
     @pixels.setter
@@ -60,6 +75,8 @@ class MaterialData:
     normal_texture: ImageRef | None = None  # a DirectX-style normal map (green points down), as Source uses
     emission_from_texture_alpha: bool = False  # self-illumination masked by the base texture's alpha
     double_sided: bool = True
+    additive: bool = False  # adds its colour to what lies behind (GoldSrc's additive textures)
+    reflection_mapped: bool = False  # the base texture is looked up by the view's reflection (GoldSrc's chrome)
     props: Props = field(default_factory=dict)
 
 
