@@ -523,7 +523,7 @@ def legacy_curve_factory(action: bpy.types.Action, owner: bpy.types.ID) -> Calla
     layer = action.layers[0] if action.layers else action.layers.new("Layer")
     strip = layer.strips[0] if layer.strips else layer.strips.new(type="KEYFRAME")
     bag = strip.channelbag(slot, ensure=True)
-    if "group_name" in bag.fcurves.bl_rna.functions["new"].parameters:  # 5.0 on: the group made with the curve
+    if bpy.app.version >= (5, 0, 0):
         return lambda path, index, group: bag.fcurves.new(path, index=index, group_name=group)
     groups: dict[str, bpy.types.ActionGroup] = {}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..access import read_file
+from .report_text import inline, number, plural, table
 
 
 def is_goldsrc_path(path: str) -> bool:
@@ -102,7 +103,6 @@ def goldsrc_info(path: str) -> dict[str, Any]:
 
 
 def goldsrc_text(info: dict[str, Any]) -> list[str]:
-    from .info import inline, number, plural, table
 
     lines = ["  game: GoldSrc (Half-Life 1)"]
     lines += [
