@@ -41,7 +41,9 @@ class Archive:
 
     path: str
     kind: str  # "VPK v1", "VPK v2", "GMA"
-    names: list[bytes]  # each entry's name inside its folder, without the run's suffix
+    text: bytes  # the names' bytes: entry i's name inside its folder (without its run's suffix) is
+    name_at: np.ndarray  # text[name_at[i]:name_end[i]] (int64 arrays)
+    name_end: np.ndarray
     runs: dict[str, list[tuple[int, int, str]]]  # folder key → (first, end, suffix) runs of entries in it
     spelled: dict[str, str]  # folder key → the folder as the archive spells it
     crc: np.ndarray  # uint32 per entry
@@ -58,16 +60,22 @@ class Archive:
     _order: list[tuple[int, int, str, str]] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.name_at)
+
+    def _names(self, first: int, end: int) -> list[str]:
+        """The names of entries ``first`` to ``end`` (without their run's suffix)."""
+        text = self.text
+        starts, ends = self.name_at[first:end].tolist(), self.name_end[first:end].tolist()
+        return [text[a:b].decode("utf-8", "surrogateescape") for a, b in zip(starts, ends, strict=True)]
 
     def _folder(self, key: str) -> dict[str, int]:
         files = self._files.get(key)
         if files is None:
             files = {}
-            names = self.names
             for first, end, suffix in self.runs.get(key, ()):
-                for i in range(first, end):
-                    files.setdefault(names[i].decode("utf-8", "surrogateescape").lower() + suffix.lower(), i)
+                suffix = suffix.lower()
+                for i, name in enumerate(self._names(first, end), first):
+                    files.setdefault(name.lower() + suffix, i)
             self._files[key] = files
         return files
 
@@ -81,7 +89,7 @@ class Archive:
         if not first <= index < end:
             raise IndexError(index)
         folder = self.spelled[key]
-        name = self.names[index].decode("utf-8", "surrogateescape") + suffix
+        name = self._names(index, index + 1)[0] + suffix
         return f"{folder}/{name}" if folder else name
 
     def find(self, name: str) -> int | None:
@@ -112,11 +120,9 @@ class Archive:
         """Lower-cased name → name of the entries and sub-folders of a virtual folder ({} when there is none)."""
         key = folder_key(folder)
         out = dict(self.children().get(key, {}))
-        names = self.names
         for first, end, suffix in self.runs.get(key, ()):
-            for i in range(first, end):
-                name = names[i].decode("utf-8", "surrogateescape") + suffix
-                out.setdefault(name.lower(), name)
+            for name in self._names(first, end):
+                out.setdefault((name + suffix).lower(), name + suffix)
         return out
 
     def entries(self, suffix: str = "") -> list[str]:
@@ -127,10 +133,10 @@ class Archive:
             folder = self.spelled[key]
             prefix = f"{folder}/" if folder else ""
             for first, end, run_suffix in runs:
-                for i in range(first, end):
-                    name = self.names[i].decode("utf-8", "surrogateescape") + run_suffix
-                    if name.lower().endswith(suffix):
-                        out.append(prefix + name)
+                if run_suffix.lower().endswith(suffix):  # a VPK run shares one extension
+                    out += [prefix + name + run_suffix for name in self._names(first, end)]
+                elif not run_suffix:
+                    out += [prefix + name for name in self._names(first, end) if name.lower().endswith(suffix)]
         return out
 
     def size(self, index: int) -> int:
@@ -156,18 +162,13 @@ class Archive:
         data = b""
         if length:
             where = self.path if part == EMBEDDED else self.part_path(part)
-            fd, info = open_regular(where)
             try:
-                if offset + length > info.st_size:
-                    raise FormatError(
-                        where,
-                        offset,
-                        f"entry '{printable(name, 120)}' of {length:,} bytes at offset {offset:,} runs past the end "
-                        f"of the file ({info.st_size:,} bytes)",
-                    )
-                data = read_at(fd, offset, length, where)
-            finally:
-                os.close(fd)
+                data = _read_range(where, offset, length)
+            except FormatError as exc:  # named by the archive, with the part and the entry it was read for
+                shown_where = "" if part == EMBEDDED else f" in its part {os.path.basename(where)}"
+                raise FormatError(
+                    self.path, exc.offset, f"entry '{printable(name, 120)}'{shown_where}: {exc.reason}"
+                ) from None
         whole = head + data if head else data
         expected = int(self.crc[index])
         if (expected or self.check_zero_crc) and zlib.crc32(whole) != expected:
@@ -179,3 +180,17 @@ class Archive:
                 f"{os.path.basename(self.path if part == EMBEDDED else self.part_path(part))})",
             )
         return whole
+
+
+def _read_range(path: str, offset: int, length: int) -> bytes:
+    fd, info = open_regular(path)
+    try:
+        if offset + length > info.st_size:
+            raise FormatError(
+                path,
+                offset,
+                f"{length:,} bytes at offset {offset:,} run past the end of the file ({info.st_size:,} bytes)",
+            )
+        return read_at(fd, offset, length, path)
+    finally:
+        os.close(fd)

@@ -140,12 +140,17 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
                 out.append((full, ""))
         return out
     target = os.path.normpath(os.path.join(start, rest or "."))
-    if not _permitted(folder, target):
-        return [(written, "outside the game folder and every other game's install")]
     if target.lower().endswith(".vpk"):
         found = vpk_directory(target)
-        return [(found, "")] if found else [(written, "no such archive")]
-    return [(target, "")] if os.path.isdir(target) else [(written, "no such folder")]
+        if not found:
+            return [(written, "no such archive")]
+    elif os.path.isdir(target):
+        found = target
+    else:
+        return [(written, "no such folder")]
+    if not _permitted(folder, found):
+        return [(written, "outside the game folder and every other game's install")]
+    return [(found, "")]
 
 
 def _is_part(name: str) -> bool:

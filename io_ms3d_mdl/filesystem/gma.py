@@ -109,7 +109,7 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
     offset = pos + ends - length
     runs: dict[str, list[tuple[int, int, str]]] = {}
     spelled: dict[str, str] = {}
-    base_names: list[bytes] = []
+    base_names: list[bytes] = []  # joined below into one text, as a VPK's tree holds its names
     for i, name in enumerate(names):
         if unsafe(name):
             raise FormatError(path, where[i], f"file '{printable(name, 120)}' climbs out or is absolute")
@@ -119,10 +119,14 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
         runs.setdefault(key, []).append((i, i + 1, ""))
         base_names.append(base.encode("utf-8", "surrogateescape"))
     count = len(names)
+    lengths = np.asarray([len(b) for b in base_names], dtype=np.int64)
+    name_end = np.cumsum(lengths + 1) - 1 if count else np.zeros(0, np.int64)
     return Archive(
         path=path,
         kind=f"GMA v{version}",
-        names=base_names,
+        text=b"\0".join(base_names),
+        name_at=name_end - lengths,
+        name_end=name_end,
         runs=runs,
         spelled=spelled,
         crc=np.asarray(crcs, dtype=np.uint32),
