@@ -15,8 +15,6 @@ from io_ms3d_mdl import access
 from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.filesystem import mounts
-from io_ms3d_mdl.filesystem.gma import read_gma
-from io_ms3d_mdl.filesystem.vpk import read_vpk
 
 KNIFE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "vpk" / "SirPlease__L4D2-Competitive-Rework"
 KNIFE = KNIFE / "addons" / "knife.vpk"

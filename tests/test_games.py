@@ -217,7 +217,7 @@ def base_game(tmp_path: Path) -> tuple[Path, Path]:
     texture = hostile.vtf(8, 8, fill=bytes([10, 200, 30, 255]))
     entries = [WEntry("materials/models/test/body_tex.vtf", texture, part=0)]
     for name in ("body", "body_red", "hat"):
-        vmt = f'"VertexLitGeneric" {{ "$basetexture" "models\\test\\body_tex" }}'.encode()
+        vmt = b'"VertexLitGeneric" { "$basetexture" "models\\test\\body_tex" }'
         entries.append(WEntry(f"materials/models/test/{name}.vmt", vmt, preload=len(vmt) // 2))
     write_vpk(base, "base_pak", entries, version=2)
     (mod / "gameinfo.txt").write_text(
