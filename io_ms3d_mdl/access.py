@@ -57,6 +57,7 @@ def listing(folder: str) -> dict[str, str]:
 
 def clear_cache() -> None:
     listing.cache_clear()
+    mounts.forget_splits()
 
 
 def _archive_for(path: str, whole: bool = False) -> tuple[mounts.Archive, str] | None:

@@ -250,6 +250,23 @@ def test_a_missing_part_is_named_and_no_other_file_is_opened(tmp_path):
     refused(single, "not a _dir.vpk", read="models/x.mdl")
 
 
+def test_a_part_linked_out_of_the_archives_folder_is_refused(tmp_path):
+    if not hasattr(os, "symlink"):
+        pytest.skip("no symlinks here")
+    path = write_vpk(tmp_path / "game", "pak", [WEntry("models/x.mdl", b"abcd", part=0)])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tmp_path / "game" / "pak_000.vpk").rename(outside / "secret.bin")
+    (tmp_path / "game" / "pak_000.vpk").symlink_to(outside / "secret.bin")
+    refused(path, "pak_000.vpk", "outside the archive's folder", read="models/x.mdl")
+    linked = tmp_path / "elsewhere"
+    linked.mkdir()
+    (linked / "pak_dir.vpk").symlink_to(path)  # the directory file linked elsewhere, a part beside the link:
+    (linked / "pak_000.vpk").write_bytes(b"abcd")  # not in the folder the directory file really is in
+    mounts.forget_archives()
+    refused(linked / "pak_dir.vpk", "outside the archive's folder", read="models/x.mdl")
+
+
 @pytest.mark.parametrize(
     "name", ["../../outside/x.mdl", "models/../../x.mdl", "/etc/passwd", "C:/windows/x.dll", "models\\..\\..\\x"]
 )
@@ -309,6 +326,16 @@ def test_a_folder_named_like_an_archive_is_just_a_folder(tmp_path):
     (tmp_path / "odd.vpk" / "models" / "x.mdl").write_bytes(b"IDST")
     assert access.read_file(tmp_path / "odd.vpk" / "models" / "x.mdl") == b"IDST"
     assert access.listing(str(tmp_path / "odd.vpk")) == {"models": "models"}
+
+
+def test_a_checked_entry_is_checked_again_once_its_file_changes(tmp_path):
+    path = write_vpk(tmp_path, "pak", [WEntry("a.bin", b"0123456789", part=0)])
+    archive = mounts.mount_archive(str(path))
+    assert archive.read(0) == archive.read(0) == b"0123456789"
+    part = tmp_path / "pak_000.vpk"
+    part.write_bytes(b"0123456780")  # same size, new contents (and modification time)
+    os.utime(part, ns=(1, 1))
+    refused(path, "CRC32", read="a.bin")
 
 
 def test_entry_crc_is_checked_over_preload_and_data(tmp_path):

@@ -57,6 +57,9 @@ class Archive:
     _files: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _children: dict[str, dict[str, str]] | None = field(default=None, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
+    # entry → identity (device, inode, size, mtime) of the file its data was read from when its CRC was checked:
+    # read again from that same unchanged file, it is not checked again (a texture shared by several imports)
+    _verified: dict[int, tuple[int, int, int, int]] = field(default_factory=dict, repr=False)
     _order: list[tuple[int, int, str, str]] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
@@ -152,26 +155,31 @@ class Archive:
 
     def read(self, index: int) -> bytes:
         """One entry's bytes (preload, then data), size-bounded by the budget and checked against its CRC32."""
-        name = self.entry_name(index)
         size, limit = self.size(index), current_budget().file_bytes
         if size > limit:
-            raise current_budget().exceeded(f"{self.path} ({printable(name, 120)})", "entry size", size, limit, "bytes")
+            where = f"{self.path} ({printable(self.entry_name(index), 120)})"
+            raise current_budget().exceeded(where, "entry size", size, limit, "bytes")
         start = int(self.preload_at[index])
         head = self.preload[start : start + int(self.preload_len[index])]
         part, offset, length = int(self.part[index]), int(self.offset[index]), int(self.length[index])
-        data = b""
+        data, identity = b"", None
         if length:
             where = self.path if part == EMBEDDED else self.part_path(part)
             try:
-                data = _read_range(where, offset, length)
+                data, identity = _read_range(where, offset, length, None if part == EMBEDDED else self.path)
             except FormatError as exc:  # named by the archive, with the part and the entry it was read for
                 shown_where = "" if part == EMBEDDED else f" in its part {os.path.basename(where)}"
                 raise FormatError(
-                    self.path, exc.offset, f"entry '{printable(name, 120)}'{shown_where}: {exc.reason}"
+                    self.path,
+                    exc.offset,
+                    f"entry '{printable(self.entry_name(index), 120)}'{shown_where}: {exc.reason}",
                 ) from None
         whole = head + data if head else data
         expected = int(self.crc[index])
+        if identity is not None and self._verified.get(index) == identity:
+            return whole
         if (expected or self.check_zero_crc) and zlib.crc32(whole) != expected:
+            name = self.entry_name(index)
             raise FormatError(
                 self.path,
                 offset,
@@ -179,18 +187,33 @@ class Archive:
                 f"read {zlib.crc32(whole):08x}; data at offset {offset:,} of "
                 f"{os.path.basename(self.path if part == EMBEDDED else self.part_path(part))})",
             )
+        if identity is not None:
+            self._verified[index] = identity
         return whole
 
 
-def _read_range(path: str, offset: int, length: int) -> bytes:
+def _read_range(path: str, offset: int, length: int, beside: str | None) -> tuple[bytes, tuple[int, int, int, int]]:
+    """``length`` bytes at ``offset`` of a regular file, and the file's identity; ``beside``: the directory file
+    whose folder it must lead into (a VPK part), judged on the file actually opened."""
     fd, info = open_regular(path)
     try:
+        if beside is not None and os.path.dirname(opened_path(fd, path)) != os.path.dirname(os.path.realpath(beside)):
+            raise FormatError(path, None, "the archive part leads outside the archive's folder; refused")
         if offset + length > info.st_size:
             raise FormatError(
                 path,
                 offset,
                 f"{length:,} bytes at offset {offset:,} run past the end of the file ({info.st_size:,} bytes)",
             )
-        return read_at(fd, offset, length, path)
+        identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        return read_at(fd, offset, length, path), identity
     finally:
         os.close(fd)
+
+
+def opened_path(fd: int, path: str) -> str:
+    """Where an open file is: the kernel's answer on Linux (the very file read), else ``realpath``."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
