@@ -96,7 +96,7 @@ def importer(settings: Settings, command: str = "batch") -> ImportFile:
         loader = loaders.get(path.suffix.lower())
         if loader is None:
             raise NotAModel(f"{path.name}: not a .ms3d or .mdl file")
-        if not (path.is_file() or entry_exists(str(path))):
+        if not (path.is_file() or inside_archive(str(path))):
             raise NotAModel(f"{path.name}: no such file")
         with texture_output(str(textures) if textures else None):
             (result,) = import_files(bpy.context, [str(path)], loader)
@@ -105,16 +105,12 @@ def importer(settings: Settings, command: str = "batch") -> ImportFile:
     return import_file
 
 
-def entry_exists(path: str) -> bool:
-    """A virtual path names an entry of a readable archive."""
-    from ..errors import FormatError
+def inside_archive(path: str) -> bool:
+    """A path through an archive file: the import itself says what is wrong with it (a malformed archive, no such
+    entry), in the archive's words."""
     from ..filesystem import mounts
 
-    where = mounts.split(path)
-    try:
-        return where is not None and mounts.mount_archive(where[0]).find(where[1]) is not None
-    except FormatError:
-        return False
+    return mounts.split(path) is not None
 
 
 def texture_folder(settings: Settings, target: Path | None) -> Path | None:
