@@ -62,17 +62,19 @@ def clear_cache() -> None:
 
 def _archive_for(path: str, whole: bool = False) -> tuple[mounts.Archive, str] | None:
     """The mounted archive ``path`` passes through and the entry name inside it (``whole``: ``path`` may be the
-    archive file itself, with name ``""``), when the archive may be used: a regular file under the current import's
-    roots (any, outside an import: the caller named it). None otherwise, or when it is not a readable archive."""
+    archive file itself, with name ``""``), when the archive may be used: a regular file that lies, or whose folder
+    ``path`` names lies, under the current import's roots (any, outside an import: the caller named it). None
+    otherwise, or when it is not a readable archive."""
     where = mounts.split(path)
     if where is None and whole and mounts.is_archive_name(path) and _is_regular(path):
         where = (path, "")
     if where is None:
         return None
     active = _current.get()
-    if active is not None:
+    if active is not None:  # the archive, or the folder inside it, lies under a root (a model's own folder may be)
         real = _regular_real_path(where[0])
-        if real is None or not active._holds(real):
+        inside = os.path.join(real, *where[1].split("/")) if real is not None and where[1] else real
+        if real is None or not (active._holds(real) or active._holds(inside)):
             return None
     try:
         return mounts.mount_archive(where[0]), where[1]

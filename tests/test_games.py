@@ -293,3 +293,33 @@ def test_mounting_a_hundred_thousand_entries_is_fast(tmp_path):
     assert archive.find("MATERIALS/folder999/texture_99999.vtf") == 99_999
     assert archive.find("materials/folder5/texture_500.vtf") == 500
     assert time.perf_counter() - start < 0.05
+
+
+def test_a_milkshape_model_inside_an_archive_finds_its_texture_there(tmp_path):
+    loose = tmp_path / "loose"
+    model = hostile.ms3d_textured(loose / "model", "skin.png")
+    (loose / "model" / "skin.png").write_bytes(hostile.png_1x1())
+    files = [GEntry(p.relative_to(loose).as_posix(), p.read_bytes()) for p in sorted(loose.rglob("*")) if p.is_file()]
+    gma = write_gma(tmp_path / "addons" / "art.gma", files)
+    from io_ms3d_mdl.scene.load import load_ms3d
+
+    scene = load_ms3d(os.path.join(str(gma), "model", model.name))
+    found = [m.base_texture.resolved_path for m in scene.materials if m.base_texture]
+    assert found == [os.path.join(str(gma), "model", "skin.png")]
+
+
+def test_list_models_walks_a_games_folders_and_archives_in_its_order(tmp_path):
+    mod, model = base_game(tmp_path)
+    write_vpk(mod, "mod_pak", [WEntry("models/props/box.mdl", b"IDST"), WEntry("models/props/box.vvd", b"IDSV")])
+    text = (
+        (mod / "gameinfo.txt")
+        .read_text()
+        .replace("game+mod |gameinfo_path|.", "game+mod |gameinfo_path|.\ngame |gameinfo_path|mod_pak.vpk")
+    )
+    (mod / "gameinfo.txt").write_text(text)
+    found = list(mounts.list_models([str(mod)]))
+    assert [(m.name, m.label, m.archive is not None) for m in found] == [
+        ("models/test/guy.mdl", "My Mod", False),
+        ("models/props/box.mdl", "My Mod", True),
+    ]
+    assert found[0].path == str(model) and found[1].mount == str(mod)
