@@ -54,6 +54,7 @@ class Archive:
     preload_len: np.ndarray  # int64 per entry
     preload: bytes = b""
     check_zero_crc: bool = True  # GMA writers may leave the CRC 0: then it is not checked
+    real_folder: str = ""  # the folder the directory file really lies in (set when mounted; parts must lead there)
     _files: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _children: dict[str, dict[str, str]] | None = field(default=None, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
@@ -166,7 +167,9 @@ class Archive:
         if length:
             where = self.path if part == EMBEDDED else self.part_path(part)
             try:
-                data, identity = _read_range(where, offset, length, None if part == EMBEDDED else self.path)
+                if part != EMBEDDED and not self.real_folder:
+                    self.real_folder = os.path.dirname(os.path.realpath(self.path))
+                data, identity = _read_range(where, offset, length, None if part == EMBEDDED else self.real_folder)
             except FormatError as exc:  # named by the archive, with the part and the entry it was read for
                 shown_where = "" if part == EMBEDDED else f" in its part {os.path.basename(where)}"
                 raise FormatError(
@@ -193,11 +196,11 @@ class Archive:
 
 
 def _read_range(path: str, offset: int, length: int, beside: str | None) -> tuple[bytes, tuple[int, int, int, int]]:
-    """``length`` bytes at ``offset`` of a regular file, and the file's identity; ``beside``: the directory file
-    whose folder it must lead into (a VPK part), judged on the file actually opened."""
+    """``length`` bytes at ``offset`` of a regular file, and the file's identity; ``beside``: the real folder it
+    must lead into (a VPK part: its directory file's), judged on the file actually opened."""
     fd, info = open_regular(path)
     try:
-        if beside is not None and os.path.dirname(opened_path(fd, path)) != os.path.dirname(os.path.realpath(beside)):
+        if beside is not None and os.path.dirname(opened_path(fd, path)) != beside:
             raise FormatError(path, None, "the archive part leads outside the archive's folder; refused")
         if offset + length > info.st_size:
             raise FormatError(

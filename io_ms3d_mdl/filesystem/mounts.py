@@ -60,6 +60,7 @@ def mount_archive(path: str) -> Archive:
         _ARCHIVES.move_to_end(key)
     else:
         archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
+        archive.real_folder = os.path.dirname(key[0])
     _ARCHIVES[key] = archive
     _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), archive)
     while len(_BY_PATH) > 4 * MAX_ARCHIVES:
