@@ -300,6 +300,13 @@ def test_huge_entries_and_trees_are_charged_to_the_budget(tmp_path):
         mounts.mount_archive(str(path))
 
 
+def test_a_gma_header_without_end_is_read_within_the_budget(tmp_path):
+    path = put(tmp_path, "a.gma", b"GMAD\x03" + bytes(16) + b"x" * (1 << 20))  # a description never ended
+    with using_budget(Budget(1 / 128)), pytest.raises(BudgetExceeded, match="GMA header and file table"):
+        mounts.mount_archive(str(path))
+    refused(path, "ends inside")
+
+
 def test_gma_with_absurd_sizes_counts_or_a_cut_table(tmp_path):
     refused(put(tmp_path, "a.gma", gma_bytes([GEntry("models/b.mdl", b"abcd", size=1 << 40)])), "runs past the end")
     refused(put(tmp_path, "b.gma", gma_bytes([GEntry("models/b.mdl", b"abcd", size=-5)])), "size -5")

@@ -27,6 +27,7 @@ SIGNATURE = 0x55AA1234
 RECORD = 18
 MAX_PART = 999  # parts are named with three digits, as the engine names them
 MAX_PARTS = 512  # distinct parts one directory may name (real ones name under 300)
+MAX_TREE = 128 << 20  # bytes of directory tree (× the Work Limit): a real 100,000-entry tree is about 4 MB
 _RECORD = np.dtype(
     [("crc", "<u4"), ("preload", "<u2"), ("part", "<u2"), ("offset", "<u4"), ("length", "<u4"), ("end", "<u2")]
 )
@@ -55,7 +56,10 @@ def read_vpk(path: str) -> Archive:
             raise FormatError(
                 path, 8, f"the directory tree of {tree_size:,} bytes runs past the end of the file ({info.st_size:,})"
             )
-        current_budget().check(path, "VPK directory tree", tree_size, current_budget().file_bytes, "bytes", 8)
+        budget = current_budget()
+        budget.check(
+            path, "VPK directory tree", tree_size, min(budget.file_bytes, int(MAX_TREE * budget.scale)), "bytes", 8
+        )
         tree = read_at(fd, header, tree_size, path)
     finally:
         os.close(fd)
