@@ -3,8 +3,8 @@ archive against the same model from loose files.
 
     python scripts/bench_archives.py [--runs 15] [--entries 100000] [--blender] [--output FILE.md]
 
-- **mount**: a synthetic ``_dir.vpk`` of ``--entries`` entries in 1,000 folders (the size of a real
-  ``tf2_textures_dir.vpk``), mounted afresh each run (the session cache emptied);
+- **mount**: a synthetic ``_dir.vpk`` of ``--entries`` entries, ten to a folder, ``.vtf`` and ``.vmt`` (the size
+  and shape of a real ``tf2_textures_dir.vpk``), mounted afresh each run (the session cache emptied);
 - **lookup**: a name looked up in the mounted directory (folders already asked about once: each folder's table is
   built on first use);
 - **import**: the same files loose in a folder and packed in a two-part VPK (``tests/archive_writer.py``), read and
@@ -46,7 +46,11 @@ KNIFE = SAMPLES / "vpk" / "SirPlease__L4D2-Competitive-Rework" / "addons" / "kni
 
 
 def mount_figures(entries: int, runs: int, tmp: Path) -> list[str]:
-    names = [f"materials/folder{i % 1000:03d}/texture_{i}.vtf" for i in range(entries)]
+    folders = max(1, entries // 10)
+    names = [
+        f"materials/models/set{i // 10 % 1000:03d}/folder{i % folders:05d}/texture_{i}.{'vtf' if i % 2 else 'vmt'}"
+        for i in range(entries)
+    ]
     path = write_vpk(tmp / "big", "tf2_textures", [WEntry(n, b"", part=0) for n in names])
     times = []
     for _ in range(runs):
@@ -55,8 +59,8 @@ def mount_figures(entries: int, runs: int, tmp: Path) -> list[str]:
         archive = mounts.mount_archive(str(path))
         times.append(time.perf_counter() - start)
     rng = random.Random(1)
-    for folder in range(1000):  # each folder's table once
-        archive.find(f"materials/folder{folder:03d}/x.vtf")
+    for name in names[:folders]:  # each folder's table once
+        archive.find(name.rsplit("/", 1)[0] + "/x.vtf")
     asked = [n.upper() if rng.random() < 0.5 else n for n in rng.sample(names, min(20_000, entries))]
     start = time.perf_counter()
     found = sum(archive.find(n) is not None for n in asked)

@@ -199,9 +199,10 @@ def _check_names(
     """Refuse an archive naming an entry that would mean a place outside it (``..``, absolute, a drive). Folders
     are checked one by one; names (100,000 of them) at once: only those holding a separator, a colon or being
     ``..`` are looked at closely."""
-    for _first, _end, folder, suffix, _start in runs:
+    for _first, _end, folder, _suffix, _start in runs:
         if unsafe(folder):
             raise FormatError(path, None, f"an entry folder '{printable(folder, 120)}' climbs out or is absolute")
+    for suffix in {run[3] for run in runs}:
         if any(c in suffix for c in "/\\:"):
             raise FormatError(path, None, f"an extension '{printable(suffix, 120)}' holds a path separator or drive")
     if not len(name_at):
