@@ -11,6 +11,7 @@ import hostile
 import pytest
 from archive_writer import GEntry, WEntry, write_gma, write_vpk
 from source_writer import character_spec, write_source
+from test_archives import KNIFE, needs_knife
 
 from io_ms3d_mdl import access
 from io_ms3d_mdl.errors import FormatError
@@ -323,3 +324,26 @@ def test_list_models_walks_a_games_folders_and_archives_in_its_order(tmp_path):
         ("models/props/box.mdl", "My Mod", True),
     ]
     assert found[0].path == str(model) and found[1].mount == str(mod)
+
+
+@needs_knife
+def test_a_left4dead2_addon_finds_the_games_own_material_in_its_pak01(tmp_path):
+    """Left 4 Dead 2 names only folders; the engine mounts each one's pak01_dir.vpk. The real add-on's world model
+    names a material that ships with the game, not with the add-on: found once the add-on lies in the game."""
+    game = tmp_path / "steamapps" / "common" / "Left 4 Dead 2" / "left4dead2"
+    (game / "addons").mkdir(parents=True)
+    (game / "gameinfo.txt").write_text(
+        '"GameInfo" { game "Left 4 Dead 2" FileSystem { SearchPaths { Game update Game |gameinfo_path|. Game hl2 } } }'
+    )
+    vmt = b'"VertexLitGeneric" { "$basetexture" "models/weapons/w_models/w_knife_t/w_knife_t" }'
+    texture = hostile.vtf(8, 8, fill=bytes([90, 90, 200, 255]))
+    folder = "materials/models/weapons/w_models/w_knife_t"
+    write_vpk(
+        game, "pak01", [WEntry(f"{folder}/w_knife_t.vmt", vmt), WEntry(f"{folder}/w_knife_t.vtf", texture, part=0)]
+    )
+    (game / "addons" / "knife.vpk").write_bytes(KNIFE.read_bytes())
+    assert read_gameinfo(str(game)).roots() == (str(game / "pak01_dir.vpk"), str(game))
+    model = os.path.join(str(game / "addons" / "knife.vpk"), "models", "w_models", "weapons", "w_knife_t.mdl")
+    assert textured(load_source(model)) == ["w_knife_t"]
+    alone = KNIFE.parent / "knife.vpk"  # where it was published, outside any game: the material is missing
+    assert textured(load_source(os.path.join(str(alone), "models", "w_models", "weapons", "w_knife_t.mdl"))) == []
