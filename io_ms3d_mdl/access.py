@@ -14,9 +14,10 @@ paths in any letter case.
 
 Archives (VPK, GMA) are folders here: a path that passes through a regular file named ``.vpk``/``.gma``
 (``<game>/pak01_dir.vpk/models/x.mdl``) is listed, found and read from the archive's directory
-(``filesystem``). An archive is used only when its file (followed through links) lies under a root of the current
-import and is a regular file; its entries are bytes, never paths on disk; its numbered parts are only ever
-``<stem>_NNN.vpk`` beside it, opened with the same checks; every entry read is size-bounded by the budget.
+(``filesystem``). An archive is used only when it is a regular file and it (followed through links), or the
+folder inside it that is asked for, lies under a root of the current import; its entries are bytes, never paths on
+disk; its numbered parts are only ever ``<stem>_NNN.vpk`` beside it, opened with the same checks and refused when
+they lead out of its folder; every entry read is size-bounded by the budget and CRC-checked.
 
 A :class:`Confinement` is made per imported model and made current with :func:`confined`; readers and the scene
 layer ask :func:`current` for it.
