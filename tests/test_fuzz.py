@@ -33,6 +33,9 @@ CASES = {
     "Pi0h1__halflife/models/sr666mdl/martini.mdl": 400,
     "Pi0h1__halflife/models/houndeye.mdl": 150,
     "phoenixprojectsoftware__halflifeclassic/models/islave.mdl": 100,
+    "synthetic archive.vpk": 400,
+    "synthetic addon.gma": 300,
+    "knife.vpk": 300,
 }
 VTF_CASES, VMT_CASES = 400, 250
 
@@ -183,5 +186,6 @@ def test_the_fuzz_script_runs_the_whole_import_in_blender(tmp_path):
     counts = json.loads(report.read_text())
     assert counts["cases"] == 20 and counts["findings"] == 0, counts
     assert counts["via"]["operator"] > counts["via"]["batch"] > 0
-    assert {name.rsplit(".", 1)[-1] for name, s in counts["seeds"].items() if s["cases"]} == {"ms3d", "mdl"}
+    kinds = {name.rsplit(".", 1)[-1] for name, s in counts["seeds"].items() if s["cases"]}
+    assert kinds == {"ms3d", "mdl", "vpk", "gma"}
     assert not (tmp_path / "found").exists()
