@@ -83,9 +83,10 @@ class Budget:
         return self._n(16_000_000)
 
     @property
-    def flex_rule_operations(self) -> int:
-        """Flex rule operations worked through over all objects: each object with shape keys runs every rule again,
-        and rules may share one table of operations, so a small file could ask for hours (a face has thousands)."""
+    def flex_rule_work(self) -> int:
+        """Flex rule work over all objects, in units of about 2 µs (``scene/source/flex_rules.rule_cost``: one per
+        operation and rule, more for the operations that build many terms): each object with shape keys runs every
+        rule again, so a small file could ask for hours. A face has a few thousand units."""
         return self._n(2_000_000)
 
     def exceeded(

@@ -38,6 +38,7 @@ from ..types import (
 )
 from .animation import add_source_animations
 from .flex import add_shape_keys
+from .flex import rule_work as flex_rule_work
 from .materials import add_materials
 from .physics import add_physics, first_pose
 
@@ -334,8 +335,8 @@ def _model_object(
     budget.check(mdl.path, "shape keys × vertices over all objects", keyed, budget.shape_key_vertices)
     if keys:  # each object with shape keys works through every flex rule (its drivers read its own keys)
         runs = sum(1 for o in scene.objects if o.mesh.shape_keys) + 1
-        rule_ops = runs * sum(len(rule.ops) for rule in mdl.flex_rules)
-        budget.check(mdl.path, "flex rule operations over all objects", rule_ops, budget.flex_rule_operations)
+        rule_work = runs * flex_rule_work(mdl.flex_rules)
+        budget.check(mdl.path, "flex rule work over all objects", rule_work, budget.flex_rule_work, unit="units")
     add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
         # Four slots (Blender's skin layout), the fourth always empty; slots past numbones or naming no bone are
