@@ -89,6 +89,33 @@ class Budget:
         rule again, so a small file could ask for hours. A face has a few thousand units."""
         return self._n(2_000_000)
 
+    # Datablocks and what hangs on them, per import: Blender makes each at a cost of its own (a driver, a shape
+    # key or an object costs a fraction of a millisecond to far more), whatever the tables above allowed. Real
+    # models have at most a few hundred of each (a character with its includes about 2,000 actions).
+
+    @property
+    def objects(self) -> int:
+        """Objects, empties and collections."""
+        return self._n(20_000)
+
+    @property
+    def shape_keys(self) -> int:
+        return self._n(20_000)
+
+    @property
+    def drivers(self) -> int:
+        return self._n(50_000)
+
+    @property
+    def actions(self) -> int:
+        return self._n(10_000)
+
+    @property
+    def custom_properties(self) -> int:
+        """Custom properties on objects, empties, collections, bones, materials and actions (flex controllers and
+        the flex weights other rules read among them)."""
+        return self._n(100_000)
+
     def exceeded(
         self, path: str | os.PathLike[str] | None, what: str, amount: int, limit: int, unit: str = "", offset=None
     ) -> BudgetExceeded:

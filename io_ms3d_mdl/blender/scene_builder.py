@@ -10,10 +10,11 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
+from ..scene.types import CollectionData, DriverTarget, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_actions, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
+from .drivers import DriverMaker, driver_maker
 from .material import ImageLoader, build_materials
 from .mesh import build_mesh
 
@@ -146,30 +147,38 @@ def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:
     for name, (low, high) in data.controls.items():
         obj[name] = 0.0
         obj.id_properties_ui(name).update(min=low, max=high, soft_min=low, soft_max=high)
-    for driven, expression, variables in data.drivers:
-        if isinstance(driven, tuple):  # ("PROP", name): a weight other rules read; unranged, so never clamped
-            obj[driven[1]] = 0.0
-            driver = obj.driver_add(f'["{bpy.utils.escape_identifier(driven[1])}"]').driver
-        elif driven in blocks:
-            # The engine never clamps a flex weight; Blender clamps a key's value to its slider range (at most ±10)
-            blocks[driven].slider_min, blocks[driven].slider_max = -10.0, 10.0
-            driver = blocks[driven].driver_add("value").driver
+    if data.drivers:
+        with driver_maker() as drivers:
+            for driven, expression, variables in data.drivers:
+                _driver(obj, blocks, drivers, driven, expression, variables)
+
+
+def _driver(
+    obj: bpy.types.Object,
+    blocks: dict[str, bpy.types.ShapeKey],
+    drivers: DriverMaker,
+    driven: DriverTarget,
+    expression: str,
+    variables: dict[str, DriverTarget],
+) -> None:
+    """One flex rule's driver: on a shape key's value, or on a property holding a weight other rules read."""
+    key = obj.data.shape_keys
+    if isinstance(driven, tuple):  # ("PROP", name): a weight other rules read; unranged, so never clamped
+        obj[driven[1]] = 0.0
+        owner, path = obj, f'["{bpy.utils.escape_identifier(driven[1])}"]'
+    elif driven in blocks:
+        # The engine never clamps a flex weight; Blender clamps a key's value to its slider range (at most ±10)
+        blocks[driven].slider_min, blocks[driven].slider_max = -10.0, 10.0
+        owner, path = key, f'key_blocks["{bpy.utils.escape_identifier(blocks[driven].name)}"].value'
+    else:
+        return
+    reads = []
+    for var_name, target in variables.items():
+        if isinstance(target, tuple):  # ("KEY", name): another shape key's value
+            reads.append((var_name, key, f'key_blocks["{bpy.utils.escape_identifier(blocks[target[1]].name)}"].value'))
         else:
-            continue
-        driver.type = "SCRIPTED"
-        for var_name, target in variables.items():
-            var = driver.variables.new()
-            var.name, var.type = var_name, "SINGLE_PROP"
-            if isinstance(target, tuple):  # ("KEY", name): another shape key's value
-                var.targets[0].id_type = "KEY"
-                var.targets[0].id = obj.data.shape_keys
-                path = f'key_blocks["{bpy.utils.escape_identifier(blocks[target[1]].name)}"].value'
-            else:
-                var.targets[0].id_type = "OBJECT"
-                var.targets[0].id = obj
-                path = f'["{bpy.utils.escape_identifier(target)}"]'
-            var.targets[0].data_path = path
-        driver.expression = expression
+            reads.append((var_name, obj, f'["{bpy.utils.escape_identifier(target)}"]'))
+    drivers.add(owner, path, expression, reads)
 
 
 def _build_collections(data: CollectionData, parent: bpy.types.Collection, target: dict, hidden: list) -> None:

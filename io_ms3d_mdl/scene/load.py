@@ -15,6 +15,7 @@ from ..formats.ms3d import read_ms3d
 from ..formats.source import find_sidecars, read_mdl, read_mesh_companions, read_physics_companion
 from ..formats.source.includes import load_ani, load_includes
 from ..formats.source.phy import PhyFile
+from .datablocks import check_datablocks
 from .finite import replace_non_finite
 from .ms3d.convert import Ms3dOptions, ms3d_to_scene
 from .source.animation import add_source_animations
@@ -26,7 +27,9 @@ def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
     options = options or Ms3dOptions()
     confinement = Confinement.for_model(path, options.search_roots, options.allow_absolute_paths)
     with confined(confinement, Budget(options.work_limit)):
-        return ms3d_to_scene(read_ms3d(path), options)
+        scene = ms3d_to_scene(read_ms3d(path), options)
+        check_datablocks(scene, path)
+        return scene
 
 
 def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
@@ -44,6 +47,7 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
         phy = _physics(mdl, sidecars, options, warnings)
         scene = source_to_scene(mdl, vvd, vtx, options, ani, includes, phy)
         scene.warnings.extend(warnings)
+        check_datablocks(scene, path)
         return scene
 
 
