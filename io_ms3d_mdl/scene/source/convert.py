@@ -21,8 +21,9 @@ from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ...formats.source.phy import PhyFile
 from ..axes import axis_conversion_matrix
-from ..bones import bone_frames, unique_names
+from ..bones import bone_frames
 from ..finite import replace_non_finite
+from ..names import unique_names
 from ..rotations import compose, quaternion_to_matrix
 from ..slots import cap_material_slots
 from ..types import (
@@ -40,7 +41,7 @@ from .animation import add_source_animations
 from .flex import add_shape_keys
 from .flex import rule_work as flex_rule_work
 from .materials import add_materials
-from .physics import add_physics, first_pose
+from .physics import add_collision
 
 INCH = 0.0254  # Source units are inches for physics; one unit in metres
 STATIC_PROP = 0x10
@@ -110,9 +111,7 @@ def source_to_scene(
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
     if phy is not None and options.import_physics:
-        names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
-        pose = first_pose(mdl, ani) if len(phy.solids) == 1 else None
-        add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum, pose)
+        add_collision(scene, mdl, ani, phy, world, options.scale)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
     cap_material_slots(scene)

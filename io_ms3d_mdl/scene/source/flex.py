@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...formats.source.model import MdlFile, MdlFlexRule, MdlModel
-from ..bones import NAME_BYTES, unique_names
+from ..names import NAME_BYTES, unique_names
 from ..types import DriverTarget, ObjectData
 from .flex_rules import FETCH2, ZERO, Term, flex_weight, rule_cost, rule_term, stored_weight
 
