@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
@@ -47,22 +46,41 @@ class Unstated(Exception):
     """The rule cannot be said as one simple expression."""
 
 
-@dataclass(unsafe_hash=True, slots=True)
 class Term:
     """One value: its expression text, how tightly the text binds, its float32 value when it is a constant, and the
-    variables it reads. Never changed once made (hashed as a memo key), but not ``frozen``: a frozen dataclass
-    sets each field through ``object.__setattr__``, which made every term three times as slow to make."""
+    variables it reads. Never changed once made (hashed as a memo key). A constant finds its text only when an
+    expression needs it: most constants are folded into others, and finding a float's shortest text is what most
+    of a rule of constants cost. A plain class with slots: a frozen dataclass made every term three times as slow
+    to make."""
 
-    text: str
-    binds: int = ATOM
-    const: float | None = None
-    uses: frozenset[Use] = frozenset()
+    __slots__ = ("_text", "binds", "const", "uses")
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, text: str | None, binds: int = ATOM, const: float | None = None, uses: frozenset[Use] = frozenset()
+    ) -> None:
         # Ramps and remaps repeat their operands, so a crafted rule nesting them would grow its text exponentially;
         # far past the 255 bytes Blender keeps, stop (the rule is counted as not driven).
-        if len(self.text) > LONGEST_TERM:
+        if text is not None and len(text) > LONGEST_TERM:
             raise Unstated
+        self._text, self.binds, self.const, self.uses = text, binds, const, uses
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _shortest(_F32.pack(self.const))
+        return self._text
+
+    def _key(self) -> tuple:
+        return (self.const, self.binds) if self.const is not None else (self._text, self.binds, self.uses)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Term({self.text!r}, {self.binds}, {self.const}, {set(self.uses)})"
 
 
 _F32 = struct.Struct("<f")
@@ -82,17 +100,15 @@ def number(value: float) -> Term:
     value = f32(value)
     if not math.isfinite(value):
         raise Unstated  # no literal for it that Blender reads
-    return _literal(_F32.pack(value))
+    return Term(None, UNARY if math.copysign(1.0, value) < 0 else ATOM, value)  # "-0" binds like "-1"
 
 
 @lru_cache(maxsize=1 << 14)
-def _literal(packed: bytes) -> Term:
-    """The term of one float32 constant, by its bytes (so 0.0 and -0.0 differ). Cached: rules repeat a few
-    constants (0, 1, controller indices, ramp ends) thousands of times, and the shortest text is slow to find."""
-    value = _F32.unpack(packed)[0]
-    text = str(np.float32(value))  # the shortest text that reads back as the same float32
-    text = text[:-2] if text.endswith(".0") else text
-    return Term(text, UNARY if text.startswith("-") else ATOM, value)
+def _shortest(packed: bytes) -> str:
+    """The shortest text that reads back as the same float32 (by its bytes, so 0.0 and -0.0 differ); cached, as
+    rules repeat a few constants (0, 1, ramp ends) thousands of times."""
+    text = str(np.float32(_F32.unpack(packed)[0]))
+    return text[:-2] if text.endswith(".0") else text
 
 
 ZERO, ONE, TWO = number(0.0), number(1.0), number(2.0)
@@ -283,7 +299,7 @@ def _fetch(op: int, index: int) -> Term:
 
 # What each operation costs the interpreter, in units of the flex rule budget (budget.py), measured: a constant
 # (its shortest text), a ramp, an eyelid or a product over the stack build that many terms (about 2 µs a unit).
-EXTRA_COST = {CONST: 2, DIV: 1, TWO_WAY_0: 4, TWO_WAY_1: 4, NWAY: 16, LOWER_EYELID: 24, UPPER_EYELID: 24}
+EXTRA_COST = {CONST: 2, DIV: 1, TWO_WAY_0: 6, TWO_WAY_1: 6, NWAY: 40, LOWER_EYELID: 32, UPPER_EYELID: 32}
 
 
 def rule_cost(ops: list[tuple[int, float]]) -> int:
