@@ -8,16 +8,28 @@ its own, timed and measured (peak resident memory) from outside. Slow: run on th
 from __future__ import annotations
 
 import random
-import struct
 from collections.abc import Callable
 from pathlib import Path
 
+import hostile
 import numpy as np
 import pytest
 from conftest import bpy
 from ms3d_writer import Group, Triangle, quad_spec, write_ms3d
-from source_writer import SAnimation, SBodyPart, SBone, SModel, SNode, SourceSpec, quad_mesh, write_mdl, write_source
-from test_blender_hostile_names import SFlex, SFlexes, with_flexes
+from source_writer import (
+    SAnimation,
+    SBodyPart,
+    SBone,
+    SMesh,
+    SModel,
+    SNode,
+    SourceSpec,
+    SVertex,
+    quad_mesh,
+    write_mdl,
+    write_source,
+)
+from test_blender_hostile_names import SFlex, SFlexes, _mesh_offset, _Tail, with_flexes
 from test_hostile import run_import
 
 from io_ms3d_mdl.budget import DEFAULT
@@ -48,6 +60,32 @@ def _flexed(tmp: Path, flexes: SFlexes, stem: str = "flexed", spec: SourceSpec |
     spec = spec or _one_mesh_spec()
     path = write_source(spec, tmp, stem)
     path.write_bytes(with_flexes(write_mdl(spec), flexes))
+    return path
+
+
+def _keyed(tmp: Path, flexes: SFlexes, keys: int, stem: str = "keyed", spec: SourceSpec | None = None) -> Path:
+    """``_flexed`` with flexes 0..keys-1 on the first mesh, each moving one vertex (the writer's own flexes
+    replace each other: a mesh gets one)."""
+    path = _flexed(tmp, flexes, stem, spec)
+    tail = _Tail(path.read_bytes())
+    header = np.frombuffer(bytes(tail.buf), S.STUDIOHDR, 1).copy()
+    moves = np.zeros(keys, S.VERTANIM)
+    moves["index"] = np.arange(keys) % 4
+    moves["delta"][:, 2] = np.array(1.0, "<f2").view("<u2")
+    moves_at = tail.records(S.VERTANIM, moves)
+    records = np.zeros(keys, S.FLEX)
+    first = len(tail.buf) + (-len(tail.buf)) % 4
+    at = first + np.arange(keys) * S.FLEX.itemsize
+    records["flexdesc"], records["numverts"] = np.arange(keys), 1
+    records["vertindex"] = moves_at + np.arange(keys) * S.VERTANIM.itemsize - at
+    tail.records(S.FLEX, records)
+    mesh_at = _mesh_offset(tail.buf, header[0], 0, 0, 0)
+    mesh = np.frombuffer(bytes(tail.buf[mesh_at : mesh_at + S.MESH.itemsize]), S.MESH).copy()
+    mesh[0]["numflexes"], mesh[0]["flexindex"] = keys, first - mesh_at
+    tail.put(mesh_at, mesh)
+    header[0]["length"] = len(tail.buf)
+    tail.put(0, header)
+    path.write_bytes(bytes(tail.buf))
     return path
 
 
@@ -136,8 +174,7 @@ def chained_rules(count: int) -> Callable[[Path], Built]:
 def many_shape_keys(tmp: Path) -> Built:
     """As many one-vertex flexes as the shape key budget allows, on one quad."""
     count = DEFAULT.shape_keys
-    flexes = [SFlex(d, [(d % 4, (0, 0, 1 + d % 7))]) for d in range(count)]
-    path = _flexed(tmp, SFlexes([f"f{i}" for i in range(count)], [("c", 0.0, 1.0)], [], flexes))
+    path = _keyed(tmp, SFlexes([f"f{i}" for i in range(count)], [("c", 0.0, 1.0)]), count)
     return path, {}, count
 
 
@@ -173,6 +210,60 @@ def many_actions(tmp: Path) -> Built:
     return path, {"animations": "ALL"}, count
 
 
+def long_animations(count: int) -> Callable[[Path], Built]:
+    """``count`` animations of 40 bones × as many frames as the per-animation budget allows, one raw rotation per
+    bone, in a model padded so its size allows them all (64 bone-frames a byte)."""
+
+    def build(tmp: Path) -> Built:
+        bones, frames = 40, DEFAULT.animation_bone_frames // 40
+        nodes = [SNode(i, rot=("q48", (1.0, 0.0, 0.0, 0.0))) for i in range(bones)]
+        anims = [SAnimation(f"a{i}", frames, nodes) for i in range(count)]
+        spec = _one_mesh_spec(bones=[SBone(f"b{i}", i - 1) for i in range(bones)], animations=anims)
+        path = write_source(spec, tmp, "frames")
+        with path.open("ab") as f:  # not read by anything: only its size counts
+            f.write(bytes(count * bones * frames // 64 + 1))
+        return path, {"animations": "ALL"}, count * bones * frames
+
+    return build
+
+
+def textures(tmp: Path) -> Built:
+    """Four 4096² DXT1 textures: the largest texture, four times (the import's pixel budget)."""
+    spec = _one_mesh_spec(textures=["t0", "t1", "t2", "t3"], skins=[[0], [1], [2], [3]])
+    path = hostile.source(tmp, spec)
+    folder = hostile.game(tmp) / "materials" / "models" / "test"
+    for i in range(4):
+        hostile.vmt(tmp, f"t{i}", f'"VertexLitGeneric"\n{{\n"$basetexture" "models/test/big{i}"\n}}\n')
+        (folder / f"big{i}.vtf").write_bytes(
+            hostile.vtf(4096, 4096, fmt=13, fill=bytes([i, 0x55, 0, 0xF8, 0, 0, 0, 0]))
+        )
+    return path, {}, DEFAULT.import_pixels
+
+
+def triangles(tmp: Path) -> Built:
+    """A grid of as many triangles as the triangle budget allows."""
+    mesh = _grid(int((DEFAULT.triangles / 2) ** 0.5) + 1)
+    path = write_source(SourceSpec(body_parts=[SBodyPart("b", [SModel("m0", [mesh])])]), tmp, "grid")
+    return path, {}, len(mesh.triangles)
+
+
+def _grid(side: int) -> SMesh:
+    """A ``side`` × ``side`` grid of vertices in strip groups of about 20,000 vertices."""
+    verts = [SVertex((x, y, 0.0), (0, 0, 1), (x / side, y / side)) for y in range(side) for x in range(side)]
+    quads = [(y * side + x) for y in range(side - 1) for x in range(side - 1)]
+    tris = [t for a in quads for t in ((a, a + 1, a + side + 1), (a, a + side + 1, a + side))]
+    return SMesh(0, verts, tris, strip_groups=len(verts) // 20_000 + 1)
+
+
+def shape_key_vertices(tmp: Path) -> Built:
+    """A 65,536-vertex mesh with as many keys as the shape keys × vertices budget allows."""
+    mesh = _grid(256)
+    count = DEFAULT.shape_key_vertices // len(mesh.vertices)
+    spec = SourceSpec(body_parts=[SBodyPart("b", [SModel("m0", [mesh])])])
+    path = _keyed(tmp, SFlexes([f"f{i}" for i in range(count)], [("c", 0.0, 1.0)]), count, spec=spec)
+    return path, {}, count * len(mesh.vertices)
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -183,6 +274,11 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "custom properties: flex controllers": many_properties,
     "objects: MilkShape groups": many_groups(),
     "actions": many_actions,
+    "frames × bones: one animation": long_animations(1),
+    "frames × bones: all animations": long_animations(DEFAULT.bone_frames(1 << 30) // DEFAULT.animation_bone_frames),
+    "texture pixels": textures,
+    "triangles": triangles,
+    "shape keys × vertices": shape_key_vertices,
 }
 
 
