@@ -58,8 +58,9 @@ class Budget:
         return self._n(1_000_000)
 
     def resampled_keys(self, file_size: int) -> int:
-        """Keys MilkShape resampling may add (beyond it the stored keys are kept as they are)."""
-        return self._n(min(max(1_000_000, 64 * file_size), 8_000_000))
+        """Keys MilkShape resampling may add (beyond it the stored keys are kept as they are). Each costs about
+        0.8 KB on its way to Blender: 7.9 M took 52 s and 4.6 GB, 0.9 M 5 s and 0.8 GB."""
+        return self._n(min(max(500_000, 64 * file_size), 750_000))
 
     @property
     def texture_pixels(self) -> int:

@@ -15,7 +15,7 @@ import hostile
 import numpy as np
 import pytest
 from conftest import bpy
-from ms3d_writer import Group, Triangle, quad_spec, write_ms3d
+from ms3d_writer import Group, Joint, Triangle, quad_spec, write_ms3d
 from source_writer import (
     SAnimation,
     SBodyPart,
@@ -35,6 +35,7 @@ from test_hostile import run_import
 from io_ms3d_mdl.budget import DEFAULT
 from io_ms3d_mdl.formats.source import structs as S
 from io_ms3d_mdl.formats.source.model import MdlFlexRule
+from io_ms3d_mdl.scene.ms3d.armature import MAX_RESAMPLED_FRAMES
 from io_ms3d_mdl.scene.source.flex import rule_work
 from io_ms3d_mdl.scene.source.flex_rules import ADD, LOWER_EYELID, MUL, NWAY
 
@@ -227,6 +228,51 @@ def long_animations(count: int) -> Callable[[Path], Built]:
     return build
 
 
+def resampled_keys(tmp: Path) -> Built:
+    """MilkShape joints whose keys lie about a thousand frames apart, each channel spanning the longest resampled
+    span, with as many joints as the resampling budget allows (and keys enough stored for it)."""
+    span, keys = MAX_RESAMPLED_FRAMES, 98
+    joints = DEFAULT.resampled_keys(1 << 40) // (span + 1)
+    times = [i * span / (keys - 1) / 24 for i in range(keys)]
+    spec = quad_spec(
+        fps=24.0,
+        joints=[
+            Joint(
+                f"j{j}",
+                f"j{j - 1}" if j else "",
+                rotation_keys=[(t, (0, 0, 3.0 * (i % 2))) for i, t in enumerate(times)],
+            )
+            for j in range(joints)
+        ],
+    )
+    path = tmp / "resampled.ms3d"
+    path.write_bytes(write_ms3d(spec))
+    return path, {}, joints * (span + 1)
+
+
+def events(tmp: Path) -> Built:
+    """Sequences that all list one table of 4,096 events, as many as the event budget allows: every event becomes
+    a pose marker on the one animation they play."""
+    sequences = DEFAULT.events // 4096
+    anim = SAnimation("a", 2, [SNode(1, rot=("q48", (1.0, 0.0, 0.0, 0.0)))])
+    spec = _one_mesh_spec(animations=[anim], bones=[SBone("root"), SBone("b1", 0)])
+    path = hostile.source_event_bomb(tmp, sequences, 4096, spec)
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    table = len(data)
+    data += bytes(4)  # one blend cell: animation 0
+    first = int(header[0]["localseqindex"])
+    for i in range(sequences):  # each plays animation 0
+        at = first + i * S.SEQDESC_SIZE + 56
+        blend = np.zeros(1, S.SEQDESC_BLEND)
+        blend["numblends"], blend["animindexindex"], blend["groupsize"] = 1, table - (at - 56), (1, 1)
+        data[at : at + S.SEQDESC_BLEND.itemsize] = blend.tobytes()
+    header[0]["length"] = len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+    return path, {"animations": "ALL"}, sequences * 4096
+
+
 def textures(tmp: Path) -> Built:
     """Four 4096² DXT1 textures: the largest texture, four times (the import's pixel budget)."""
     spec = _one_mesh_spec(textures=["t0", "t1", "t2", "t3"], skins=[[0], [1], [2], [3]])
@@ -276,6 +322,8 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "actions": many_actions,
     "frames × bones: one animation": long_animations(1),
     "frames × bones: all animations": long_animations(DEFAULT.bone_frames(1 << 30) // DEFAULT.animation_bone_frames),
+    "events": events,
+    "MilkShape resampled keys": resampled_keys,
     "texture pixels": textures,
     "triangles": triangles,
     "shape keys × vertices": shape_key_vertices,
