@@ -228,6 +228,21 @@ def long_animations(count: int) -> Callable[[Path], Built]:
     return build
 
 
+def big_files(suffixes: tuple[str, ...]) -> Callable[[Path], Built]:
+    """A small model whose files (``suffixes``: .mdl, .vvd, .dx90.vtx, .phy) are padded to just under the file
+    size budget: each is read whole into memory."""
+
+    def build(tmp: Path) -> Built:
+        path = write_source(_one_mesh_spec(), tmp, "big")
+        size = DEFAULT.file_bytes - 4096
+        for suffix in suffixes:
+            with path.with_suffix(suffix).open("ab") as f:
+                f.truncate(size)  # sparse on disk: zeros nothing reads (a .phy of them is refused, once read)
+        return path, {}, size * len(suffixes)
+
+    return build
+
+
 def resampled_keys(tmp: Path) -> Built:
     """MilkShape joints whose keys lie about a thousand frames apart, each channel spanning the longest resampled
     span, with as many joints as the resampling budget allows (and keys enough stored for it)."""
@@ -322,6 +337,8 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "actions": many_actions,
     "frames × bones: one animation": long_animations(1),
     "frames × bones: all animations": long_animations(DEFAULT.bone_frames(1 << 30) // DEFAULT.animation_bone_frames),
+    "file size: the .mdl": big_files((".mdl",)),
+    "file size: the .mdl, .vvd, .vtx and .phy": big_files((".mdl", ".vvd", ".dx90.vtx", ".phy")),
     "events": events,
     "MilkShape resampled keys": resampled_keys,
     "texture pixels": textures,
