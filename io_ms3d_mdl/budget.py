@@ -112,7 +112,9 @@ class Budget:
 
     @property
     def drivers(self) -> int:
-        return self._n(20_000)
+        """Each reads properties by name, and Blender 4.2 finds a property by walking its object's list: 20,000
+        chained flex rules took 72 s there (4 s on 5.0), 5,000 take seconds."""
+        return self._n(5_000)
 
     @property
     def actions(self) -> int:
@@ -123,8 +125,9 @@ class Budget:
     @property
     def custom_properties(self) -> int:
         """Custom properties on objects, empties, collections, bones, materials and actions (flex controllers and
-        the flex weights other rules read among them)."""
-        return self._n(100_000)
+        the flex weights other rules read among them). Blender 4.2 looks each up by walking the list: 100,000
+        took 133 s there (4 s on 5.0)."""
+        return self._n(20_000)
 
     def exceeded(
         self, path: str | os.PathLike[str] | None, what: str, amount: int, limit: int, unit: str = "", offset=None
