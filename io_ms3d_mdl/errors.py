@@ -74,3 +74,9 @@ class Warnings(list[str]):
     def extend(self, messages) -> None:
         for message in messages:
             self.add(message)
+
+    def truncate(self, count: int) -> None:
+        """Forget every message after the first ``count`` (a part given up on says why in one message instead)."""
+        for message in self[count:]:
+            self._seen.discard(message)
+        del self[count:]

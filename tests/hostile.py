@@ -187,9 +187,9 @@ def source_frame_bomb(tmp: Path, bones: int = 128, frames: int = 100_000) -> Pat
     return source(tmp, spec)
 
 
-def source_event_bomb(tmp: Path, sequences: int = 2000, events: int = 4096) -> Path:
+def source_event_bomb(tmp: Path, sequences: int = 2000, events: int = 4096, spec=None) -> Path:
     """``sequences`` sequences whose event lists all point at one table of ``events`` events."""
-    path = source(tmp)
+    path = source(tmp, spec)
     data = bytearray(path.read_bytes())
     header = _header(data)
     table = np.zeros(events, S.EVENT)

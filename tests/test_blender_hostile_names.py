@@ -312,7 +312,7 @@ def test_long_animation_and_clip_names_stay_readable(blender, tmp_path):
 
 def test_unique_names_fit_blender_and_stay_linear():
     """The scene layer's naming, without Blender: character boundaries, numbering, reserved names, many repeats."""
-    from io_ms3d_mdl.scene.bones import shorten, unique_names
+    from io_ms3d_mdl.scene.names import shorten, unique_names
 
     assert shorten("😀" * 20) == "😀" * 15 and shorten("a\0b") == "ab" and shorten("€" * 30, 10) == "€" * 3
     assert unique_names(["", "x", "x", "x.001", "Basis"], "bone", taken=["Basis"]) == [

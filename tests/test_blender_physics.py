@@ -129,3 +129,71 @@ def test_a_broken_phy_warns_and_the_model_imports(blender, tmp_path, capsys):
     model = import_model(bpy, path)
     assert "collision model was not imported" in capsys.readouterr().out
     assert physics_of(model) is None and bpy.data.objects["body_ref"].type == "MESH"
+
+
+LONG_UTF8 = "界" * 25  # 25 characters, 75 bytes of UTF-8: over Blender's 63-byte property names
+LONG_ASCII = "k" * 70
+
+
+def long_key_model(tmp_path):
+    """Two solids whose text has keys longer than Blender keeps, two of them alike in their first 63 bytes."""
+    path = write_source(character_spec(), tmp_path, "guy")
+    text = solid_text(["pelvis", "spine"]).replace(
+        '"name" "spine"', f'"name" "spine"\n"{LONG_UTF8}" "wide"\n"{LONG_ASCII}a" "1.5"\n"{LONG_ASCII}b" "2.5"'
+    )
+    text += f'editparams {{\n"{LONG_UTF8}x" "7"\n}}\n'
+    spec = PhySpec(
+        [PSolid([box((-1, -1, -1), (1, 1, 1), 0)]), PSolid([box((0, -0.5, -0.5), (2, 0.5, 0.5), 1)])], text=text
+    )
+    (tmp_path / "guy.phy").write_bytes(write_phy(spec))
+    return path
+
+
+def test_phy_keys_longer_than_blender_keeps_import_with_their_full_names(blender, tmp_path):
+    """A key from the .phy text becomes a property name: one of 75 bytes ended in a KeyError that lost the whole
+    model (red-team finding). It is shortened on a character boundary and made unique, its full name kept."""
+    bpy = blender
+    model = import_model(bpy, long_key_model(tmp_path))
+    physics = physics_of(model)
+    assert physics is not None and len(physics.objects) == 2
+    spine = bpy.data.objects["spine_physics"]
+    names = {entry["source_name"]: entry["name"] for entry in spine["source_property_names"]}
+    assert set(names) == {f"source_phy_{LONG_UTF8}", f"source_phy_{LONG_ASCII}a", f"source_phy_{LONG_ASCII}b"}
+    assert all(len(n.encode()) <= 63 for n in names.values()) and len(set(names.values())) == 3
+    assert spine[names[f"source_phy_{LONG_UTF8}"]] == "wide"
+    assert {spine[names[f"source_phy_{LONG_ASCII}{s}"]] for s in "ab"} == {1.5, 2.5}
+    (renamed,) = physics["source_property_names"]
+    assert renamed["source_name"] == f"source_phy_{LONG_UTF8}x" and physics[renamed["name"]] == 7.0
+
+
+def test_a_phy_that_breaks_the_converter_costs_only_the_collision(blender, tmp_path, capsys, monkeypatch):
+    """Whatever goes wrong while converting the .phy, the model imports without its collision, with one warning."""
+    from io_ms3d_mdl.scene.source import physics
+
+    def broken(*args):
+        raise KeyError("a case nobody foresaw")
+
+    monkeypatch.setattr(physics, "_solid_props", broken)
+    model = import_model(blender, long_key_model(tmp_path))
+    out = capsys.readouterr().out
+    assert out.count("Warning: guy.mdl: the collision model was not imported: KeyError") == 1
+    assert "(1 warning)" in out
+    assert physics_of(model) is None and blender.data.objects["body_ref"].type == "MESH"
+
+
+def test_a_blender_failure_building_the_collision_costs_only_the_collision(blender, tmp_path, capsys, monkeypatch):
+    """Blender refusing a collision solid (here a property value it cannot store) removes the solids built so far
+    and their collection; the model imports with one warning, and nothing of the collision is left behind."""
+    from io_ms3d_mdl.scene.source import physics
+
+    solid_props = physics._solid_props
+    monkeypatch.setattr(
+        physics, "_solid_props", lambda phy, solid, keys: {**solid_props(phy, solid, keys), "source_bad": {1: 2}}
+    )
+    meshes = len(blender.data.meshes)
+    model = import_model(blender, long_key_model(tmp_path))
+    out = capsys.readouterr().out
+    assert out.count("Warning: guy.mdl: the collision model was not imported") == 1 and "(1 warning)" in out
+    assert physics_of(model) is None and blender.data.objects["body_ref"].type == "MESH"
+    assert not [o for o in blender.data.objects if o.name.endswith("_physics")]
+    assert not [m for m in blender.data.meshes if m.name.endswith("_physics")] and len(blender.data.meshes) > meshes

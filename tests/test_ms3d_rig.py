@@ -11,10 +11,10 @@ from ms3d_writer import Joint, Ms3dSpec, Vertex, VertexExtra, quad_spec, write_m
 
 from io_ms3d_mdl.errors import FormatError, Warnings
 from io_ms3d_mdl.formats.ms3d import read_ms3d, read_ms3d_bytes
-from io_ms3d_mdl.scene.bones import unique_names
 from io_ms3d_mdl.scene.ms3d.armature import parse_clips, slerp_whole_frames
 from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions, ms3d_to_scene
 from io_ms3d_mdl.scene.ms3d.rig import clean_keys, hierarchy, key_frames, skin_weights, skinned_positions, world_at
+from io_ms3d_mdl.scene.names import unique_names
 from io_ms3d_mdl.scene.rotations import euler_xyz_to_matrix, matrix_to_quaternion
 
 

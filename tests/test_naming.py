@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import bpy, sample_files
 
-from io_ms3d_mdl.scene.naming import NameBook, settle_names
+from io_ms3d_mdl.scene.names import NameBook, settle_names
 from io_ms3d_mdl.scene.types import BoneData, CollectionData, EmptyData, MeshData, ObjectData, SceneData, SkeletonData
 
 SUFFIX = re.compile(r"\.\d{3}$")

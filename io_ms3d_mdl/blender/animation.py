@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..errors import Warnings
-from ..scene.bones import shorten
+from ..scene.names import shorten
 from ..scene.types import ActionData, ClipData, SkeletonData
 
 LINEAR = 1  # Keyframe.interpolation enum value

@@ -10,11 +10,12 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..scene.naming import settle_names
-from ..scene.types import CollectionData, EmptyData, ObjectData, SceneData
+from ..scene.names import settle_names
+from ..scene.types import CollectionData, DriverTarget, EmptyData, ObjectData, SceneData
 from .animation import Limits, add_clip_markers, add_clip_strips, build_actions, set_scene_timing, stash_actions
 from .animation_browser import fill as fill_animation_list
 from .armature import apply_skin, build_armature
+from .drivers import DriverMaker, driver_maker
 from .material import ImageLoader, build_materials
 from .mesh import build_mesh
 
@@ -50,8 +51,9 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
 
     target = {}  # object index -> collection
     hidden: list[bpy.types.Collection] = []
+    solids = _CollisionBuild(scene, hidden)
     for data in scene.collections:
-        _build_collections(data, collection, target, hidden)
+        _build_collections(data, collection, target, hidden, solids)
 
     # The armature first: its edit-mode switches then have no meshes to evaluate (built after it, each is evaluated
     # once, at the end, with its weights and modifier). It takes its place after the meshes in the collection once
@@ -61,21 +63,17 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         armature = build_armature(context, collection, scene.skeleton)
     images = ImageLoader(scene.warnings)
     materials = build_materials(scene.materials, images)
-    objects = []
+    objects, built = [], []
     for index, data in enumerate(scene.objects):
-        mesh = build_mesh(data.mesh)
-        for slot in data.mesh.materials:
-            mesh.materials.append(materials[slot] if slot is not None else None)
-        obj = bpy.data.objects.new(data.name, mesh)
-        for key, value in data.props.items():
-            obj[key] = value
-        if data.mesh.material_refs is not None:
-            obj["source_skin_refs"] = list(data.mesh.material_refs)
-        _shape_keys(obj, data)
-        if data.display != "TEXTURED":
-            obj.display_type = data.display
-        target.get(index, collection).objects.link(obj)
+        if data.collision:
+            home = target.get(index, collection)
+            obj = solids.build(lambda data=data, home=home: _build_object(data, materials, home))
+            if obj is None:
+                continue
+        else:
+            obj = _build_object(data, materials, target.get(index, collection))
         objects.append(obj)
+        built.append(data)
     if scene.skin_families:
         collection["source_skins"] = [[materials[t].name if t >= 0 else "" for t in f] for f in scene.skin_families]
         collection["source_skin"] = 0
@@ -83,10 +81,10 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     if armature is not None:
         collection.objects.unlink(armature)
         collection.objects.link(armature)
-        for data, obj in zip(scene.objects, objects, strict=True):
+        for data, obj in zip(built, objects, strict=True):
             if data.skin is not None:
                 apply_skin(obj, data.skin, scene.skeleton, armature)
-        _follow_bones(scene.objects, objects, armature)
+        _follow_bones(built, objects, armature)
     extras = _build_empties(scene.empties, collection, armature)
     if armature is not None:
         _build_animation(context, scene, armature)
@@ -104,6 +102,67 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
+
+
+def _build_object(data: ObjectData, materials: list, collection: bpy.types.Collection) -> bpy.types.Object:
+    mesh = build_mesh(data.mesh)
+    try:
+        for slot in data.mesh.materials:
+            mesh.materials.append(materials[slot] if slot is not None else None)
+        obj = bpy.data.objects.new(data.name, mesh)
+    except BaseException:
+        bpy.data.meshes.remove(mesh)
+        raise
+    try:
+        for key, value in data.props.items():
+            obj[key] = value
+        if data.mesh.material_refs is not None:
+            obj["source_skin_refs"] = list(data.mesh.material_refs)
+        _shape_keys(obj, data)
+        if data.display != "TEXTURED":
+            obj.display_type = data.display
+        collection.objects.link(obj)
+    except BaseException:
+        bpy.data.objects.remove(obj)
+        bpy.data.meshes.remove(mesh)
+        raise
+    return obj
+
+
+class _CollisionBuild:
+    """Collision solids are extras: if Blender fails to build one, every solid and their collection are removed
+    and the model imports without them, with one warning."""
+
+    def __init__(self, scene: SceneData, hidden: list) -> None:
+        self.scene, self.hidden = scene, hidden
+        self.collections: list[bpy.types.Collection] = []
+        self.made: list[bpy.types.Object] = []
+        self.failed = False
+
+    def build(self, make, collection: bool = False):
+        """``make()``'s object (or collection), or None once building any part of the collision has failed."""
+        if self.failed:
+            return None
+        try:
+            made = make()
+        except Exception as exc:
+            self._give_up(exc)
+            return None
+        (self.collections if collection else self.made).append(made)
+        return made
+
+    def _give_up(self, exc: Exception) -> None:
+        self.failed = True
+        for obj in self.made:
+            mesh = obj.data
+            bpy.data.objects.remove(obj)
+            bpy.data.meshes.remove(mesh)
+        self.made.clear()
+        for coll in self.collections:
+            if coll in self.hidden:
+                self.hidden.remove(coll)
+            bpy.data.collections.remove(coll)
+        self.scene.warnings.add(f"the collision model was not imported: {type(exc).__name__}: {exc}")
 
 
 def _build_animation(context: bpy.types.Context, scene: SceneData, armature: bpy.types.Object) -> None:
@@ -136,43 +195,67 @@ def _shape_keys(obj: bpy.types.Object, data: ObjectData) -> None:
     for name, (low, high) in data.controls.items():
         obj[name] = 0.0
         obj.id_properties_ui(name).update(min=low, max=high, soft_min=low, soft_max=high)
-    for driven, expression, variables in data.drivers:
-        if isinstance(driven, tuple):  # ("PROP", name): a weight other rules read; unranged, so never clamped
-            obj[driven[1]] = 0.0
-            driver = obj.driver_add(f'["{bpy.utils.escape_identifier(driven[1])}"]').driver
-        elif driven in blocks:
-            # The engine never clamps a flex weight; Blender clamps a key's value to its slider range (at most ±10)
-            blocks[driven].slider_min, blocks[driven].slider_max = -10.0, 10.0
-            driver = blocks[driven].driver_add("value").driver
+    if data.drivers:
+        with driver_maker() as drivers:
+            for driven, expression, variables in data.drivers:
+                _driver(obj, blocks, drivers, driven, expression, variables)
+
+
+def _driver(
+    obj: bpy.types.Object,
+    blocks: dict[str, bpy.types.ShapeKey],
+    drivers: DriverMaker,
+    driven: DriverTarget,
+    expression: str,
+    variables: dict[str, DriverTarget],
+) -> None:
+    """One flex rule's driver: on a shape key's value, or on a property holding a weight other rules read."""
+    key = obj.data.shape_keys
+    if isinstance(driven, tuple):  # ("PROP", name): a weight other rules read; unranged, so never clamped
+        obj[driven[1]] = 0.0
+        owner, path = obj, f'["{bpy.utils.escape_identifier(driven[1])}"]'
+    elif driven in blocks:
+        # The engine never clamps a flex weight; Blender clamps a key's value to its slider range (at most ±10)
+        blocks[driven].slider_min, blocks[driven].slider_max = -10.0, 10.0
+        owner, path = key, f'key_blocks["{bpy.utils.escape_identifier(blocks[driven].name)}"].value'
+    else:
+        return
+    reads = []
+    for var_name, target in variables.items():
+        if isinstance(target, tuple):  # ("KEY", name): another shape key's value
+            reads.append((var_name, key, f'key_blocks["{bpy.utils.escape_identifier(blocks[target[1]].name)}"].value'))
         else:
-            continue
-        driver.type = "SCRIPTED"
-        for var_name, target in variables.items():
-            var = driver.variables.new()
-            var.name, var.type = var_name, "SINGLE_PROP"
-            if isinstance(target, tuple):  # ("KEY", name): another shape key's value
-                var.targets[0].id_type = "KEY"
-                var.targets[0].id = obj.data.shape_keys
-                path = f'key_blocks["{bpy.utils.escape_identifier(blocks[target[1]].name)}"].value'
-            else:
-                var.targets[0].id_type = "OBJECT"
-                var.targets[0].id = obj
-                path = f'["{bpy.utils.escape_identifier(target)}"]'
-            var.targets[0].data_path = path
-        driver.expression = expression
+            reads.append((var_name, obj, f'["{bpy.utils.escape_identifier(target)}"]'))
+    drivers.add(owner, path, expression, reads)
 
 
-def _build_collections(data: CollectionData, parent: bpy.types.Collection, target: dict, hidden: list) -> None:
-    coll = bpy.data.collections.new(data.name)
-    parent.children.link(coll)
-    for key, value in data.props.items():
-        coll[key] = value
+def _build_collections(
+    data: CollectionData, parent: bpy.types.Collection, target: dict, hidden: list, solids: _CollisionBuild
+) -> None:
+    if data.collision:
+        coll = solids.build(lambda: _new_collection(data, parent), collection=True)
+        if coll is None:
+            return
+    else:
+        coll = _new_collection(data, parent)
     for index in data.objects:
         target[index] = coll
     if data.hidden:
         hidden.append(coll)
     for child in data.children:
-        _build_collections(child, coll, target, hidden)
+        _build_collections(child, coll, target, hidden, solids)
+
+
+def _new_collection(data: CollectionData, parent: bpy.types.Collection) -> bpy.types.Collection:
+    coll = bpy.data.collections.new(data.name)
+    try:
+        for key, value in data.props.items():
+            coll[key] = value
+        parent.children.link(coll)
+    except BaseException:
+        bpy.data.collections.remove(coll)
+        raise
+    return coll
 
 
 def find_layer_collection(

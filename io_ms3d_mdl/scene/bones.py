@@ -7,47 +7,7 @@ exactly as the source format does, whichever way the bones are drawn.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
-
-# Blender keeps bone, vertex group, shape key and custom property names in 64-byte buffers (63 UTF-8 bytes and a
-# zero) on every version; longer names are cut, sometimes mid-character, and then no longer match what we asked for.
-NAME_BYTES = 63
-
-
-def shorten(name: str, limit: int = NAME_BYTES) -> str:
-    """``name`` cut to at most ``limit`` UTF-8 bytes on a character boundary, so Blender stores it unchanged
-    (zero characters, which end a C string, are dropped; unencodable characters become ``?``)."""
-    raw = name.replace("\0", "").encode("utf-8", "replace")
-    return raw[:limit].decode("utf-8", "ignore")
-
-
-def unique_names(
-    names: list[str], fallback: str = "joint", taken: Iterable[str] = (), limit: int = NAME_BYTES
-) -> list[str]:
-    """Names Blender keeps exactly: at most ``limit`` UTF-8 bytes, unique (also against ``taken``), repeats
-    numbered like Blender's own ``.001`` with the base shortened so the suffix still fits. Empty names become
-    ``fallback`` plus their index."""
-    used = set(taken)
-    counters: dict[str, int] = {}  # base -> last suffix tried, so many repeats of one name stay linear
-    out = []
-    for i, name in enumerate(names):
-        base = shorten(name, limit) or shorten(f"{fallback}{i}", limit)
-        candidate, n = base, counters.get(base, 0)
-        while candidate in used:
-            n += 1
-            suffix = f".{n:03d}"
-            candidate = shorten(base, limit - len(suffix)) + suffix
-        counters[base] = n
-        used.add(candidate)
-        out.append(candidate)
-    return out
-
-
-def original_name_props(key: str, original: str, name: str) -> dict[str, str]:
-    """``{key: original}`` when Blender gets a different name than the file's (shortened, numbered), else ``{}``."""
-    return {key: original} if original and original != name else {}
 
 
 def bone_frames(

@@ -17,9 +17,11 @@ from ..formats.source import find_sidecars, read_mdl, read_mesh_companions, read
 from ..formats.source.includes import load_ani, load_includes
 from ..formats.source.mdl import read_mdl_bytes
 from ..formats.source.phy import PhyFile
+from .datablocks import check_datablocks
 from .finite import replace_non_finite
 from .goldsrc.load import goldsrc_animation, is_goldsrc_file, load_goldsrc
 from .ms3d.convert import Ms3dOptions, ms3d_to_scene
+from .names import fit_property_names
 from .source.animation import add_source_animations
 from .source.convert import SourceOptions, source_skeleton, source_to_scene
 from .types import SceneData
@@ -29,7 +31,10 @@ def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
     options = options or Ms3dOptions()
     confinement = Confinement.for_model(path, options.search_roots, options.allow_absolute_paths, options.mounts)
     with confined(confinement, Budget(options.work_limit)):
-        return ms3d_to_scene(read_ms3d(path), options)
+        scene = ms3d_to_scene(read_ms3d(path), options)
+        fit_property_names(scene)
+        check_datablocks(scene, path)
+        return scene
 
 
 def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
@@ -52,6 +57,8 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
         phy = _physics(mdl, sidecars, options, warnings)
         scene = source_to_scene(mdl, vvd, vtx, options, ani, includes, phy)
         scene.warnings.extend(warnings)
+        fit_property_names(scene)
+        check_datablocks(scene, path)
         return scene
 
 
@@ -64,6 +71,9 @@ def _physics(mdl, sidecars, options: SourceOptions, warnings: Warnings) -> PhyFi
         return read_physics_companion(mdl, sidecars)
     except FormatError as exc:
         warnings.add(f"the collision model was not imported: {exc.message}")
+        return None
+    except Exception as exc:
+        warnings.add(f"the collision model was not imported: {type(exc).__name__}: {exc}")
         return None
 
 
@@ -119,6 +129,7 @@ def load_source_animation(path: str, name: str, options: SourceOptions, fps: flo
         scene.skeleton, axes = source_skeleton(mdl, options)
         add_source_animations(mdl, ani, axes, options.scale, scene, includes, only=name, fps=fps)
         replace_non_finite(scene)
+        fit_property_names(scene)
         return scene
 
 

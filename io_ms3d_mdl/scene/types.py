@@ -128,6 +128,7 @@ class ObjectData:
     # Follows this bone (rigidly, no skin weights), keeping its armature-space placement: collision solids.
     bone: str | None = None
     display: str = "TEXTURED"  # Object.display_type ("WIRE" for collision solids, so they never hide the model)
+    collision: bool = False  # a collision solid: if Blender fails to build one, only the collision is lost
 
 
 @dataclass
@@ -153,6 +154,7 @@ class CollectionData:
     children: list[CollectionData] = field(default_factory=list)
     hidden: bool = False  # hidden in viewport and render (other choices of a body group)
     props: Props = field(default_factory=dict)
+    collision: bool = False  # the collision solids' collection
 
 
 @dataclass

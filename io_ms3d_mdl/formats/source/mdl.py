@@ -278,13 +278,20 @@ def _flex_controllers(cur: Cursor, header: np.ndarray) -> list[tuple[str, str, f
 
 
 def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
+    """Rules that share one table of operations (as a compiler may, and a crafted file will thousands of times)
+    share one program: it is read once, and the interpreter works it through once (scene/source/flex.py)."""
     out = []
+    programs: dict[tuple[int, int], list[tuple[int, float]]] = {}
     for off, r in _records_at(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules"):
-        ops = _records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
-        program = [
-            (int(o), float(v.view("<f4")) if int(o) == 1 else int(v))
-            for o, v in zip(ops["op"], ops["value"], strict=False)
-        ]
+        where = (off + int(r["opindex"]), int(r["numops"]))
+        program = programs.get(where)
+        if program is None:
+            ops = _records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
+            codes = ops["op"].astype(np.int64)
+            values = np.where(codes == 1, ops["value"].view("<f4").astype(np.float64), ops["value"]).tolist()
+            program = programs[where] = [
+                (o, v if o == 1 else int(v)) for o, v in zip(codes.tolist(), values, strict=True)
+            ]
         out.append(MdlFlexRule(int(r["flex"]), program))
     return out
 

@@ -18,7 +18,8 @@ from ...budget import current_budget
 from ...errors import Warnings
 from ...formats.binary import run_layout
 from ...formats.ms3d.model import Ms3dModel
-from ..bones import bone_frames, original_name_props, unique_names
+from ..bones import bone_frames
+from ..names import original_name_props, unique_names
 from ..rotations import compose, euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, slerp
 from ..types import ActionData, BoneChannels, BoneData, ClipData, SkeletonData
 from .rig import Hierarchy

@@ -21,8 +21,9 @@ from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ...formats.source.phy import PhyFile
 from ..axes import axis_conversion_matrix
-from ..bones import bone_frames, unique_names
+from ..bones import bone_frames
 from ..finite import replace_non_finite
+from ..names import unique_names
 from ..rotations import compose, quaternion_to_matrix
 from ..slots import cap_material_slots
 from ..types import (
@@ -38,8 +39,9 @@ from ..types import (
 )
 from .animation import add_source_animations
 from .flex import add_shape_keys
+from .flex import rule_work as flex_rule_work
 from .materials import add_materials
-from .physics import add_physics, first_pose
+from .physics import add_collision
 
 INCH = 0.0254  # Source units are inches for physics; one unit in metres
 STATIC_PROP = 0x10
@@ -112,9 +114,7 @@ def source_to_scene(
     if options.import_hitboxes:
         _hitboxes(mdl, world, options, scene)
     if phy is not None and options.import_physics:
-        names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
-        pose = first_pose(mdl, ani) if len(phy.solids) == 1 else None
-        add_physics(scene, phy, world, names, mdl.bone_names, options.scale, mdl.checksum, pose)
+        add_collision(scene, mdl, ani, phy, world, options.scale)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
     cap_material_slots(scene)
@@ -350,8 +350,8 @@ def _model_object(
     budget.check(mdl.path, "shape keys × vertices over all objects", keyed, budget.shape_key_vertices)
     if keys:  # each object with shape keys works through every flex rule (its drivers read its own keys)
         runs = sum(1 for o in scene.objects if o.mesh.shape_keys) + 1
-        rule_ops = runs * sum(len(rule.ops) for rule in mdl.flex_rules)
-        budget.check(mdl.path, "flex rule operations over all objects", rule_ops, budget.flex_rule_operations)
+        rule_work = runs * flex_rule_work(mdl.flex_rules)
+        budget.check(mdl.path, "flex rule work over all objects", rule_work, budget.flex_rule_work, unit="units")
     add_shape_keys(mdl, model, obj, used, options.scale)
     if scene.skeleton is not None:
         # Four slots (Blender's skin layout), the fourth always empty; slots past numbones or naming no bone are

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...formats.source.model import MdlFile, MdlFlexRule, MdlModel
-from ..bones import NAME_BYTES, unique_names
+from ..names import NAME_BYTES, unique_names
 from ..types import DriverTarget, ObjectData
-from .flex_rules import FETCH2, Term, flex_weight, rule_term, stored_weight
+from .flex_rules import FETCH2, ZERO, Term, flex_weight, rule_cost, rule_term, stored_weight
 
 CONTROLLER_PREFIX = "flex:"  # every controller property is named "flex:<controller>"
 WEIGHT_PREFIX = "flex weight:"  # a flex weight other rules read, when no shape key holds it: "flex weight:<flex>"
@@ -117,8 +117,9 @@ def _rule_weights(
     stored = {i: WEIGHT_PREFIX + name for i, name in zip(kept, short, strict=True)}
     weights: dict[int, Term | None] = {}
     out: list[tuple[DriverTarget, Term | None]] = []
+    run = _Interpreter(mdl)
     for i, rule in rules:
-        term = _stated(rule.ops, mdl, weights)
+        term = run(rule.ops, weights)
         weights[rule.flex] = term
         if last[rule.flex] == i and rule.flex in key_of:
             out.append((key_of[rule.flex], term))
@@ -128,6 +129,45 @@ def _rule_weights(
             out.append((("PROP", stored[i]), term))
             weights[rule.flex] = stored_weight(i)
     return out, stored
+
+
+class _Interpreter:
+    """Works a model's rules through, each distinct program once for the weights it reads: rules sharing one table
+    of operations (the reader gives them one program) and reading the same weights have the same term."""
+
+    def __init__(self, mdl: MdlFile) -> None:
+        self.mdl = mdl
+        self.memo: dict = {}  # remaps and eyelids over this model's controllers
+        self.terms: dict[tuple, Term | None] = {}
+        self.fetches: dict[int, tuple[int, ...]] = {}
+
+    def __call__(self, ops: list[tuple[int, float]], weights: dict[int, Term | None]) -> Term | None:
+        fetches = self.fetches.get(id(ops))
+        if fetches is None:
+            fetches = self.fetches[id(ops)] = _fetched(ops)
+        key = (id(ops), *(weights.get(i, ZERO) for i in fetches))
+        if key not in self.terms:
+            self.terms[key] = _stated(ops, self.mdl, weights, self.memo)
+        return self.terms[key]
+
+
+def _fetched(ops: list[tuple[int, float]]) -> tuple[int, ...]:
+    return tuple(sorted({int(value) for op, value in ops if op == FETCH2}))
+
+
+def rule_work(rules: list[MdlFlexRule]) -> int:
+    """Flex rule budget units of one run over ``rules`` (flex_rules.rule_cost): a program shared by rules is
+    worked through once unless it reads other rules' weights (FETCH2), and every rule costs a unit of its own."""
+    known: dict[int, tuple[int, bool]] = {}  # per program: its cost, and whether it reads weights
+    work = len(rules)
+    for rule in rules:
+        program = known.get(id(rule.ops))
+        if program is None:
+            program = known[id(rule.ops)] = (rule_cost(rule.ops), bool(_fetched(rule.ops)))
+            work += program[0]
+        elif program[1]:
+            work += program[0]
+    return work
 
 
 def _weights_read(rules: list[tuple[int, MdlFlexRule]]) -> set[int]:
@@ -171,7 +211,9 @@ def rule_expression(
     return term.text, {var: (kind, index) for var, kind, index in sorted(term.uses)}
 
 
-def _stated(ops: list[tuple[int, float]], mdl: MdlFile, weights: dict[int, Term | None] | None) -> Term | None:
+def _stated(
+    ops: list[tuple[int, float]], mdl: MdlFile, weights: dict[int, Term | None] | None, memo: dict | None = None
+) -> Term | None:
     """The rule's weight as a term that fits a driver expression, or None."""
-    term = rule_term(ops, mdl.flex_controllers, len(mdl.flex_names), weights)
+    term = rule_term(ops, mdl.flex_controllers, len(mdl.flex_names), weights, memo)
     return term if term is not None and len(term.text) <= MAX_EXPRESSION else None

@@ -22,8 +22,9 @@ bytes. A rule whose controller index is computed at run time cannot be said as o
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,36 +46,69 @@ class Unstated(Exception):
     """The rule cannot be said as one simple expression."""
 
 
-@dataclass(frozen=True)
 class Term:
     """One value: its expression text, how tightly the text binds, its float32 value when it is a constant, and the
-    variables it reads."""
+    variables it reads. Never changed once made (hashed as a memo key). A constant finds its text only when an
+    expression needs it: most constants are folded into others, and finding a float's shortest text is what most
+    of a rule of constants cost. A plain class with slots: a frozen dataclass made every term three times as slow
+    to make."""
 
-    text: str
-    binds: int = ATOM
-    const: float | None = None
-    uses: frozenset[Use] = frozenset()
+    __slots__ = ("_text", "binds", "const", "uses")
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, text: str | None, binds: int = ATOM, const: float | None = None, uses: frozenset[Use] = frozenset()
+    ) -> None:
         # Ramps and remaps repeat their operands, so a crafted rule nesting them would grow its text exponentially;
         # far past the 255 bytes Blender keeps, stop (the rule is counted as not driven).
-        if len(self.text) > LONGEST_TERM:
+        if text is not None and len(text) > LONGEST_TERM:
             raise Unstated
+        self._text, self.binds, self.const, self.uses = text, binds, const, uses
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _shortest(_F32.pack(self.const))
+        return self._text
+
+    def _key(self) -> tuple:
+        return (self.const, self.binds) if self.const is not None else (self._text, self.binds, self.uses)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Term) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Term({self.text!r}, {self.binds}, {self.const}, {set(self.uses)})"
+
+
+_F32 = struct.Struct("<f")
 
 
 def f32(value: float) -> float:
-    """The engine keeps every stack value in a 32-bit float."""
-    with np.errstate(over="ignore"):
-        return float(np.float32(value))
+    """The engine keeps every stack value in a 32-bit float (rounded to nearest, as a C cast does; past the
+    largest float32, infinity). ``struct``, not a numpy scalar under ``errstate``: this runs for every constant
+    of every rule, and numpy's error-state switch cost most of a rule's time."""
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def number(value: float) -> Term:
     value = f32(value)
     if not math.isfinite(value):
         raise Unstated  # no literal for it that Blender reads
-    text = str(np.float32(value))  # the shortest text that reads back as the same float32
-    text = text[:-2] if text.endswith(".0") else text
-    return Term(text, UNARY if text.startswith("-") else ATOM, value)
+    return Term(None, UNARY if math.copysign(1.0, value) < 0 else ATOM, value)  # "-0" binds like "-1"
+
+
+@lru_cache(maxsize=1 << 14)
+def _shortest(packed: bytes) -> str:
+    """The shortest text that reads back as the same float32 (by its bytes, so 0.0 and -0.0 differ); cached, as
+    rules repeat a few constants (0, 1, ramp ends) thousands of times."""
+    text = str(np.float32(_F32.unpack(packed)[0]))
+    return text[:-2] if text.endswith(".0") else text
 
 
 ZERO, ONE, TWO = number(0.0), number(1.0), number(2.0)
@@ -210,19 +244,26 @@ def nway(value: Term, scale: Term, x: Term, y: Term, z: Term, w: Term) -> Term:
     return mul(choose(either(compare(value, "<=", x), compare(value, ">=", w)), ZERO, inner), scale)
 
 
-def _remap_controller(index: int, controllers: list[Controller]) -> Term:
+def _remap_controller(index: int, controllers: list[Controller], memo: dict | None = None) -> Term:
     """A controller's place in its own min..max, clamped to 0..1."""
-    _name, _kind, lo, hi = controllers[index]
-    return remap_clamped(controller(index), number(lo), number(hi), ZERO, ONE)
+    term = None if memo is None else memo.get(("remap", index))
+    if term is None:
+        _name, _kind, lo, hi = controllers[index]
+        term = remap_clamped(controller(index), number(lo), number(hi), ZERO, ONE)
+        if memo is not None:
+            memo["remap", index] = term
+    return term
 
 
-def eyelid(op: int, close_v: int, close: int, up_down: int, controllers: list[Controller]) -> Term:
+def eyelid(
+    op: int, close_v: int, close: int, up_down: int, controllers: list[Controller], memo: dict | None = None
+) -> Term:
     """STUDIO_DME_LOWER/UPPER_EYELID. With n the eyes' up/down share in 0..1 (up/down = 2n - 1): the lower lid
     closes by (1 - CloseLidV) * CloseLid, less by 1 - up/down while the eyes look up; the upper by
     CloseLidV * CloseLid, less by 1 + up/down while they look down."""
-    lid_v = _remap_controller(close_v, controllers)
-    lid = _remap_controller(close, controllers)
-    n = _remap_controller(up_down, controllers)
+    lid_v = _remap_controller(close_v, controllers, memo)
+    lid = _remap_controller(close, controllers, memo)
+    n = _remap_controller(up_down, controllers, memo)
     if op == LOWER_EYELID:
         return mul(mul(call("min", min, sub(TWO, mul(TWO, n)), ONE), sub(ONE, lid_v)), lid)
     return mul(mul(call("min", min, mul(TWO, n), ONE), lid_v), lid)
@@ -246,6 +287,33 @@ def _controller_indices(terms: list[Term], count: int) -> list[int] | None:
     return out
 
 
+def _fetch(op: int, index: int) -> Term:
+    """FETCH1 and the 2-way sliders: a controller, or its -1..0 or 0..1 half remapped."""
+    term = controller(index)
+    if op == TWO_WAY_0:
+        return remap_clamped(term, number(-1.0), ZERO, ONE, ZERO)
+    if op == TWO_WAY_1:
+        return remap_clamped(term, ZERO, ONE, ZERO, ONE)
+    return term
+
+
+# What each operation costs the interpreter, in units of the flex rule budget (budget.py), measured: a constant
+# (its shortest text), a ramp, an eyelid or a product over the stack build that many terms (about 2 µs a unit).
+EXTRA_COST = {CONST: 2, DIV: 1, TWO_WAY_0: 6, TWO_WAY_1: 6, NWAY: 40, LOWER_EYELID: 32, UPPER_EYELID: 32}
+
+
+def rule_cost(ops: list[tuple[int, float]]) -> int:
+    """Budget units of one run of a rule: one per operation and per rule, more for the operations that build many
+    terms (COMBO and DOMINATE multiply as many stack values as their operand says, at most the stack)."""
+    cost = 1 + len(ops)
+    for op, value in ops:
+        if op in EXTRA_COST:
+            cost += EXTRA_COST[op]
+        elif op in (COMBO, DOMINATE):
+            cost += min(max(int(value), 0), STACK)
+    return cost
+
+
 BINARY: dict[int, Callable[[Term, Term], Term]] = {
     ADD: add,
     SUB: sub,
@@ -261,10 +329,14 @@ def rule_term(
     controllers: list[Controller],
     num_flexes: int,
     weights: Mapping[int, Term | None] | None = None,
+    memo: dict | None = None,
 ) -> Term | None:
     """The rule's weight as a term, or None when it cannot be stated. ``weights``: the weight each flex holds when
-    this rule runs (a term, or None when that weight could not be stated); a flex not in it holds 0."""
+    this rule runs (a term, or None when that weight could not be stated); a flex not in it holds 0. ``memo``:
+    terms of controller remaps and eyelids already built for these ``controllers`` (shared between the rules of
+    a model: a face repeats them in every rule, and each costs dozens of terms)."""
     weights = weights or {}
+    memo = {} if memo is None else memo
     count = len(controllers)
     stack = [ZERO] * (STACK + 1)  # one slot more: a dominate over 0 values reads the slot above a full stack
     k = 0
@@ -274,11 +346,9 @@ def rule_term(
             if op == CONST and k < STACK:
                 stack[k], k = number(value), k + 1
             elif op in (FETCH1, TWO_WAY_0, TWO_WAY_1) and k < STACK and 0 <= index < count:
-                term = controller(index)
-                if op == TWO_WAY_0:
-                    term = remap_clamped(term, number(-1.0), ZERO, ONE, ZERO)
-                elif op == TWO_WAY_1:
-                    term = remap_clamped(term, ZERO, ONE, ZERO, ONE)
+                term = memo.get((op, index))
+                if term is None:
+                    term = memo[op, index] = _fetch(op, index)
                 stack[k], k = term, k + 1
             elif op == FETCH2 and k < STACK and 0 <= index < num_flexes:
                 weight = weights.get(index, ZERO)
@@ -309,8 +379,11 @@ def rule_term(
             elif op in (LOWER_EYELID, UPPER_EYELID) and k >= 3 and 0 <= index < count:
                 named = _controller_indices([stack[k - 1], stack[k - 2], stack[k - 3]], count)
                 if named is not None:
-                    stack[k - 3] = eyelid(op, index, named[0], named[2], controllers)
-                    k -= 2
+                    key = (op, index, named[0], named[2])
+                    term = memo.get(key)
+                    if term is None:
+                        term = memo[key] = eyelid(op, index, named[0], named[2], controllers, memo)
+                    stack[k - 3], k = term, k - 2
             # else: EXP, the parse-only ops, unknown ops and ops failing the engine's checks do nothing
     except Unstated:
         return None

@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ...budget import current_budget
-from ...errors import FormatError
+from ...errors import BudgetExceeded, FormatError
 from ...formats.binary import renumbered
 from ...formats.source.animation import SkippedAnimation, decode_animation
 from ...formats.source.model import MdlFile
@@ -26,6 +26,25 @@ from ..types import CollectionData, MeshData, ObjectData, SceneData
 from .animation import SECTION_COST, section_count
 
 CONSTRAINT_KEYS = ("xmin", "xmax", "xfriction", "ymin", "ymax", "yfriction", "zmin", "zmax", "zfriction")
+
+
+def add_collision(
+    scene: SceneData, mdl: MdlFile, ani: tuple[bytes, str] | None, phy: PhyFile, world: np.ndarray, scale: float
+) -> None:
+    """:func:`add_physics` for a model, where a problem of any kind with the ``.phy`` costs only the collision
+    objects, with one warning (a work budget the file exceeds still stops the import: that is the user's call)."""
+    objects, collections, warnings = len(scene.objects), len(scene.collections), len(scene.warnings)
+    try:
+        names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+        pose = first_pose(mdl, ani) if len(phy.solids) == 1 else None
+        add_physics(scene, phy, world, names, mdl.bone_names, scale, mdl.checksum, pose)
+    except BudgetExceeded:
+        raise
+    except Exception as exc:
+        del scene.objects[objects:], scene.collections[collections:]
+        scene.warnings.truncate(warnings)
+        reason = exc.message if isinstance(exc, FormatError) else f"{type(exc).__name__}: {exc}"
+        scene.warnings.add(f"the collision model was not imported: {reason}")
 
 
 def add_physics(
@@ -45,11 +64,7 @@ def add_physics(
     if phy.checksum != checksum:
         scene.warnings.add(f"the physics file (.phy) checksum {phy.checksum} does not match the model's {checksum}")
     lookup = {name.lower(): i for i, name in reversed(list(enumerate(file_bone_names)))}
-    collection = CollectionData(
-        f"{scene.name} physics",
-        hidden=True,
-        props=_collection_props(phy),
-    )
+    collection = CollectionData(f"{scene.name} physics", hidden=True, props=_collection_props(phy), collision=True)
     budget = current_budget()
     vertices, triangles = scene.vertex_count, scene.triangle_count  # kept as running totals: thousands of solids
     keys_of = [phy.solid_keys(solid.index) for solid in phy.solids]
@@ -72,6 +87,7 @@ def add_physics(
             props=_solid_props(phy, solid, keys),
             bone=bone_names[bone] if 0 <= bone < len(bone_names) else None,
             display="WIRE",
+            collision=True,
         )
         scene.objects.append(obj)
         collection.objects.append(len(scene.objects) - 1)

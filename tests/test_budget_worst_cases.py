@@ -1,0 +1,357 @@
+"""Every work budget's worst case, built with the writers, converts and imports within 10 s and 1 GB.
+
+A budget is only honest if what it lets through is affordable: for each limit in ``budget.py`` (and each kind of
+unit it counts) a file that comes just under it at Work Limit 1.0 is imported through the operator in a process of
+its own, timed and measured (peak resident memory) from outside. Slow: run on the LTS ends (``-m budget``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import hostile
+import numpy as np
+import pytest
+from conftest import bpy
+from ms3d_writer import Group, Joint, Triangle, quad_spec, write_ms3d
+from source_writer import (
+    SAnimation,
+    SBodyPart,
+    SBone,
+    SMesh,
+    SModel,
+    SNode,
+    SourceSpec,
+    SVertex,
+    quad_mesh,
+    write_mdl,
+    write_source,
+)
+from test_blender_hostile_names import SFlex, SFlexes, _mesh_offset, _Tail, with_flexes
+from test_hostile import run_import
+
+from io_ms3d_mdl.budget import DEFAULT
+from io_ms3d_mdl.formats.source import structs as S
+from io_ms3d_mdl.formats.source.model import MdlFlexRule
+from io_ms3d_mdl.scene.ms3d.armature import MAX_RESAMPLED_FRAMES
+from io_ms3d_mdl.scene.source.flex import rule_work
+from io_ms3d_mdl.scene.source.flex_rules import ADD, LOWER_EYELID, MUL, NWAY
+
+pytestmark = [
+    pytest.mark.budget,
+    pytest.mark.long,
+    pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh"),
+]
+
+SECONDS, MEMORY = 10.0, 1 << 30
+CONST, FETCH1, FETCH2 = 1, 2, 3
+
+Built = tuple[Path, dict, int]  # the model, the operator's options, how many units of the budget it uses
+
+
+def _one_mesh_spec(**overrides) -> SourceSpec:
+    spec = SourceSpec(body_parts=[SBodyPart("b", [SModel("m0", [quad_mesh()])])])
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def _flexed(tmp: Path, flexes: SFlexes, stem: str = "flexed", spec: SourceSpec | None = None) -> Path:
+    spec = spec or _one_mesh_spec()
+    path = write_source(spec, tmp, stem)
+    path.write_bytes(with_flexes(write_mdl(spec), flexes))
+    return path
+
+
+def _keyed(tmp: Path, flexes: SFlexes, keys: int, stem: str = "keyed", spec: SourceSpec | None = None) -> Path:
+    """``_flexed`` with flexes 0..keys-1 on the first mesh, each moving one vertex (the writer's own flexes
+    replace each other: a mesh gets one)."""
+    path = _flexed(tmp, flexes, stem, spec)
+    tail = _Tail(path.read_bytes())
+    header = np.frombuffer(bytes(tail.buf), S.STUDIOHDR, 1).copy()
+    moves = np.zeros(keys, S.VERTANIM)
+    moves["index"] = np.arange(keys) % 4
+    moves["delta"][:, 2] = np.array(1.0, "<f2").view("<u2")
+    moves_at = tail.records(S.VERTANIM, moves)
+    records = np.zeros(keys, S.FLEX)
+    first = len(tail.buf) + (-len(tail.buf)) % 4
+    at = first + np.arange(keys) * S.FLEX.itemsize
+    records["flexdesc"], records["numverts"] = np.arange(keys), 1
+    records["vertindex"] = moves_at + np.arange(keys) * S.VERTANIM.itemsize - at
+    tail.records(S.FLEX, records)
+    mesh_at = _mesh_offset(tail.buf, header[0], 0, 0, 0)
+    mesh = np.frombuffer(bytes(tail.buf[mesh_at : mesh_at + S.MESH.itemsize]), S.MESH).copy()
+    mesh[0]["numflexes"], mesh[0]["flexindex"] = keys, first - mesh_at
+    tail.put(mesh_at, mesh)
+    header[0]["length"] = len(tail.buf)
+    tail.put(0, header)
+    path.write_bytes(bytes(tail.buf))
+    return path
+
+
+def _share_rules(path: Path, rules: int) -> None:
+    """Point ``rules`` rules at the (only) rule's table of operations."""
+    data = bytearray(path.read_bytes())
+    h = np.frombuffer(bytes(data), S.STUDIOHDR, 1)[0]
+    (rule,) = np.frombuffer(bytes(data), S.FLEXRULE, 1, int(h["flexruleindex"]))
+    table = int(h["flexruleindex"]) + int(rule["opindex"])
+    shared = np.zeros(rules, S.FLEXRULE)
+    at = len(data)
+    shared["numops"] = int(rule["numops"])
+    shared["opindex"] = table - (at + np.arange(rules) * S.FLEXRULE.itemsize)
+    data += shared.tobytes()
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    header["numflexrules"], header["flexruleindex"], header["length"] = rules, at, len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+
+
+def flex_shared_table(tmp: Path) -> Built:
+    """The red-team case: 6,600 rules sharing one 301-operation table of eyelids (184 s before)."""
+    ops = ([(CONST, 5.0), (CONST, 0.0), (CONST, 4.0), (LOWER_EYELID, 3), (CONST, 0.0), (MUL, 0)] * 51)[:301]
+    controllers = [(f"c{i}", -1.0, 1.0) for i in range(8)]
+    path = _flexed(tmp, SFlexes(["f0"], controllers, [(0, ops)], [SFlex(0, [(0, (0, 0, 1))])]))
+    _share_rules(path, 6_600)
+    return path, {}, rule_work([MdlFlexRule(0, ops)] * 6_600)
+
+
+def _distinct_rules(pattern: Callable[[], list], controllers: int) -> list:
+    """Rules of about 300 operations from ``pattern`` until the flex rule budget is all but spent."""
+    rules, work = [], 0
+    while True:
+        ops = []
+        while len(ops) < 301:
+            ops += pattern()
+        cost = rule_work([MdlFlexRule(0, ops)])
+        if work + cost > DEFAULT.flex_rule_work:
+            return rules
+        rules.append((0, ops))
+        work += cost
+
+
+def flex_distinct_tables(kind: str) -> Callable[[Path], Built]:
+    """Rules that share nothing, each operation of the kind that costs most per unit, over 2,000 controllers (so
+    no remap is built twice)."""
+    count = 2_000
+    rnd = random.Random(kind)
+
+    def c() -> float:
+        return float(rnd.randrange(count))
+
+    patterns = {
+        "constants": lambda: [(CONST, rnd.random()), (CONST, rnd.random()), (ADD, 0)],
+        "eyelids": lambda: [(CONST, c()), (CONST, c()), (CONST, c()), (LOWER_EYELID, int(c())), (CONST, 0.0), (MUL, 0)],
+        "n-way ramps": lambda: [
+            *[(FETCH1, int(c())) for _ in range(4)],
+            (CONST, c()),
+            (NWAY, int(c())),
+            (CONST, 0.0),
+            (MUL, 0),
+        ],
+    }
+
+    def build(tmp: Path) -> Built:
+        rules = _distinct_rules(patterns[kind], count)
+        controllers = [(f"c{i}", -1.0 - i / 1000, 1.0) for i in range(count)]
+        path = _flexed(tmp, SFlexes(["f0"], controllers, rules, [SFlex(0, [(0, (0, 0, 1))])]))
+        return path, {}, rule_work([MdlFlexRule(0, ops) for _, ops in rules])
+
+    return build
+
+
+def chained_rules(count: int) -> Callable[[Path], Built]:
+    """Each rule reads the weight the one before it left (FETCH2): every weight is a property with a driver."""
+
+    def build(tmp: Path) -> Built:
+        names = [f"f{i}" for i in range(count + 1)]
+        rules = [(i, [(FETCH2, i - 1), (FETCH1, 0), (ADD, 0)]) for i in range(1, count + 1)] + [(0, [(FETCH2, count)])]
+        path = _flexed(tmp, SFlexes(names, [("c", 0.0, 1.0)], rules, [SFlex(0, [(0, (0, 0, 1))])]))
+        return path, {}, count + 1
+
+    return build
+
+
+def many_shape_keys(tmp: Path) -> Built:
+    """As many one-vertex flexes as the shape key budget allows, on one quad."""
+    count = DEFAULT.shape_keys
+    path = _keyed(tmp, SFlexes([f"f{i}" for i in range(count)], [("c", 0.0, 1.0)]), count)
+    return path, {}, count
+
+
+def many_properties(tmp: Path) -> Built:
+    """As many flex controllers (each a custom property with its range) as the property budget allows."""
+    count = DEFAULT.custom_properties - 100  # the objects' and collections' own properties
+    controllers = [(f"c{i}", 0.0, 1.0) for i in range(count)]
+    path = _flexed(tmp, SFlexes(["f0"], controllers, [], [SFlex(0, [(0, (0, 0, 1))])]))
+    return path, {}, count
+
+
+def many_groups(count: int | None = None) -> Callable[[Path], Built]:
+    return lambda tmp: _many_groups(tmp, count or DEFAULT.objects - 10)
+
+
+def _many_groups(tmp: Path, count: int) -> Built:
+    """A MilkShape model of one-triangle groups, as many as the object budget allows."""
+    spec = quad_spec(
+        triangles=[Triangle((0, 1, 2), s=(0, 1, 1), t=(1, 1, 0))] * count,
+        groups=[Group(f"g{i}", [i], material_index=0) for i in range(count)],
+    )
+    path = tmp / "groups.ms3d"
+    path.write_bytes(write_ms3d(spec))
+    return path, {}, count
+
+
+def many_actions(tmp: Path) -> Built:
+    """Two-frame animations of a two-bone rig, as many as the action budget allows, all built."""
+    count = DEFAULT.actions
+    anims = [SAnimation(f"a{i}", 2, [SNode(1, rot=("q48", (1.0, 0.0, 0.0, 0.0)))]) for i in range(count)]
+    spec = _one_mesh_spec(animations=anims, bones=[SBone("root"), SBone("b1", 0)])
+    path = write_source(spec, tmp, "actions")
+    return path, {"animations": "ALL"}, count
+
+
+def long_animations(count: int) -> Callable[[Path], Built]:
+    """``count`` animations of 40 bones × as many frames as the per-animation budget allows, one raw rotation per
+    bone, in a model padded so its size allows them all (64 bone-frames a byte)."""
+
+    def build(tmp: Path) -> Built:
+        bones, frames = 40, DEFAULT.animation_bone_frames // 40
+        nodes = [SNode(i, rot=("q48", (1.0, 0.0, 0.0, 0.0))) for i in range(bones)]
+        anims = [SAnimation(f"a{i}", frames, nodes) for i in range(count)]
+        spec = _one_mesh_spec(bones=[SBone(f"b{i}", i - 1) for i in range(bones)], animations=anims)
+        path = write_source(spec, tmp, "frames")
+        with path.open("ab") as f:  # not read by anything: only its size counts
+            f.write(bytes(count * bones * frames // 64 + 1))
+        return path, {"animations": "ALL"}, count * bones * frames
+
+    return build
+
+
+def big_files(suffixes: tuple[str, ...]) -> Callable[[Path], Built]:
+    """A small model whose files (``suffixes``: .mdl, .vvd, .dx90.vtx, .phy) are padded to just under the file
+    size budget: each is read whole into memory."""
+
+    def build(tmp: Path) -> Built:
+        path = write_source(_one_mesh_spec(), tmp, "big")
+        size = DEFAULT.file_bytes - 4096
+        for suffix in suffixes:
+            with path.with_suffix(suffix).open("ab") as f:
+                f.truncate(size)  # sparse on disk: zeros nothing reads (a .phy of them is refused, once read)
+        return path, {}, size * len(suffixes)
+
+    return build
+
+
+def resampled_keys(tmp: Path) -> Built:
+    """MilkShape joints whose keys lie about a thousand frames apart, each channel spanning the longest resampled
+    span, with as many joints as the resampling budget allows (and keys enough stored for it)."""
+    span, keys = MAX_RESAMPLED_FRAMES, 98
+    joints = DEFAULT.resampled_keys(1 << 40) // (span + 1)
+    times = [i * span / (keys - 1) / 24 for i in range(keys)]
+    spec = quad_spec(
+        fps=24.0,
+        joints=[
+            Joint(
+                f"j{j}",
+                f"j{j - 1}" if j else "",
+                rotation_keys=[(t, (0, 0, 3.0 * (i % 2))) for i, t in enumerate(times)],
+            )
+            for j in range(joints)
+        ],
+    )
+    path = tmp / "resampled.ms3d"
+    path.write_bytes(write_ms3d(spec))
+    return path, {}, joints * (span + 1)
+
+
+def events(tmp: Path) -> Built:
+    """Sequences that all list one table of 4,096 events, as many as the event budget allows: every event becomes
+    a pose marker on the one animation they play."""
+    sequences = DEFAULT.events // 4096
+    anim = SAnimation("a", 2, [SNode(1, rot=("q48", (1.0, 0.0, 0.0, 0.0)))])
+    spec = _one_mesh_spec(animations=[anim], bones=[SBone("root"), SBone("b1", 0)])
+    path = hostile.source_event_bomb(tmp, sequences, 4096, spec)
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    table = len(data)
+    data += bytes(4)  # one blend cell: animation 0
+    first = int(header[0]["localseqindex"])
+    for i in range(sequences):  # each plays animation 0
+        at = first + i * S.SEQDESC_SIZE + 56
+        blend = np.zeros(1, S.SEQDESC_BLEND)
+        blend["numblends"], blend["animindexindex"], blend["groupsize"] = 1, table - (at - 56), (1, 1)
+        data[at : at + S.SEQDESC_BLEND.itemsize] = blend.tobytes()
+    header[0]["length"] = len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+    return path, {"animations": "ALL"}, sequences * 4096
+
+
+def textures(tmp: Path) -> Built:
+    """Four 4096² DXT1 textures: the largest texture, four times (the import's pixel budget)."""
+    spec = _one_mesh_spec(textures=["t0", "t1", "t2", "t3"], skins=[[0], [1], [2], [3]])
+    path = hostile.source(tmp, spec)
+    folder = hostile.game(tmp) / "materials" / "models" / "test"
+    for i in range(4):
+        hostile.vmt(tmp, f"t{i}", f'"VertexLitGeneric"\n{{\n"$basetexture" "models/test/big{i}"\n}}\n')
+        (folder / f"big{i}.vtf").write_bytes(
+            hostile.vtf(4096, 4096, fmt=13, fill=bytes([i, 0x55, 0, 0xF8, 0, 0, 0, 0]))
+        )
+    return path, {}, DEFAULT.import_pixels
+
+
+def triangles(tmp: Path) -> Built:
+    """A grid of as many triangles as the triangle budget allows."""
+    mesh = _grid(int((DEFAULT.triangles / 2) ** 0.5) + 1)
+    path = write_source(SourceSpec(body_parts=[SBodyPart("b", [SModel("m0", [mesh])])]), tmp, "grid")
+    return path, {}, len(mesh.triangles)
+
+
+def _grid(side: int) -> SMesh:
+    """A ``side`` × ``side`` grid of vertices in strip groups of about 20,000 vertices."""
+    verts = [SVertex((x, y, 0.0), (0, 0, 1), (x / side, y / side)) for y in range(side) for x in range(side)]
+    quads = [(y * side + x) for y in range(side - 1) for x in range(side - 1)]
+    tris = [t for a in quads for t in ((a, a + 1, a + side + 1), (a, a + side + 1, a + side))]
+    return SMesh(0, verts, tris, strip_groups=len(verts) // 20_000 + 1)
+
+
+def shape_key_vertices(tmp: Path) -> Built:
+    """A 65,536-vertex mesh with as many keys as the shape keys × vertices budget allows."""
+    mesh = _grid(256)
+    count = DEFAULT.shape_key_vertices // len(mesh.vertices)
+    spec = SourceSpec(body_parts=[SBodyPart("b", [SModel("m0", [mesh])])])
+    path = _keyed(tmp, SFlexes([f"f{i}" for i in range(count)], [("c", 0.0, 1.0)]), count, spec=spec)
+    return path, {}, count * len(mesh.vertices)
+
+
+CASES: dict[str, Callable[[Path], Built]] = {
+    "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
+    "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
+    "flex rule work: distinct rules of eyelids": flex_distinct_tables("eyelids"),
+    "flex rule work: distinct rules of n-way ramps": flex_distinct_tables("n-way ramps"),
+    "drivers: as many chained rules as the budget allows": chained_rules(DEFAULT.drivers - 1),
+    "shape keys": many_shape_keys,
+    "custom properties: flex controllers": many_properties,
+    "objects: MilkShape groups": many_groups(),
+    "actions": many_actions,
+    "frames × bones: one animation": long_animations(1),
+    "frames × bones: all animations": long_animations(DEFAULT.bone_frames(1 << 30) // DEFAULT.animation_bone_frames),
+    "file size: the .mdl": big_files((".mdl",)),
+    "file size: the .mdl, .vvd, .vtx and .phy": big_files((".mdl", ".vvd", ".dx90.vtx", ".phy")),
+    "events": events,
+    "MilkShape resampled keys": resampled_keys,
+    "texture pixels": textures,
+    "triangles": triangles,
+    "shape keys × vertices": shape_key_vertices,
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_worst_case_of_each_budget_fits_10_s_and_1_gb(tmp_path, case):
+    path, options, _units = CASES[case](tmp_path)
+    result, lines, seconds, memory = run_import(path, **options)
+    assert result["status"] == ["FINISHED"], (result["error"], lines[-20:])
+    assert seconds < SECONDS, f"{case}: {seconds:.1f} s"
+    assert memory < MEMORY, f"{case}: {memory / 2**20:.0f} MiB"
