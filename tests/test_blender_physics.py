@@ -156,7 +156,7 @@ def test_phy_keys_longer_than_blender_keeps_import_with_their_full_names(blender
     model = import_model(bpy, long_key_model(tmp_path))
     physics = physics_of(model)
     assert physics is not None and len(physics.objects) == 2
-    spine = bpy.data.objects["spine_physics"]
+    spine = bpy.data.objects["spine"]
     names = {entry["source_name"]: entry["name"] for entry in spine["source_property_names"]}
     assert set(names) == {f"source_phy_{LONG_UTF8}", f"source_phy_{LONG_ASCII}a", f"source_phy_{LONG_ASCII}b"}
     assert all(len(n.encode()) <= 63 for n in names.values()) and len(set(names.values())) == 3
@@ -195,5 +195,6 @@ def test_a_blender_failure_building_the_collision_costs_only_the_collision(blend
     out = capsys.readouterr().out
     assert out.count("Warning: guy.mdl: the collision model was not imported") == 1 and "(1 warning)" in out
     assert physics_of(model) is None and blender.data.objects["body_ref"].type == "MESH"
-    assert not [o for o in blender.data.objects if o.name.endswith("_physics")]
-    assert not [m for m in blender.data.meshes if m.name.endswith("_physics")] and len(blender.data.meshes) > meshes
+    assert not [o for o in blender.data.objects if o.display_type == "WIRE"]  # no collision solid is left
+    used = {o.data for o in blender.data.objects if o.type == "MESH"}
+    assert set(blender.data.meshes) == used and len(blender.data.meshes) > meshes  # nor a mesh of one

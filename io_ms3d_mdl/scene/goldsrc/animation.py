@@ -16,7 +16,7 @@ from ...formats.goldsrc.animation import decode_sequence
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 from ...formats.source.animation import DecodedAnimation
-from ..bones import unique_names
+from ..names import unique_names
 from ..rotations import euler_xyz_to_matrix
 from ..source.animation import _actions
 from ..types import AnimationEntry, SceneData

@@ -16,9 +16,10 @@ from ...formats.binary import renumbered
 from ...formats.goldsrc.model import GsFile, GsModel
 from ...formats.goldsrc.structs import TEXTURE_FLAGS
 from ..axes import axis_conversion_matrix
-from ..bones import bone_frames, unique_names
+from ..bones import bone_frames
 from ..decoded_textures import PixelAllowance
 from ..finite import replace_non_finite
+from ..names import unique_names
 from ..rotations import compose, euler_xyz_to_matrix
 from ..slots import cap_material_slots
 from ..source.convert import SourceOptions
