@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import bpy
 
-from . import animation_browser, operators, preferences, source_switch
+from . import animation_browser, game_browser, operators, preferences, source_switch
 from .operators import menu_import
 
 CLASSES = preferences.CLASSES + animation_browser.CLASSES + operators.CLASSES + source_switch.CLASSES
+CLASSES += game_browser.CLASSES
 
 
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     animation_browser.register_properties()
+    game_browser.register_properties()
     bpy.types.TOPBAR_MT_file_import.append(menu_import)
 
 
 def unregister() -> None:
     bpy.types.TOPBAR_MT_file_import.remove(menu_import)
+    game_browser.unregister_properties()
     animation_browser.unregister_properties()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

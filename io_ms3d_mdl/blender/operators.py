@@ -321,6 +321,7 @@ class IO_FH_ms3d(bpy.types.FileHandler, _DropOnViewport):
 def menu_import(self: bpy.types.Menu, context: bpy.types.Context) -> None:
     self.layout.operator(IMPORT_SCENE_OT_ms3d.bl_idname, text="MilkShape 3D (.ms3d)")
     self.layout.operator(IMPORT_SCENE_OT_source_mdl.bl_idname, text="Source Model (.mdl)")
+    self.layout.operator("io_ms3d_mdl.browse_game_models", text="Game Models (Source, VPK, GMA)...")
 
 
 CLASSES = (IMPORT_SCENE_OT_ms3d, IO_FH_ms3d, IMPORT_SCENE_OT_source_mdl, IO_FH_source_mdl)
