@@ -131,3 +131,42 @@ def loose_game(root: Path) -> Path:
         '"GameInfo"\n{\n game "My Game"\n FileSystem\n {\n  SearchPaths\n  {\n   game |gameinfo_path|.\n  }\n }\n}\n'
     )
     return game
+
+
+def test_a_click_imports_with_the_import_operators_options_and_checked_ones_import_together(prefs, tmp_path):
+    game = loose_game(tmp_path)
+    guy, crate = game / "models/people/guy.mdl", game / "models/props/crate.mdl"
+    game_browser.fill(
+        bpy.context,
+        [
+            game_sources.ModelRow(str(crate), "mygame", "models/props"),
+            game_sources.ModelRow(str(guy), "mygame", "models/people"),
+        ],
+    )
+    cat = catalog()
+    assert [m.name for m in cat.models] == ["guy.mdl", "crate.mdl"]
+    # The options File > Import > Source Model last used (and shows) are the ones the browser imports with.
+    bpy.context.window_manager.operator_properties_last("import_scene.source_mdl").units = "SOURCE"
+    cat.index = 0  # what a click on the row does
+    assert "source_version" in bpy.data.collections["guy"] and "crate" not in bpy.data.collections
+    assert tuple(bpy.data.objects["guy"].data.bones["spine"].head_local) == pytest.approx((0, 0, 2))  # unscaled
+    cat.import_on_click = False
+    cat.index = 1
+    assert "crate" not in bpy.data.collections
+    cat.models[0].checked = cat.models[1].checked = True
+    assert bpy.ops.io_ms3d_mdl.import_game_models() == {"FINISHED"}
+    assert {"guy.001", "crate"} <= set(bpy.data.collections.keys())
+    assert bpy.data.objects["crate"].data.bones["spine"].head_local.z == pytest.approx(2)
+
+
+def test_nothing_checked_or_a_failed_import_changes_nothing(prefs, tmp_path):
+    bad = tmp_path / "models" / "bad.mdl"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"IDST" + bytes(100))
+    game_browser.fill(bpy.context, [game_sources.ModelRow(str(bad), "mygame", "models")])
+    before = len(bpy.data.objects), len(bpy.data.collections)
+    assert bpy.ops.io_ms3d_mdl.import_game_models() == {"CANCELLED"}  # with a warning: check some first
+    catalog().index = 0  # a click on a broken model: reported, not raised
+    with pytest.raises(RuntimeError, match=r"bad\.mdl"):
+        bpy.ops.io_ms3d_mdl.import_game_models(path=str(bad))
+    assert (len(bpy.data.objects), len(bpy.data.collections)) == before

@@ -8,8 +8,10 @@ through File > Import > Source Model's own operator with its last-used options, 
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import re
 
 import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntProperty, PointerProperty, StringProperty
@@ -37,9 +39,16 @@ def _game_items(catalog, context):
 _GAME_ITEMS: list[tuple[str, str, str]] = [("*", "All Games", "Models of every mounted game and archive")]
 
 
+def _on_pick(cat: IO_MS3D_MDL_game_catalog, context: bpy.types.Context) -> None:
+    if cat.import_on_click and 0 <= cat.index < len(cat.models):
+        # A failure is reported by the operator (status bar, Info log); a click is not a script to stop.
+        with contextlib.suppress(RuntimeError):
+            bpy.ops.io_ms3d_mdl.import_game_models(path=cat.models[cat.index].path)
+
+
 class IO_MS3D_MDL_game_catalog(bpy.types.PropertyGroup):
     models: CollectionProperty(type=IO_MS3D_MDL_game_model)  # type: ignore[valid-type]
-    index: IntProperty(name="Model", default=-1, update=lambda self, context: _on_pick(self, context))  # type: ignore[valid-type]
+    index: IntProperty(name="Model", default=-1, update=_on_pick)  # type: ignore[valid-type]
     search: StringProperty(  # type: ignore[valid-type]
         name="Name",
         description="Show models whose name contains this (* and ? as wildcards)",
@@ -79,7 +88,7 @@ def refresh(context: bpy.types.Context, force: bool = False) -> bool:
 def fill(context: bpy.types.Context, rows: list[game_sources.ModelRow]) -> None:
     cat = catalog(context)
     cat.models.clear()
-    rows = sorted(rows, key=lambda r: (r.game.lower(), r.folder.lower(), r.name.lower()))
+    rows = sorted(rows, key=lambda r: (r.game.lower(), r.folder.lower(), _natural(r.name)))
     for row in rows:
         item = cat.models.add()
         item.name, item.path, item.game, item.folder = row.name, row.path, row.game, row.folder
@@ -89,6 +98,14 @@ def fill(context: bpy.types.Context, rows: list[game_sources.ModelRow]) -> None:
     _GAME_ITEMS[1:] = [(g, g, f"Only the models of {g}") for g in games]
     if cat.game not in {"*", *games}:
         cat.game = "*"
+
+
+def _natural(name: str) -> list:
+    """Sort key putting ``knife_2`` before ``knife_10``, as Blender's file browser does."""
+    return [int(part) if part.isdigit() else part for part in _DIGITS.split(name.lower())]
+
+
+_DIGITS = re.compile(r"(\d+)")
 
 
 def _index(rows) -> None:
@@ -182,11 +199,6 @@ def import_models(context: bpy.types.Context, paths: list[str]) -> set[str]:
 
 def checked_paths(context: bpy.types.Context) -> list[str]:
     return [m.path for m in catalog(context).models if m.checked]
-
-
-def _on_pick(cat: IO_MS3D_MDL_game_catalog, context: bpy.types.Context) -> None:
-    if cat.import_on_click and 0 <= cat.index < len(cat.models):
-        bpy.ops.io_ms3d_mdl.import_game_models(path=cat.models[cat.index].path)
 
 
 class IO_MS3D_MDL_OT_import_game_models(bpy.types.Operator):
