@@ -10,8 +10,16 @@ Every model is written by a stranger, and so is every name inside it (textures, 
   without blocking and checked on the open descriptor, and read with a **size bound**.
 
 Lookups are case-insensitive with ``\\`` or ``/`` separators, because game files name each other with Windows
-paths in any letter case. A :class:`Confinement` is made per imported model and made current with
-:func:`confined`; readers and the scene layer ask :func:`current` for it.
+paths in any letter case.
+
+Archives (VPK, GMA) are folders here: a path that passes through a regular file named ``.vpk``/``.gma``
+(``<game>/pak01_dir.vpk/models/x.mdl``) is listed, found and read from the archive's directory
+(``filesystem``). An archive is used only when its file (followed through links) lies under a root of the current
+import and is a regular file; its entries are bytes, never paths on disk; its numbered parts are only ever
+``<stem>_NNN.vpk`` beside it, opened with the same checks; every entry read is size-bounded by the budget.
+
+A :class:`Confinement` is made per imported model and made current with :func:`confined`; readers and the scene
+layer ask :func:`current` for it.
 """
 
 from __future__ import annotations
@@ -28,13 +36,19 @@ from functools import lru_cache
 
 from .budget import Budget, current_budget, using_budget
 from .errors import FormatError, printable
+from .filesystem import mounts
+from .filesystem.files import open_regular
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
 @lru_cache(maxsize=256)
 def listing(folder: str) -> dict[str, str]:
-    """Lower-cased name → real name of a folder's entries (cached for one import; see :func:`clear_cache`)."""
+    """Lower-cased name → real name of a folder's entries (cached for one import; see :func:`clear_cache`); for a
+    folder inside an archive, or an archive file itself, its entries and sub-folders."""
+    archive = _archive_for(folder, whole=True)
+    if archive is not None:
+        return archive[0].listing(archive[1])
     try:
         return {name.lower(): name for name in os.listdir(folder)}
     except OSError:
@@ -43,6 +57,26 @@ def listing(folder: str) -> dict[str, str]:
 
 def clear_cache() -> None:
     listing.cache_clear()
+
+
+def _archive_for(path: str, whole: bool = False) -> tuple[mounts.Archive, str] | None:
+    """The mounted archive ``path`` passes through and the entry name inside it (``whole``: ``path`` may be the
+    archive file itself, with name ``""``), when the archive may be used: a regular file under the current import's
+    roots (any, outside an import: the caller named it). None otherwise, or when it is not a readable archive."""
+    where = mounts.split(path)
+    if where is None and whole and mounts.is_archive_name(path) and _is_regular(path):
+        where = (path, "")
+    if where is None:
+        return None
+    active = _current.get()
+    if active is not None:
+        real = _regular_real_path(where[0])
+        if real is None or not active._holds(real):
+            return None
+    try:
+        return mounts.mount_archive(where[0]), where[1]
+    except FormatError:
+        return None
 
 
 def shown(name: str) -> str:
@@ -88,6 +122,9 @@ class Confinement:
 
     roots: tuple[str, ...]
     allow_absolute: bool = False  # absolute texture names are honoured (the user's own files; off by default)
+    # Where names from inside the model are looked up, in order: its game root, its game's search paths, the
+    # mounted games and archives, the user's roots (folders and archive files).
+    lookup: tuple[str, ...] = ()
     # (folder, name as written) → the entry's path or None, for this import: material searches try the same
     # folders for every texture (and mostly miss), so each step is looked up once.
     _steps: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -96,12 +133,24 @@ class Confinement:
     _folders: dict[tuple[str, tuple[str, ...]], str | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def for_model(cls, model_path: str, user_roots: tuple[str, ...] = (), allow_absolute: bool = False) -> Confinement:
+    def for_model(
+        cls,
+        model_path: str,
+        user_roots: tuple[str, ...] = (),
+        allow_absolute: bool = False,
+        mounted: tuple[str, ...] = (),
+    ) -> Confinement:
+        """The model's folder, its game root (the folder holding ``models/``), the ``game`` search paths of the
+        game it lies in (gameinfo.txt; see ``filesystem.gameinfo`` for what a stranger's one may not widen), the
+        mounted games and archives, and the user's roots."""
         model_dir = os.path.dirname(os.path.abspath(model_path))
         game = game_root(model_path)
         if game is not None and os.path.dirname(game) == game:  # ``/models/x.mdl``: never the whole disk
             game = None
-        return cls.for_roots([model_dir, game, *user_roots], allow_absolute)
+        lookup = [game, *mounts.model_game_roots(model_path), *mounts.mount_roots(mounted), *user_roots]
+        lookup = [os.path.normpath(os.path.abspath(r)) for r in lookup if r]
+        base = cls.for_roots([model_dir, *lookup], allow_absolute)
+        return cls(base.roots, allow_absolute, tuple(dict.fromkeys(lookup)))
 
     @classmethod
     def for_roots(cls, candidates: list[str | None] | tuple[str, ...], allow_absolute: bool = False) -> Confinement:
@@ -192,7 +241,18 @@ def _regular_real_path(path: str) -> str | None:
     On Linux the kernel answers for the one object it opened (a path-only descriptor: no read access needed, a
     FIFO does not block), so the type and the place are those of the same file, in four system calls; Python's
     ``realpath`` takes an ``lstat`` per path step and was most of a texture search's time. Elsewhere: ``realpath``
-    and ``stat``, as before."""
+    and ``stat``, as before. A path inside an archive leads to the archive's real path joined with the entry's
+    name, when the archive is a regular file and holds that entry."""
+    where = mounts.split(path)
+    if where is not None:
+        real = _regular_real_path(where[0])
+        if real is None or not where[1]:
+            return None
+        try:
+            found = mounts.mount_archive(where[0]).find(where[1])
+        except FormatError:
+            return None
+        return os.path.join(real, *where[1].split("/")) if found is not None else None
     if not _kernel_paths():
         return os.path.realpath(path) if _is_regular(path) else None
     try:
@@ -250,18 +310,15 @@ def current(model_path: str | None) -> Confinement:
 
 def read_file(path: str | os.PathLike[str]) -> bytes:
     """The bytes of a regular file, at most the budget's file size. Opened without blocking and checked on the
-    descriptor, so a FIFO or device named like a model (or linked from one) is refused instead of hanging."""
+    descriptor, so a FIFO or device named like a model (or linked from one) is refused instead of hanging. A path
+    inside an archive reads the entry (size-bounded, its CRC checked)."""
     path = os.fspath(path)
+    where = mounts.split(path)
+    if where is not None:
+        return mounts.read_entry(path)
     limit = current_budget().file_bytes
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd, info = open_regular(path)
     try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise FormatError(path, None, f"cannot open file: {exc.strerror or exc}") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise FormatError(path, None, f"not a regular file ({_kind(info.st_mode)}); refused")
         if info.st_size > limit:
             raise current_budget().exceeded(path, "file size", info.st_size, limit, unit="bytes")
         chunks, remaining = [], limit + 1
@@ -279,16 +336,3 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     if len(data) > limit:  # grew while being read
         raise current_budget().exceeded(path, "file size", len(data), limit, unit="bytes")
     return data
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "not a plain file"

@@ -11,6 +11,7 @@ import os
 from ..access import Confinement, confined
 from ..budget import Budget
 from ..errors import FormatError, Warnings
+from ..filesystem.mounts import split
 from ..formats.ms3d import read_ms3d
 from ..formats.source import find_sidecars, read_mdl, read_mesh_companions, read_physics_companion
 from ..formats.source.includes import load_ani, load_includes
@@ -24,7 +25,7 @@ from .types import SceneData
 
 def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
     options = options or Ms3dOptions()
-    confinement = Confinement.for_model(path, options.search_roots, options.allow_absolute_paths)
+    confinement = Confinement.for_model(path, options.search_roots, options.allow_absolute_paths, options.mounts)
     with confined(confinement, Budget(options.work_limit)):
         return ms3d_to_scene(read_ms3d(path), options)
 
@@ -32,7 +33,9 @@ def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
 def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     """Read a model and whichever companions exist next to it (case-insensitively), then assemble it."""
     options = options or SourceOptions()
-    with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
+    with confined(
+        Confinement.for_model(path, options.search_roots, mounted=options.mounts), Budget(options.work_limit)
+    ):
         mdl = read_mdl(path)
         sidecars = find_sidecars(path)
         lod = options.lod if options.lod >= 0 else None  # only the level of detail that is built
@@ -84,18 +87,22 @@ _SOURCES: dict[tuple, tuple] = {}
 
 def _source_key(path: str, options: SourceOptions) -> tuple | None:
     """The same file (path, time, size) read under the same roots and budget."""
+    where = split(path)  # a model inside an archive changes with the archive
     try:
-        stat = os.stat(path)
+        stat = os.stat(where[0] if where else path)
     except OSError:
         return None
-    return (os.path.abspath(path), stat.st_mtime_ns, stat.st_size, options.search_roots, options.work_limit)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size, options.search_roots, options.mounts)
+    return (*key, options.work_limit)
 
 
 def load_source_animation(path: str, name: str, options: SourceOptions, fps: float) -> SceneData:
     """One more animation of an imported model, by name, as the one action of a scene at the rate ``fps``, with
     the skeleton its channels index: what a click in the animation list builds. Reads through the same
     confinement and budgets as the import."""
-    with confined(Confinement.for_model(path, options.search_roots), Budget(options.work_limit)):
+    with confined(
+        Confinement.for_model(path, options.search_roots, mounted=options.mounts), Budget(options.work_limit)
+    ):
         cached = _SOURCES.get(_source_key(path, options))
         mdl = cached[0] if cached else read_mdl(path)
         warnings = Warnings()

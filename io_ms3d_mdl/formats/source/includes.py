@@ -33,14 +33,15 @@ def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]
     """Every model ``mdl`` includes, depth first, each once; problems become warnings, never failures."""
     root = game_root(path)
     confinement = current(path)
+    roots = confinement.lookup or ((root,) if root else ())
     out: list[Included] = []
     seen = {os.path.normcase(os.path.abspath(path))}
 
     def visit(model: MdlFile, depth: int) -> None:
         for name in model.include_models:
-            found = confinement.find(root, name) if root else None
+            found = next((f for r in roots if (f := confinement.find(r, name))), None)
             if found is None:
-                where = "under the game folder" if root else "(the model is not inside a models/ folder)"
+                where = "under the game's folders" if roots else "(the model is not inside a models/ folder)"
                 warnings.add(f"included model '{shown(name)}' was not found {where}; its animations are missing")
                 continue
             key = os.path.normcase(os.path.abspath(found))

@@ -52,8 +52,9 @@ def find_sidecars(mdl_path: str) -> Sidecars:
 def find_ani(mdl_path: str, block_name: str) -> str | None:
     """The model's animation block file: as named in the model (relative to the game root), else beside it."""
     root = game_root(mdl_path)
-    if block_name and root is not None:
-        found = current(mdl_path).find(root, block_name)
+    confinement = current(mdl_path)
+    for folder in confinement.lookup or ((root,) if root else ()):
+        found = confinement.find(folder, block_name) if block_name else None
         if found:
             return found
     return find_sidecars(mdl_path).ani

@@ -39,6 +39,7 @@ class Ms3dOptions:
     import_animation: bool = True
     bone_tails: str = "CHILD"  # "CHILD": bones point at their children; "AXIS": along each joint's local +X
     search_roots: tuple[str, ...] = ()  # more folders textures may be found in (the user's, from the preferences)
+    mounts: tuple[str, ...] = ()  # mounted game folders and archives (filesystem/__init__.py)
     allow_absolute_paths: bool = False  # follow absolute texture paths (the user's own files; off: base name only)
     work_limit: float = 1.0  # scales every work budget (budget.py)
 

@@ -57,6 +57,9 @@ class SourceOptions:
     animations: str = "DEFAULT"  # which get actions at import: NONE, DEFAULT (sequence), OWN, ALL (with includes)
     find_materials: bool = True  # VMT/VTF from the game tree; False: one plain material per texture name
     search_roots: tuple[str, ...] = ()  # extra game or mod folders to search after the model's own
+    # Mounted game folders and archives (the user's enabled games; CLI --game/--vpk), searched after the model's
+    # own game and before search_roots (see filesystem/__init__.py).
+    mounts: tuple[str, ...] = ()
     work_limit: float = 1.0  # scales every work budget (budget.py)
     # The model's axes that become Blender's forward (+Y) and up (+Z). Source's own (Y, Z) by default, for round
     # trips; characters face Source's +X, so forward "-X" turns their face to Blender's Front view.
@@ -192,9 +195,10 @@ def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str
 def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
     """One material per texture (from its VMT when found); skin families map skin-table columns to them."""
     root = game_root(mdl.path) if mdl.path else None
-    if options.find_materials and (root or options.search_roots):
-        roots = [r for r in (root, *options.search_roots) if r]
-        add_materials(scene, mdl.textures, mdl.cd_materials, roots, current(mdl.path))
+    confinement = current(mdl.path)
+    roots = list(confinement.lookup) or [r for r in (root, *options.search_roots) if r]
+    if options.find_materials and roots:
+        add_materials(scene, mdl.textures, mdl.cd_materials, roots, confinement)
     else:
         for texture in mdl.textures:
             name = texture.replace("\\", "/").rsplit("/", 1)[-1] or "material"

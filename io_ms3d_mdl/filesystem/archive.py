@@ -1,0 +1,181 @@
+"""What every archive answers, whatever its format: the entries of a virtual folder, one entry's bytes. No ``bpy``.
+
+An index keeps the names as one list and the records as numpy arrays (no object per entry: a texture archive holds
+100,000 of them); names are grouped into runs that share a folder, and the per-folder ``name → entry`` dicts are
+built only for the folders asked about. Lookups are case-insensitive with ``/`` or ``\\``. Entry names that climb
+(``..``), are absolute or carry a drive letter were refused when the index was built (``check_names``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..budget import current_budget
+from ..errors import FormatError, printable
+from .files import open_regular, read_at
+
+EMBEDDED = 0x7FFF  # a VPK entry whose data follows the tree in the directory file itself
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def folder_key(folder: str) -> str:
+    """A folder as looked up: lower case, ``/`` separators, no leading, trailing or doubled slashes."""
+    return "/".join(p for p in folder.replace("\\", "/").lower().split("/") if p and p != ".")
+
+
+def unsafe(path: str) -> bool:
+    """A name inside an archive that could mean a place outside it: absolute, a drive, or a ``..`` step."""
+    text = path.replace("\\", "/")
+    return text.startswith("/") or bool(_DRIVE.match(text)) or ".." in text.split("/")
+
+
+@dataclass(eq=False)
+class Archive:
+    """One mounted archive's directory. ``path`` is the archive file (a VPK's ``_dir.vpk``, a GMA)."""
+
+    path: str
+    kind: str  # "VPK v1", "VPK v2", "GMA"
+    names: list[bytes]  # each entry's name inside its folder, without the run's suffix
+    runs: dict[str, list[tuple[int, int, str]]]  # folder key → (first, end, suffix) runs of entries in it
+    spelled: dict[str, str]  # folder key → the folder as the archive spells it
+    crc: np.ndarray  # uint32 per entry
+    part: np.ndarray  # uint16 per entry: EMBEDDED or the VPK part number
+    offset: np.ndarray  # int64 per entry: in its part, or absolute in the archive file when EMBEDDED
+    length: np.ndarray  # int64 per entry
+    preload_at: np.ndarray  # int64 per entry: where its preload bytes start in ``preload``
+    preload_len: np.ndarray  # int64 per entry
+    preload: bytes = b""
+    check_zero_crc: bool = True  # GMA writers may leave the CRC 0: then it is not checked
+    _files: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    _children: dict[str, dict[str, str]] | None = field(default=None, repr=False)
+    _starts: list[int] | None = field(default=None, repr=False)
+    _order: list[tuple[int, int, str, str]] = field(default_factory=list, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def _folder(self, key: str) -> dict[str, int]:
+        files = self._files.get(key)
+        if files is None:
+            files = {}
+            names = self.names
+            for first, end, suffix in self.runs.get(key, ()):
+                for i in range(first, end):
+                    files.setdefault(names[i].decode("utf-8", "surrogateescape").lower() + suffix.lower(), i)
+            self._files[key] = files
+        return files
+
+    def entry_name(self, index: int) -> str:
+        """The entry's whole name as the archive spells it (``models/x.mdl``)."""
+        if self._starts is None:
+            order = sorted((first, end, suffix, key) for key, runs in self.runs.items() for first, end, suffix in runs)
+            self._starts, self._order = [r[0] for r in order], order
+        run = bisect.bisect_right(self._starts, index) - 1
+        first, end, suffix, key = self._order[run]
+        if not first <= index < end:
+            raise IndexError(index)
+        folder = self.spelled[key]
+        name = self.names[index].decode("utf-8", "surrogateescape") + suffix
+        return f"{folder}/{name}" if folder else name
+
+    def find(self, name: str) -> int | None:
+        """The entry named ``name`` (any case, ``/`` or ``\\``), or None."""
+        key = folder_key(name)
+        folder, _, base = key.rpartition("/")
+        return self._folder(folder).get(base)
+
+    def is_folder(self, name: str) -> bool:
+        key = folder_key(name)
+        return key == "" or key in self.children()
+
+    def children(self) -> dict[str, dict[str, str]]:
+        """Folder key → its sub-folders (lower-cased name → spelling), every folder that holds entries listed."""
+        if self._children is None:
+            children: dict[str, dict[str, str]] = {"": {}}
+            for key in self.runs:
+                spelled = self.spelled[key]
+                parts, shown = key.split("/") if key else [], spelled.replace("\\", "/").split("/")
+                for depth in range(len(parts)):
+                    parent = "/".join(parts[:depth])
+                    children.setdefault(parent, {})[parts[depth]] = shown[depth] if depth < len(shown) else parts[depth]
+                    children.setdefault("/".join(parts[: depth + 1]), {})
+            self._children = children
+        return self._children
+
+    def listing(self, folder: str) -> dict[str, str]:
+        """Lower-cased name → name of the entries and sub-folders of a virtual folder ({} when there is none)."""
+        key = folder_key(folder)
+        out = dict(self.children().get(key, {}))
+        names = self.names
+        for first, end, suffix in self.runs.get(key, ()):
+            for i in range(first, end):
+                name = names[i].decode("utf-8", "surrogateescape") + suffix
+                out.setdefault(name.lower(), name)
+        return out
+
+    def entries(self, suffix: str = "") -> list[str]:
+        """Every entry's whole name ending with ``suffix`` (any case), as the archive spells it."""
+        suffix = suffix.lower()
+        out = []
+        for key, runs in self.runs.items():
+            folder = self.spelled[key]
+            prefix = f"{folder}/" if folder else ""
+            for first, end, run_suffix in runs:
+                for i in range(first, end):
+                    name = self.names[i].decode("utf-8", "surrogateescape") + run_suffix
+                    if name.lower().endswith(suffix):
+                        out.append(prefix + name)
+        return out
+
+    def size(self, index: int) -> int:
+        return int(self.preload_len[index]) + int(self.length[index])
+
+    def part_path(self, part: int) -> str:
+        """Where a VPK part lives: ``<stem>_NNN.vpk`` beside the directory file, never anywhere else."""
+        folder, base = os.path.split(self.path)
+        stem = base[: -len("_dir.vpk")] if base.lower().endswith("_dir.vpk") else None
+        if stem is None:
+            raise FormatError(self.path, None, f"an entry is stored in archive part {part}, but this is not a _dir.vpk")
+        return os.path.join(folder, f"{stem}_{part:03d}.vpk")
+
+    def read(self, index: int) -> bytes:
+        """One entry's bytes (preload, then data), size-bounded by the budget and checked against its CRC32."""
+        name = self.entry_name(index)
+        size, limit = self.size(index), current_budget().file_bytes
+        if size > limit:
+            raise current_budget().exceeded(f"{self.path} ({printable(name, 120)})", "entry size", size, limit, "bytes")
+        start = int(self.preload_at[index])
+        head = self.preload[start : start + int(self.preload_len[index])]
+        part, offset, length = int(self.part[index]), int(self.offset[index]), int(self.length[index])
+        data = b""
+        if length:
+            where = self.path if part == EMBEDDED else self.part_path(part)
+            fd, info = open_regular(where)
+            try:
+                if offset + length > info.st_size:
+                    raise FormatError(
+                        where,
+                        offset,
+                        f"entry '{printable(name, 120)}' of {length:,} bytes at offset {offset:,} runs past the end "
+                        f"of the file ({info.st_size:,} bytes)",
+                    )
+                data = read_at(fd, offset, length, where)
+            finally:
+                os.close(fd)
+        whole = head + data if head else data
+        expected = int(self.crc[index])
+        if (expected or self.check_zero_crc) and zlib.crc32(whole) != expected:
+            raise FormatError(
+                self.path,
+                offset,
+                f"entry '{printable(name, 120)}' fails its CRC32 check (stored {expected:08x}, "
+                f"read {zlib.crc32(whole):08x}; data at offset {offset:,} of "
+                f"{os.path.basename(self.path if part == EMBEDDED else self.part_path(part))})",
+            )
+        return whole

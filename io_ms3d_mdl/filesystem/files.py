@@ -1,0 +1,94 @@
+"""Opening a file on disk the one safe way: a regular file only, without blocking, size-bounded. No ``bpy``.
+
+``access.read_file`` and the archive readers (which open a VPK's numbered parts and a GMA's data on demand) share
+it, so a FIFO, device or folder named like an archive is refused the same way a model would be.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ..budget import current_budget
+from ..errors import FormatError
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """A descriptor on ``path`` and its status, checked on the descriptor to be a regular file."""
+    try:
+        fd = os.open(path, _FLAGS)
+    except (OSError, ValueError) as exc:
+        raise FormatError(path, None, f"cannot open file: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FormatError(path, None, f"not a regular file ({kind(info.st_mode)}); refused")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_at(fd: int, offset: int, length: int, path: str) -> bytes:
+    """Exactly ``length`` bytes at ``offset`` (a short read is a truncated file, named with its offset)."""
+    chunks, done = [], 0
+    try:
+        if hasattr(os, "pread"):
+            while done < length:
+                chunk = os.pread(fd, min(length - done, 1 << 24), offset + done)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                done += len(chunk)
+        else:  # Windows
+            os.lseek(fd, offset, os.SEEK_SET)
+            while done < length:
+                chunk = os.read(fd, min(length - done, 1 << 24))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                done += len(chunk)
+    except OSError as exc:
+        raise FormatError(path, offset, f"cannot read file: {exc.strerror or exc}") from exc
+    if done < length:
+        raise FormatError(path, offset + done, f"file ends {length - done:,} bytes before the {length:,} asked for")
+    return b"".join(chunks)
+
+
+def read_regular(path: str, limit: int | None = None) -> bytes:
+    """The whole of a regular file, at most ``limit`` bytes (the budget's file size by default)."""
+    limit = current_budget().file_bytes if limit is None else limit
+    fd, info = open_regular(path)
+    try:
+        if info.st_size > limit:
+            raise current_budget().exceeded(path, "file size", info.st_size, limit, unit="bytes")
+        chunks, remaining = [], limit + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+    except OSError as exc:
+        raise FormatError(path, None, f"cannot read file: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:  # grew while being read
+        raise current_budget().exceeded(path, "file size", len(data), limit, unit="bytes")
+    return data

@@ -1,0 +1,183 @@
+"""A game folder's ``gameinfo.txt``: its SearchPaths, resolved as the engine mounts them. No ``bpy``.
+
+Each SearchPaths line is ``<ids> <path>``: ids joined by ``+`` (``game``, ``mod``, ``game+mod``, ``platform``…),
+the path relative to the base folder (the one above the game folder, where the engine's executable is), or
+starting with ``|gameinfo_path|`` (the game folder) or ``|all_source_engine_paths|`` (the base folder). A path
+ending ``/*`` mounts every sub-folder and VPK inside, in alphabetical order; ``x.vpk`` means ``x_dir.vpk`` with its
+parts (or ``x.vpk`` itself when it is a single-file VPK). Order is kept: the first path holding a file wins.
+
+A stranger's ``gameinfo.txt`` must not widen what an import may read: a path is mounted only when it lies inside
+the game folder, or inside a folder holding a ``gameinfo.txt`` of its own below the folder that holds the
+installs (``steamapps/common``): another game's install, as ``../Source SDK Base 2013 Singleplayer/ep2`` is.
+Absolute paths and paths that do not exist are left out and listed in ``skipped``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..errors import FormatError
+from . import keyvalues
+from .files import read_regular
+
+GAMEINFO = "gameinfo.txt"
+MAX_GAMEINFO = 1 << 20
+MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
+
+
+@dataclass(frozen=True)
+class SearchPath:
+    ids: tuple[str, ...]  # lower case: ("game", "mod")
+    path: str  # absolute: a folder or a VPK directory file
+    written: str  # the line as written
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    folder: str  # the game folder (holding gameinfo.txt)
+    title: str  # its ``game`` value, or the folder's name
+    search_paths: tuple[SearchPath, ...]
+    skipped: tuple[str, ...] = ()  # lines not mounted, and why
+    lines: tuple[tuple[str, str], ...] = ()  # every SearchPaths line as written: (ids, path)
+
+    def roots(self, ids: str = "game") -> tuple[str, ...]:
+        """The folders and archives searched for the path id ``ids`` (``game`` for models and materials), in
+        order, each once; the game folder itself when gameinfo.txt names none."""
+        out = dict.fromkeys(p.path for p in self.search_paths if ids in p.ids)
+        return tuple(out) or (self.folder,)
+
+
+def has_gameinfo(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, GAMEINFO))
+
+
+def game_folder(path: str) -> str | None:
+    """The nearest folder at or above ``path``'s folder holding ``gameinfo.txt`` (for a path inside an archive,
+    starting from the archive's folder, since no archive holds one that counts), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if has_gameinfo(folder):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def read_gameinfo(folder: str) -> GameInfo:
+    """The game at ``folder``, cached per (path, size, modification time) of its gameinfo.txt."""
+    folder = os.path.normpath(os.path.abspath(folder))
+    path = os.path.join(folder, GAMEINFO)
+    try:
+        info = os.stat(path)
+    except OSError as exc:
+        raise FormatError(path, None, f"no gameinfo.txt in this folder ({exc.strerror or exc})") from exc
+    return _read_cached(folder, info.st_size, info.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _read_cached(folder: str, size: int, mtime_ns: int) -> GameInfo:
+    path = os.path.join(folder, GAMEINFO)
+    return parse_gameinfo(read_regular(path, MAX_GAMEINFO), folder, path)
+
+
+def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> GameInfo:
+    folder = os.path.normpath(os.path.abspath(folder))
+    root = keyvalues.parse(data, path)
+    info = keyvalues.first(root, "GameInfo")
+    info = info if isinstance(info, list) else root
+    title = keyvalues.first(info, "game")
+    title = title if isinstance(title, str) and title.strip() else os.path.basename(folder)
+    system = keyvalues.first(info, "FileSystem")
+    lines = keyvalues.first(system, "SearchPaths") if isinstance(system, list) else None
+    out: list[SearchPath] = []
+    skipped: list[str] = []
+    written_lines: list[tuple[str, str]] = []
+    for key, value in lines if isinstance(lines, list) else ():
+        if not isinstance(value, str):
+            continue
+        written_lines.append((key, value))
+        ids = tuple(i for i in key.lower().split("+") if i)
+        written = f"{key} {value}"
+        for target, why in _resolve(folder, value):
+            if why:
+                skipped.append(f"{written}: {why}")
+            else:
+                out.append(SearchPath(ids, target, written))
+    return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines))
+
+
+def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
+    """(path, "") for each place a SearchPaths value mounts, or (written, why not)."""
+    text = written.strip().replace("\\", "/")
+    base = os.path.dirname(folder)
+    lower = text.lower()
+    if lower.startswith("|gameinfo_path|"):
+        start, rest = folder, text[len("|gameinfo_path|") :]
+    elif lower.startswith("|all_source_engine_paths|"):
+        start, rest = base, text[len("|all_source_engine_paths|") :]
+    elif text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        return [(written, "an absolute path is not mounted")]
+    elif "|" in text:
+        return [(written, "an unknown |token|")]
+    else:
+        start, rest = base, text
+    rest = rest.lstrip("/")
+    if rest.endswith("*"):
+        parent = os.path.normpath(os.path.join(start, rest[:-1] or "."))
+        if not _permitted(folder, parent):
+            return [(written, "outside the game folder and every other game's install")]
+        try:
+            names = sorted(os.listdir(parent), key=str.lower)[:MAX_WILDCARD]
+        except OSError:
+            return [(written, "no such folder")]
+        out = []
+        for name in names:
+            full = os.path.join(parent, name)
+            if os.path.isdir(full) or (name.lower().endswith(".vpk") and not _is_part(name)):
+                out.append((full, ""))
+        return out
+    target = os.path.normpath(os.path.join(start, rest or "."))
+    if not _permitted(folder, target):
+        return [(written, "outside the game folder and every other game's install")]
+    if target.lower().endswith(".vpk"):
+        found = vpk_directory(target)
+        return [(found, "")] if found else [(written, "no such archive")]
+    return [(target, "")] if os.path.isdir(target) else [(written, "no such folder")]
+
+
+def _is_part(name: str) -> bool:
+    stem = name[:-4]
+    return len(stem) > 4 and stem[-4] == "_" and stem[-3:].isdigit()
+
+
+def vpk_directory(path: str) -> str | None:
+    """The directory file a VPK name means: ``x.vpk`` → ``x_dir.vpk`` when that exists, else ``x.vpk`` itself."""
+    if not path.lower().endswith("_dir.vpk"):
+        candidate = path[:-4] + "_dir.vpk"
+        if os.path.isfile(candidate):
+            return candidate
+    return path if os.path.isfile(path) else None
+
+
+def _inside(path: str, root: str) -> bool:
+    path, root = os.path.normcase(path), os.path.normcase(root)
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _permitted(folder: str, target: str) -> bool:
+    """Inside the game folder, or inside another game's install (a folder holding gameinfo.txt) below the folder
+    that holds the installs."""
+    if _inside(target, folder):
+        return True
+    common = os.path.dirname(os.path.dirname(folder))
+    if common == os.path.dirname(common) or not _inside(target, common) or target == common:
+        return False
+    step = target if os.path.isdir(target) else os.path.dirname(target)
+    while _inside(step, common) and step != common:
+        if has_gameinfo(step):
+            return True
+        step = os.path.dirname(step)
+    return False

@@ -1,0 +1,204 @@
+"""The registry of mounted archives and games, and the virtual paths through archives. No ``bpy``.
+
+An archive behaves as a folder: an entry's path is the archive file's own path joined with the entry's name
+(``/games/tf/tf2_misc_dir.vpk/models/x.mdl``, ``/addons/foo.gma/models/x.mdl``), so ``os.path.dirname`` and the
+readers work on it unchanged; :func:`split` finds the archive a path passes through. Archives are mounted once per
+session and kept while their file is unchanged (keyed by real path, size and modification time).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..errors import FormatError
+from .archive import Archive
+from .gameinfo import GameInfo, game_folder, has_gameinfo, read_gameinfo, vpk_directory
+from .gma import read_gma
+from .vpk import read_vpk
+
+ARCHIVE_SUFFIXES = (".vpk", ".gma")
+MODEL_SUFFIXES = (".mdl", ".ms3d")
+MAX_ARCHIVES = 64  # mounted indexes kept (a game mounts a dozen)
+MAX_LOOSE_MODELS = 200_000
+
+_ARCHIVES: OrderedDict[tuple[str, int, int], Archive] = OrderedDict()
+
+
+def is_archive_name(name: str) -> bool:
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+def _regular(path: str) -> os.stat_result | None:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def mount_archive(path: str) -> Archive:
+    """The index of the archive at ``path`` (a ``.vpk`` directory file, ``x.vpk`` meaning ``x_dir.vpk``, or a
+    ``.gma``); ``FormatError`` when it is not one or is malformed."""
+    path = os.path.abspath(path)
+    if path.lower().endswith(".vpk"):
+        path = vpk_directory(path) or path
+    info = _regular(path)
+    if info is None:
+        raise FormatError(path, None, "not a regular file; an archive must be one")
+    key = (os.path.realpath(path), info.st_size, info.st_mtime_ns)
+    archive = _ARCHIVES.get(key)
+    if archive is not None:
+        _ARCHIVES.move_to_end(key)
+        if archive.path == path:
+            return archive
+    archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
+    _ARCHIVES[key] = archive
+    while len(_ARCHIVES) > MAX_ARCHIVES:
+        _ARCHIVES.popitem(last=False)
+    return archive
+
+
+def forget_archives() -> None:
+    _ARCHIVES.clear()
+
+
+def split(path: str) -> tuple[str, str] | None:
+    """``(archive file, entry name)`` when ``path`` passes through an archive file (a regular file named
+    ``.vpk``/``.gma``: the first such component), else None (also for the archive file itself)."""
+    lower = path.lower()
+    if ".vpk" not in lower and ".gma" not in lower:  # the usual case, without a system call
+        return None
+    text = path.replace("\\", "/") if os.sep == "\\" else path
+    start = 0
+    while True:
+        hits = [i for i in (lower.find(".vpk", start), lower.find(".gma", start)) if i >= 0]
+        if not hits:
+            return None
+        end = min(hits) + 4
+        if end < len(text) and text[end] in "/" + os.sep and _regular(path[:end]) is not None:
+            return path[:end], text[end + 1 :].replace("\\", "/")
+        start = end
+
+
+def mount_roots(mounts: Iterable[str]) -> tuple[str, ...]:
+    """The search roots (folders and archive files) the mounts mean, in order, each once: a game folder (holding
+    gameinfo.txt) its ``game`` search paths, an archive itself (``x.vpk`` as ``x_dir.vpk``), any other folder
+    itself. Missing mounts are left out."""
+    out: dict[str, None] = {}
+    for mount in mounts:
+        if not mount:
+            continue
+        mount = os.path.normpath(os.path.abspath(mount))
+        if is_archive_name(mount):
+            found = vpk_directory(mount) if mount.lower().endswith(".vpk") else mount
+            if found and _regular(found):
+                out[found] = None
+        elif has_gameinfo(mount):
+            try:
+                out.update(dict.fromkeys(read_gameinfo(mount).roots()))
+            except FormatError:
+                out[mount] = None
+        elif os.path.isdir(mount):
+            out[mount] = None
+    return tuple(out)
+
+
+def model_game_roots(model_path: str) -> tuple[str, ...]:
+    """The ``game`` search paths of the game a model lies in (the nearest folder above it, or above its archive,
+    holding gameinfo.txt), or () outside any game."""
+    where = split(model_path)
+    folder = game_folder(where[0] if where else model_path)
+    if folder is None:
+        return ()
+    try:
+        return read_gameinfo(folder).roots()
+    except FormatError:
+        return (folder,)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    path: str  # what to import: a file on disk, or a virtual path through an archive
+    name: str  # the model's name inside its game or archive (``models/weapons/v_knife.mdl``)
+    label: str  # the game's title or the archive's file name
+    mount: str  # the mounted game folder or archive it was found through
+    archive: str | None  # the archive file holding it, None for a loose file
+
+
+def label(mount: str) -> str:
+    mount = os.path.normpath(os.path.abspath(mount))
+    if has_gameinfo(mount):
+        try:
+            return read_gameinfo(mount).title
+        except FormatError:
+            pass
+    return os.path.basename(mount)
+
+
+def list_models(mounts: Iterable[str], suffixes: tuple[str, ...] = MODEL_SUFFIXES) -> Iterator[ModelEntry]:
+    """Every model in the mounted games and archives (a game: each of its ``game`` search paths; loose files are
+    looked for under each folder's ``models/`` only), each virtual path once. Archives that cannot be read are
+    skipped (``mount_archive`` names why)."""
+    seen: set[str] = set()
+    for mount in mounts:
+        title = label(mount)
+        for root in mount_roots([mount]):
+            for entry in _models_in(root, suffixes):
+                key = os.path.normcase(entry[0])
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield ModelEntry(entry[0], entry[1], title, mount, entry[2])
+
+
+def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str, str | None]]:
+    if is_archive_name(root):
+        try:
+            archive = mount_archive(root)
+        except FormatError:
+            return
+        for suffix in suffixes:
+            for name in archive.entries(suffix):
+                yield os.path.join(archive.path, *name.split("/")), name, archive.path
+        return
+    models = os.path.join(root, "models")
+    if not os.path.isdir(models):
+        return
+    count = 0
+    for folder, dirs, files in os.walk(models):
+        dirs.sort()
+        for name in sorted(files):
+            if name.lower().endswith(suffixes):
+                full = os.path.join(folder, name)
+                yield full, os.path.relpath(full, root).replace(os.sep, "/"), None
+                count += 1
+                if count >= MAX_LOOSE_MODELS:
+                    return
+
+
+def read_entry(path: str) -> bytes:
+    """The bytes of the entry a virtual path names (``FormatError`` when there is none)."""
+    where = split(path)
+    if where is None:
+        raise FormatError(path, None, "not a path inside an archive")
+    archive = mount_archive(where[0])
+    index = archive.find(where[1])
+    if index is None:
+        raise FormatError(where[0], None, f"the archive holds no entry '{where[1][:120]}'")
+    return archive.read(index)
+
+
+def games(roots: Iterable[str] = ()) -> list[GameInfo]:
+    """The games (gameinfo.txt read) of the given folders that hold one."""
+    out = []
+    for root in roots:
+        if has_gameinfo(root):
+            try:
+                out.append(read_gameinfo(root))
+            except FormatError:
+                continue
+    return out
