@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import bpy
+from conftest import bpy, samples_dir
 from source_writer import character_spec, write_source
+
+vpk = pytest.importorskip("vpk")  # the PyPI writer (a test dependency): archives made by someone else's code
 
 pytestmark = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 
@@ -37,9 +39,9 @@ def preference_classes(addon):
 def prefs(blender, preference_classes, monkeypatch, tmp_path):
     """The add-on's preferences, empty, with a Steam root that holds no library (until a test makes one)."""
     monkeypatch.setattr(preferences, "ADDON", preferences.IO_MS3D_MDL_preferences.bl_idname)
-    pass  # PROVISIONAL steam
     entry = bpy.context.preferences.addons.new()
     entry.module = preferences.ADDON
+    entry.preferences.steam_folder = str(tmp_path / "no-steam")  # never this machine's Steam
     game_browser.fill(bpy.context, [])
     game_browser._STATE["mounts"] = None
     yield entry.preferences
@@ -72,7 +74,7 @@ def test_games_added_listed_toggled_and_removed(prefs, tmp_path):
     assert preferences.mounted_games(bpy.context) == (str(game), str(archive))
     prefs.games[0].enabled = False
     assert preferences.mounted_games(bpy.context) == (str(archive),)
-    assert game_sources.label(str(game)) == f"{tmp_path.name}/hl2" and game_sources.label(str(archive)) == "addon.gma"
+    assert [g.title for g in prefs.games] == ["HL2", "addon.gma"]  # the game's title, the archive's name
     assert bpy.ops.io_ms3d_mdl.remove_game(index=1) == {"FINISHED"}
     assert preferences.mounted_games(bpy.context) == ()
     with pytest.raises(RuntimeError, match="Pick a game folder"):
@@ -170,3 +172,130 @@ def test_nothing_checked_or_a_failed_import_changes_nothing(prefs, tmp_path):
     with pytest.raises(RuntimeError, match=r"bad\.mdl"):
         bpy.ops.io_ms3d_mdl.import_game_models(path=str(bad))
     assert (len(bpy.data.objects), len(bpy.data.collections)) == before
+
+
+def steam_tree(root: Path) -> Path:
+    """A Steam installation with a second library (libraryfolders.vdf), a game in each, and a tool without
+    gameinfo.txt that is not a game."""
+    steam, library = root / "Steam", root / "Library Two"
+    for base, install, folder, title in (
+        (steam, "Half-Life 2", "hl2", "Half-Life 2"),
+        (library, "Team Fortress 2", "tf", "Team Fortress 2"),
+    ):
+        game = base / "steamapps" / "common" / install / folder
+        game.mkdir(parents=True)
+        (game / "gameinfo.txt").write_text(f'"GameInfo"\n{{\n game "{title}"\n}}\n')
+    (steam / "steamapps" / "common" / "Source SDK" / "bin").mkdir(parents=True)
+    vdf = f'"libraryfolders"\n{{\n "0"\n {{\n  "path" "{steam}"\n }}\n "1"\n {{\n  "path" "{library}"\n }}\n}}\n'
+    (steam / "steamapps" / "libraryfolders.vdf").write_text(vdf)
+    return steam
+
+
+def test_steam_games_are_found_and_refreshed_with_their_toggles_kept(prefs, tmp_path):
+    steam = steam_tree(tmp_path)
+    hl2 = steam / "steamapps" / "common" / "Half-Life 2" / "hl2"
+    tf = tmp_path / "Library Two" / "steamapps" / "common" / "Team Fortress 2" / "tf"
+    prefs.steam_folder = str(steam)
+    mine = tmp_path / "mymod"
+    mine.mkdir()
+    assert bpy.ops.io_ms3d_mdl.add_game(filepath="", directory=str(mine)) == {"FINISHED"}
+    # The first import (or browser) looks for Steam once, by itself.
+    assert preferences.mounted_games(bpy.context) == (str(mine), str(hl2), str(tf))
+    assert [(g.title, g.steam, g.enabled) for g in prefs.games] == [
+        ("mymod", False, True),
+        ("Half-Life 2", True, True),
+        ("Team Fortress 2", True, True),
+    ]
+    prefs.games[1].enabled = False
+    (tf / "gameinfo.txt").unlink()  # uninstalled
+    assert bpy.ops.io_ms3d_mdl.find_steam_games() == {"FINISHED"}
+    assert [(g.title, g.enabled) for g in prefs.games] == [("mymod", True), ("Half-Life 2", False)]
+    assert preferences.mounted_games(bpy.context) == (str(mine),)
+
+
+def archive_of(folder: Path, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    vpk.new(str(folder)).save(str(target))
+    return target
+
+
+def two_models(root: Path) -> Path:
+    write_source(character_spec(), root / "models" / "people", "guy")
+    write_source(character_spec(), root / "models" / "props", "crate")
+    return root
+
+
+def test_a_mounted_vpk_lists_its_models_and_imports_them(prefs, tmp_path):
+    pak = archive_of(two_models(tmp_path / "content"), tmp_path / "addons" / "pak01_dir.vpk")
+    assert bpy.ops.io_ms3d_mdl.mount_game(filepath=str(pak)) == {"FINISHED"}  # the window's Mount...
+    assert [(g.title, g.path) for g in prefs.games] == [("pak01_dir.vpk", str(pak))]
+    cat = catalog()
+    assert [(m.name, m.folder, m.game) for m in cat.models] == [
+        ("guy.mdl", "models/people", "pak01_dir.vpk"),
+        ("crate.mdl", "models/props", "pak01_dir.vpk"),
+    ]
+    assert cat.models[0].path == str(pak / "models" / "people" / "guy.mdl")  # the archive as a folder
+    cat.search = "cra"
+    assert shown_names() == ["crate.mdl"]
+    cat.search = ""
+    before = set(bpy.data.objects)
+    cat.index = 0  # a click
+    guy = bpy.data.collections["guy"]
+    assert {o.name for o in set(bpy.data.objects) - before} == {"guy", "body_ref", "hat_ref", "eyes"}
+    assert len(guy.all_objects) == 4
+    cat.import_on_click = False
+    cat.models.foreach_set("checked", [True, True])
+    assert bpy.ops.io_ms3d_mdl.import_game_models() == {"FINISHED"}
+    assert {"guy.001", "crate"} <= set(bpy.data.collections.keys())
+    assert len(bpy.data.collections["crate"].all_objects) == 4
+
+
+def test_a_mounted_game_lists_loose_models_and_its_search_path_archives(prefs, tmp_path):
+    game = loose_game(tmp_path)
+    (game / "gameinfo.txt").write_text(
+        '"GameInfo"\n{\n game "My Game"\n FileSystem\n {\n  SearchPaths\n  {\n'
+        "   game |gameinfo_path|.\n   game |gameinfo_path|mygame_pak.vpk\n  }\n }\n}\n"
+    )
+    extra = tmp_path / "extra"
+    write_source(character_spec(), extra / "models" / "weapons", "knife")
+    archive_of(extra, game / "mygame_pak_dir.vpk")
+    assert bpy.ops.io_ms3d_mdl.mount_game(filepath=str(game / "gameinfo.txt")) == {"FINISHED"}
+    cat = catalog()
+    rows = sorted((m.name, m.folder, m.game) for m in cat.models)
+    assert rows == [
+        ("crate.mdl", "models/props", "My Game"),
+        ("guy.mdl", "models/people", "My Game"),
+        ("knife.mdl", "models/weapons", "My Game"),
+    ]
+    cat.folder = "weap"
+    assert shown_names() == ["knife.mdl"]
+    knife = next(m for m in cat.models if m.name == "knife.mdl")
+    assert knife.path == str(game / "mygame_pak_dir.vpk" / "models" / "weapons" / "knife.mdl")
+    assert bpy.ops.io_ms3d_mdl.import_game_models(path=knife.path) == {"FINISHED"}
+    assert len(bpy.data.collections["knife"].all_objects) == 4
+    # Disabled in the preferences: the browser lists nothing from it any more.
+    prefs.games[0].enabled = False
+    assert bpy.ops.io_ms3d_mdl.refresh_game_models() == {"FINISHED"}
+    assert len(cat.models) == 0
+
+
+def test_the_real_addon_vpk_lists_and_imports_textured(prefs):
+    knife = samples_dir() / "vpk" / "SirPlease__L4D2-Competitive-Rework" / "addons" / "knife.vpk"
+    assert bpy.ops.io_ms3d_mdl.mount_game(filepath=str(knife)) == {"FINISHED"}
+    cat = catalog()
+    assert [(m.name, m.folder) for m in cat.models] == [
+        ("v_knife_t.mdl", "models/v_models"),
+        ("w_knife_t.mdl", "models/w_models/weapons"),
+    ]
+    cat.index = 0
+    model = bpy.data.collections["v_knife_t"]
+    meshes = [o for o in model.all_objects if o.type == "MESH"]
+    assert sum(len(o.data.polygons) for o in meshes) == 1806
+    images = {
+        n.image.name
+        for o in meshes
+        for s in o.material_slots
+        for n in s.material.node_tree.nodes
+        if n.type == "TEX_IMAGE" and n.image
+    }
+    assert images, "the material's textures come from the archive"

@@ -4,10 +4,11 @@ the registry of mounted games and archives), so the window and the preferences s
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-ARCHIVE_SUFFIXES = (".vpk", ".gma")
+from ..filesystem import mounts, steam
 
 
 @dataclass(frozen=True)
@@ -25,25 +26,22 @@ class ModelRow:
 
 
 def is_archive(path: str) -> bool:
-    return path.lower().endswith(ARCHIVE_SUFFIXES)
+    return mounts.is_archive_name(path)
 
 
 def label(path: str) -> str:
-    """How a game or archive is named in lists: a game by its folder and the folder above (``Team Fortress 2/tf``),
-    an archive by its file name."""
-    path = os.path.normpath(path) if path else ""
-    if not path:
-        return "(no path)"
-    if is_archive(path):
-        return os.path.basename(path)
-    parent = os.path.basename(os.path.dirname(path))
-    return f"{parent}/{os.path.basename(path)}" if parent else os.path.basename(path)
+    """How a game or archive is named in lists: a game by its title (gameinfo.txt), an archive by its file name."""
+    return mounts.label(path) if path else "(no path)"
 
 
-def steam_games() -> list[str]:
-    """The game folders (each holding gameinfo.txt) in the Steam libraries of this computer."""
-    return []  # PROVISIONAL until filesystem.steam lands
+def steam_games(steam_folder: str = "") -> list[tuple[str, str]]:
+    """``(title, game folder)`` of every Source game in the Steam libraries: those of ``steam_folder`` when given
+    (Steam installed somewhere unusual), else of Steam's usual places on this platform."""
+    found = steam.find_games([steam_folder] if steam_folder else None)
+    return [(game.title, os.path.normpath(game.folder)) for game in found]
 
 
-def list_models(mounts: Sequence[str]) -> list[ModelRow]:
-    return []  # PROVISIONAL until filesystem.mounts lands
+def list_models(mounted: Sequence[str]) -> list[ModelRow]:
+    """Every model of the mounted games and archives, as rows (game: its title or archive name; folder: where it
+    lies inside its game or archive)."""
+    return [ModelRow(e.path, e.label, posixpath.dirname(e.name)) for e in mounts.list_models(mounted)]

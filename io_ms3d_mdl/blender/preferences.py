@@ -24,10 +24,17 @@ class IO_MS3D_MDL_search_root(bpy.types.PropertyGroup):
     path: StringProperty(name="Folder", subtype="DIR_PATH")  # type: ignore[valid-type]
 
 
+def _retitle(game: bpy.types.PropertyGroup, context: bpy.types.Context) -> None:
+    game.title = game_sources.label(bpy.path.abspath(game.path)) if game.path else ""
+
+
 class IO_MS3D_MDL_game(bpy.types.PropertyGroup):
     """One mountable source: a game folder (holding gameinfo.txt), a mod folder, or a .vpk/.gma archive."""
 
-    path: StringProperty(name="Path", description="Game folder, mod folder, or .vpk/.gma archive", subtype="FILE_PATH")  # type: ignore[valid-type]
+    title: StringProperty(name="Title", description="The game's title (gameinfo.txt) or the archive's name")  # type: ignore[valid-type]
+    path: StringProperty(  # type: ignore[valid-type]
+        name="Path", description="Game folder, mod folder, or .vpk/.gma archive", subtype="FILE_PATH", update=_retitle
+    )
     enabled: BoolProperty(name="Mount", description="Mount it for every import and list its models", default=True)  # type: ignore[valid-type]
     steam: BoolProperty(name="Found in Steam", description="Found in a Steam library (refreshed, never typed)")  # type: ignore[valid-type]
 
@@ -124,6 +131,11 @@ class IO_MS3D_MDL_preferences(bpy.types.AddonPreferences):
 
     games: CollectionProperty(type=IO_MS3D_MDL_game)  # type: ignore[valid-type]
     steam_checked: BoolProperty(options={"HIDDEN"})  # type: ignore[valid-type]
+    steam_folder: StringProperty(  # type: ignore[valid-type]
+        name="Steam Folder",
+        description="Where Steam is installed, when not in its usual place (empty: look in the usual places)",
+        subtype="DIR_PATH",
+    )
     search_roots: CollectionProperty(type=IO_MS3D_MDL_search_root)  # type: ignore[valid-type]
     allow_absolute_paths: BoolProperty(  # type: ignore[valid-type]
         name="Follow Absolute Texture Paths",
@@ -157,7 +169,7 @@ def draw_games(layout: bpy.types.UILayout, prefs: bpy.types.AddonPreferences) ->
         row = box.row(align=True)
         row.prop(game, "enabled", text="")
         row.label(
-            text=game_sources.label(game.path),
+            text=game.title or "(no title)",
             icon="FILE_ARCHIVE" if game_sources.is_archive(game.path) else "FILE_FOLDER",
         )
         sub = row.row(align=True)
@@ -165,6 +177,7 @@ def draw_games(layout: bpy.types.UILayout, prefs: bpy.types.AddonPreferences) ->
         sub.prop(game, "path", text="")
         row.operator(IO_MS3D_MDL_OT_remove_game.bl_idname, text="", icon="X").index = i
     row = box.row(align=True)
+    row.prop(prefs, "steam_folder", text="")
     row.operator(IO_MS3D_MDL_OT_find_steam_games.bl_idname, icon="VIEWZOOM")
     row.operator(IO_MS3D_MDL_OT_add_game.bl_idname, text="Add Game, Mod or Archive...", icon="ADD")
 
@@ -199,21 +212,19 @@ def sync_steam_games(prefs: bpy.types.AddonPreferences) -> tuple[int, int]:
     """Make the Steam entries the games Steam has now: new ones added (enabled), missing ones dropped, the user's
     toggles kept. Returns (added, dropped)."""
     prefs.steam_checked = True
-    found = game_sources.steam_games()
-    known = {os.path.normcase(g.path): g for g in prefs.games}
-    gone = [
-        i
-        for i, g in enumerate(prefs.games)
-        if g.steam and os.path.normcase(g.path) not in {os.path.normcase(p) for p in found}
-    ]
+    found = game_sources.steam_games(bpy.path.abspath(prefs.steam_folder) if prefs.steam_folder else "")
+    folders = {os.path.normcase(folder) for _, folder in found}
+    gone = [i for i, g in enumerate(prefs.games) if g.steam and os.path.normcase(g.path) not in folders]
     for i in reversed(gone):
         prefs.games.remove(i)
+    known = {os.path.normcase(g.path) for g in prefs.games}
     added = 0
-    for path in found:
-        if os.path.normcase(path) in known:
+    for title, folder in found:
+        if os.path.normcase(folder) in known:
             continue
         game = prefs.games.add()
-        game.path, game.steam, game.enabled = path, True, True
+        game.path, game.steam, game.enabled = folder, True, True
+        game.title = title
         added += 1
     return added, len(gone)
 
