@@ -45,6 +45,7 @@ LANE_WHEEL = "5.0"  # it drives its own Blender binary, so the suite's other whe
 METAL_BOX = "source/Igrium__portal_nrtx/models/props/metal_box.mdl"
 CIVILIAN = "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
 DWARF = "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
+KNIFE_VPK = "vpk/SirPlease__L4D2-Competitive-Rework/addons/knife.vpk"  # an L4D2 add-on: two models, textured
 GUN = "coverage/ms3d/akadjoker__IrrlichtGameObject/gun.ms3d"  # a PCX skin, decoded by us and packed as a PNG
 
 
@@ -300,7 +301,7 @@ def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
 
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar",)
-GUI_SHOTS += ("material_preview", "physics")
+GUI_SHOTS += ("material_preview", "physics", "game_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -343,11 +344,14 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     game, media = tmp_path / "game", tmp_path / "media"
     shutil.copytree(sample(METAL_BOX).parents[2], game)
     shutil.copytree(sample(DWARF).parent, media)
+    vpk = tmp_path / "addons" / "knife.vpk"
+    vpk.parent.mkdir()
+    shutil.copy(sample(KNIFE_VPK), vpk)
     mdl, ms3d = game / sample(METAL_BOX).relative_to(sample(METAL_BOX).parents[2]), media / sample(DWARF).name
     shots = tmp_path / "shots"
     rigged = sample(CIVILIAN)
     command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
-    command += ["--rigged", rigged]
+    command += ["--rigged", rigged, "--vpk", vpk]
     code, log = run(command, installed, timeout=400)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
@@ -369,6 +373,9 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew
     assert checks["rigged_import"] == ["FINISHED"] and checks["rigged_weights"] == [4, 68, 9033, 5540.0], checks
     assert checks["active_mesh_untouched"], checks
+    assert checks["mount"] == ["FINISHED"] and checks["browser_open"] == ["RUNNING_MODAL"], checks
+    assert checks["browser_models"] == ["models/v_models/v_knife_t.mdl", "models/w_models/weapons/w_knife_t.mdl"]
+    assert checks["browser_index"] == 0 and checks["browser_import"] == 1806, checks  # a click imported it
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
     crops = tmp_path / "crops"

@@ -325,6 +325,9 @@ def _draw_options(layout: bpy.types.UILayout, context: bpy.types.Context, cat: I
                 grid.prop(last, prop.identifier)
 
 
+WINDOW_ROWS = 20
+
+
 class IO_MS3D_MDL_OT_browse_game_models(bpy.types.Operator):
     """Search the models of the mounted games and VPK/GMA archives and import them (a click, or check several)"""
 
@@ -334,11 +337,13 @@ class IO_MS3D_MDL_OT_browse_game_models(bpy.types.Operator):
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
         refresh(context)
+        # As tall as the list needs (up to WINDOW_ROWS), fixed while the window is open so it never jumps.
+        _STATE["rows"] = max(6, min(WINDOW_ROWS, len(catalog(context).models) + 1))
         width = min(1100, max(600, context.window.width - 200)) if context.window else 900
         return context.window_manager.invoke_props_dialog(self, width=width, confirm_text="Import Checked")
 
     def draw(self, context: bpy.types.Context) -> None:
-        draw_browser(self.layout, context)
+        draw_browser(self.layout, context, rows=_STATE.get("rows", WINDOW_ROWS))
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         paths = checked_paths(context)

@@ -31,6 +31,8 @@ from weight_summary import weight_summary
 
 ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
+BROWSER_FIRST_ROW = (150, 540)  # where the browser window's first row lies when opened at the screen's centre
+BROWSER_CROP = [8, 450, 1164, 344]  # the window, opened at the centre with two models
 DEADLINE = 240.0  # seconds: the tour gives up (and says so) rather than hang the test
 
 parser = argparse.ArgumentParser()
@@ -38,6 +40,7 @@ parser.add_argument("--out", required=True)
 parser.add_argument("--mdl", required=True)
 parser.add_argument("--ms3d", required=True)
 parser.add_argument("--rigged", required=True)
+parser.add_argument("--vpk", required=True)
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
@@ -162,7 +165,7 @@ def tour():
     xdotool("mousemove", 70, 300)
     xdotool("mousemove", 90, 311)
     yield 1.5
-    shot("import_menu", [0, 0, 760, 520], "File > Import with the MilkShape 3D and Source Model entries")
+    shot("import_menu", [0, 0, 760, 550], "File > Import with the MilkShape 3D, Source Model and Game Models entries")
     xdotool("mousemove", 800, 600)
     xdotool("click", 1)  # outside the menu: closes it (and deselects, harmless before the import)
     yield 0.8
@@ -304,6 +307,30 @@ def tour():
         checks["rigged_import"] = sorted(bpy.ops.import_scene.source_mdl(filepath=ARGS.rigged))
     checks["rigged_weights"] = weight_summary()
     checks["active_mesh_untouched"] = sorted(a.name for a in obj.data.attributes) == before and not obj.vertex_groups
+
+    # Browse Game Models: mount an add-on's VPK (what the window's Mount... does), open the window with the mouse
+    # at the screen's centre (Blender puts its confirm button under the mouse), and click the first model's row.
+    with override():
+        checks["mount"] = sorted(bpy.ops.io_ms3d_mdl.mount_game(filepath=ARGS.vpk))
+    catalog = bpy.context.window_manager.io_ms3d_mdl_game_catalog
+    catalog.search = "knife"
+    checks["browser_models"] = [m.path[len(ARGS.vpk) + 1 :].replace(os.sep, "/") for m in catalog.models]
+    xdotool("mousemove", 800, 500)
+    yield 0.5
+    with override():
+        checks["browser_open"] = sorted(bpy.ops.io_ms3d_mdl.browse_game_models("INVOKE_DEFAULT"))
+    yield 2.0
+    xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1])
+    yield 0.5
+    xdotool("click", 1)
+    imported = yield from wait_until(lambda: "v_knife_t" in bpy.data.collections, 30)
+    checks["browser_index"] = catalog.index
+    assert imported, "a click on the first model's row imported nothing"
+    knife = bpy.data.collections["v_knife_t"]
+    checks["browser_import"] = sum(len(o.data.polygons) for o in knife.all_objects if o.type == "MESH")
+    xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1] + 120)  # no hover highlight on the row
+    yield 2.0
+    shot("game_browser", BROWSER_CROP, "Browse Game Models: an add-on VPK's models, the first one imported")
 
 
 GENERATOR = tour()
