@@ -42,6 +42,7 @@ def prefs(blender, preference_classes, monkeypatch, tmp_path):
     entry = bpy.context.preferences.addons.new()
     entry.module = preferences.ADDON
     entry.preferences.steam_folder = str(tmp_path / "no-steam")  # never this machine's Steam
+    monkeypatch.setitem(preferences.SESSION, "steam_synced", False)
     game_browser.fill(bpy.context, [])
     game_browser._STATE["mounts"] = None
     yield entry.preferences

@@ -17,9 +17,13 @@ def register() -> None:
     animation_browser.register_properties()
     game_browser.register_properties()
     bpy.types.TOPBAR_MT_file_import.append(menu_import)
+    if preferences.ADDON and not bpy.app.background:
+        bpy.app.timers.register(preferences.discover_later, first_interval=1.0)
 
 
 def unregister() -> None:
+    if bpy.app.timers.is_registered(preferences.discover_later):
+        bpy.app.timers.unregister(preferences.discover_later)
     bpy.types.TOPBAR_MT_file_import.remove(menu_import)
     game_browser.unregister_properties()
     animation_browser.unregister_properties()

@@ -130,7 +130,6 @@ class IO_MS3D_MDL_preferences(bpy.types.AddonPreferences):
     bl_idname = ADDON or "io_ms3d_mdl"
 
     games: CollectionProperty(type=IO_MS3D_MDL_game)  # type: ignore[valid-type]
-    steam_checked: BoolProperty(options={"HIDDEN"})  # type: ignore[valid-type]
     steam_folder: StringProperty(  # type: ignore[valid-type]
         name="Steam Folder",
         description="Where Steam is installed, when not in its usual place (empty: look in the usual places)",
@@ -197,21 +196,31 @@ def allow_absolute_paths(context: bpy.types.Context) -> bool:
     return bool(prefs and prefs.allow_absolute_paths)
 
 
+# Steam is asked once per session (games installed or removed since the last session show up by themselves).
+SESSION = {"steam_synced": False}
+
+
 def mounted_games(context: bpy.types.Context, discover: bool = True) -> tuple[str, ...]:
     """The enabled games and archives, in the listed order (earlier ones win a lookup), as absolute paths.
     The first call that may ``discover`` (never a panel's draw) looks for the Steam games once."""
     prefs = _preferences(context)
     if prefs is None:
         return ()
-    if discover and not prefs.steam_checked:  # "Find Steam Games" looks again
+    if discover and not SESSION["steam_synced"]:  # "Find Steam Games" looks again
         sync_steam_games(prefs)
     return tuple(os.path.normpath(bpy.path.abspath(g.path)) for g in prefs.games if g.enabled and g.path)
+
+
+def discover_later() -> None:
+    """A timer after start-up (windowed sessions): the preferences list this session's Steam games before any
+    import asks for them."""
+    mounted_games(bpy.context)
 
 
 def sync_steam_games(prefs: bpy.types.AddonPreferences) -> tuple[int, int]:
     """Make the Steam entries the games Steam has now: new ones added (enabled), missing ones dropped, the user's
     toggles kept. Returns (added, dropped)."""
-    prefs.steam_checked = True
+    SESSION["steam_synced"] = True
     found = game_sources.steam_games(bpy.path.abspath(prefs.steam_folder) if prefs.steam_folder else "")
     folders = {os.path.normcase(folder) for _, folder in found}
     gone = [i for i, g in enumerate(prefs.games) if g.steam and os.path.normcase(g.path) not in folders]
