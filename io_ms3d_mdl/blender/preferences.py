@@ -147,38 +147,36 @@ class IO_MS3D_MDL_preferences(bpy.types.AddonPreferences):
     def draw(self, context: bpy.types.Context) -> None:
         draw_games(self.layout, self)
         layout = self.layout.box()
-        layout.label(text="Material search folders (each holding materials/), searched after the model's own folders.")
-        layout.label(
-            text="Imports read files only here, in the model's own folder, its game folder and the games above."
-        )
+        layout.label(text="Material Folders", icon="MATERIAL")
+        layout.label(text="Searched for materials after the model's own folders (each holds materials/).")
         for i, root in enumerate(self.search_roots):
             row = layout.row(align=True)
             row.prop(root, "path", text="")
             row.operator(IO_MS3D_MDL_OT_search_root.bl_idname, text="", icon="X").remove = i
         layout.operator(IO_MS3D_MDL_OT_search_root.bl_idname, text="Add Folder", icon="ADD")
+        self.layout.label(text="Imports read only from the model's folders, its game, the games and these folders.")
         self.layout.prop(self, "allow_absolute_paths")
 
 
 def draw_games(layout: bpy.types.UILayout, prefs: bpy.types.AddonPreferences) -> None:
     box = layout.box()
-    box.label(text="Games and archives every import mounts (Browse Game Models lists their models)", icon="FILE_FOLDER")
+    box.label(text="Games and Archives (mounted by every import, listed by Browse Game Models)", icon="FILE_FOLDER")
     if not len(prefs.games):
-        box.label(text="None yet: find your Steam games, or add a game folder, mod folder or .vpk/.gma archive.")
+        box.label(text="None yet: find your Steam games, or add a game, mod or .vpk/.gma archive.")
     for i, game in enumerate(prefs.games):
         row = box.row(align=True)
         row.prop(game, "enabled", text="")
-        row.label(
-            text=game.title or "(no title)",
-            icon="FILE_ARCHIVE" if game_sources.is_archive(game.path) else "FILE_FOLDER",
-        )
-        sub = row.row(align=True)
+        split = row.split(factor=0.4, align=True)
+        icon = "FILE_ARCHIVE" if game_sources.is_archive(game.path) else "FILE_FOLDER"
+        split.label(text=game.title or "(no title)", icon=icon)
+        sub = split.row(align=True)
         sub.enabled = not game.steam  # a Steam game's path comes from Steam; "Find Steam Games" refreshes it
         sub.prop(game, "path", text="")
         row.operator(IO_MS3D_MDL_OT_remove_game.bl_idname, text="", icon="X").index = i
     row = box.row(align=True)
-    row.prop(prefs, "steam_folder", text="")
-    row.operator(IO_MS3D_MDL_OT_find_steam_games.bl_idname, icon="VIEWZOOM")
     row.operator(IO_MS3D_MDL_OT_add_game.bl_idname, text="Add Game, Mod or Archive...", icon="ADD")
+    row.operator(IO_MS3D_MDL_OT_find_steam_games.bl_idname, icon="VIEWZOOM")
+    box.prop(prefs, "steam_folder")
 
 
 def _preferences(context: bpy.types.Context) -> bpy.types.AddonPreferences | None:

@@ -41,6 +41,7 @@ parser.add_argument("--mdl", required=True)
 parser.add_argument("--ms3d", required=True)
 parser.add_argument("--rigged", required=True)
 parser.add_argument("--vpk", required=True)
+parser.add_argument("--steam", required=True)
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
@@ -112,6 +113,17 @@ def counted(name: str, original):
     # a function with extra (defaulted) parameters.
     def draw(self, context):
         DRAWS[name] += 1
+        original(self, context)
+
+    return draw
+
+
+PREFERENCE_DRAWS = [0]
+
+
+def counted_into(counter: list, original):
+    def draw(self, context):  # exactly (self, context), as counted() says
+        counter[0] += 1
         original(self, context)
 
     return draw
@@ -308,10 +320,45 @@ def tour():
     checks["rigged_weights"] = weight_summary()
     checks["active_mesh_untouched"] = sorted(a.name for a in obj.data.attributes) == before and not obj.vertex_groups
 
-    # Browse Game Models: mount an add-on's VPK (what the window's Mount... does), open the window with the mouse
-    # at the screen's centre (Blender puts its confirm button under the mouse), and click the first model's row.
+    # The add-on's preferences: the games of a (made-up) Steam installation found, one turned off, and the VPK
+    # added, in the Add-ons section with the entry expanded.
+    prefs = bpy.context.preferences.addons[ADDON].preferences
+    prefs.steam_folder = ARGS.steam
     with override():
+        checks["steam"] = sorted(bpy.ops.io_ms3d_mdl.find_steam_games())
         checks["mount"] = sorted(bpy.ops.io_ms3d_mdl.mount_game(filepath=ARGS.vpk))
+    prefs.games[0].enabled = False
+    checks["games"] = [(g.title, g.enabled, g.steam) for g in prefs.games]
+    bpy.context.preferences.active_section = "ADDONS"
+    bpy.context.window_manager.addon_search = "Source"
+    windows = len(bpy.context.window_manager.windows)
+    preferences_class = type(prefs)
+    preferences_class.draw = counted_into(PREFERENCE_DRAWS, preferences_class.draw)
+    with override():
+        bpy.ops.screen.userpref_show()
+    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+    assert opened, "no preferences window opened"
+    preferences = bpy.context.window_manager.windows[-1]
+    yield 1.5
+    top = main_window().height - (preferences.y + preferences.height)  # the window's top edge on the X screen
+    # Click the entry's disclosure triangle (bl_info's show_expanded set from here does not reach the window's
+    # copy); the count of our preferences' draws says it opened.
+    xdotool("mousemove", preferences.x + 188, top + 55)
+    yield 0.3
+    xdotool("click", 1)
+    xdotool("mousemove", preferences.x + preferences.width // 2, top + preferences.height - 40)  # no hover
+    yield 1.5
+    checks["preferences_draws"] = PREFERENCE_DRAWS[0]
+    rect = [preferences.x, top, preferences.width, preferences.height]
+    shot("preferences", rect, "Add-ons: the games (Steam's, one off) and the VPK in the extension's preferences")
+    with bpy.context.temp_override(window=preferences):
+        bpy.ops.wm.window_close()
+    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+    assert closed, "the preferences window did not close"
+    yield 0.5
+
+    # Browse Game Models: the VPK mounted above (what the window's Mount... does), open the window with the mouse
+    # at the screen's centre (Blender puts its confirm button under the mouse), and click the first model's row.
     catalog = bpy.context.window_manager.io_ms3d_mdl_game_catalog
     catalog.search = "knife"
     checks["browser_models"] = [m.path[len(ARGS.vpk) + 1 :].replace(os.sep, "/") for m in catalog.models]
