@@ -14,9 +14,10 @@ paths in any letter case.
 
 Archives (VPK, GMA) are folders here: a path that passes through a regular file named ``.vpk``/``.gma``
 (``<game>/pak01_dir.vpk/models/x.mdl``) is listed, found and read from the archive's directory
-(``filesystem``). An archive is used only when its file (followed through links) lies under a root of the current
-import and is a regular file; its entries are bytes, never paths on disk; its numbered parts are only ever
-``<stem>_NNN.vpk`` beside it, opened with the same checks; every entry read is size-bounded by the budget.
+(``filesystem``). An archive is used only when it is a regular file and it (followed through links), or the
+folder inside it that is asked for, lies under a root of the current import; its entries are bytes, never paths on
+disk; its numbered parts are only ever ``<stem>_NNN.vpk`` beside it, opened with the same checks and refused when
+they lead out of its folder; every entry read is size-bounded by the budget and CRC-checked.
 
 A :class:`Confinement` is made per imported model and made current with :func:`confined`; readers and the scene
 layer ask :func:`current` for it.
@@ -57,21 +58,24 @@ def listing(folder: str) -> dict[str, str]:
 
 def clear_cache() -> None:
     listing.cache_clear()
+    mounts.forget_splits()
 
 
 def _archive_for(path: str, whole: bool = False) -> tuple[mounts.Archive, str] | None:
     """The mounted archive ``path`` passes through and the entry name inside it (``whole``: ``path`` may be the
-    archive file itself, with name ``""``), when the archive may be used: a regular file under the current import's
-    roots (any, outside an import: the caller named it). None otherwise, or when it is not a readable archive."""
+    archive file itself, with name ``""``), when the archive may be used: a regular file that lies, or whose folder
+    ``path`` names lies, under the current import's roots (any, outside an import: the caller named it). None
+    otherwise, or when it is not a readable archive."""
     where = mounts.split(path)
     if where is None and whole and mounts.is_archive_name(path) and _is_regular(path):
         where = (path, "")
     if where is None:
         return None
     active = _current.get()
-    if active is not None:
+    if active is not None:  # the archive, or the folder inside it, lies under a root (a model's own folder may be)
         real = _regular_real_path(where[0])
-        if real is None or not active._holds(real):
+        inside = os.path.join(real, *where[1].split("/")) if real is not None and where[1] else real
+        if real is None or not (active._holds(real) or active._holds(inside)):
             return None
     try:
         return mounts.mount_archive(where[0]), where[1]

@@ -510,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=1.0, help="how long to run (default 1)")
     parser.add_argument("--cases", type=int, help="stop after this many cases instead")
     parser.add_argument("--seed", default="io_ms3d_mdl", help="random seed of the loop (reproducible runs)")
-    parser.add_argument("--format", choices=("ms3d", "mdl", "vtf", "vmt", "pcx"), action="append", help="only these")
+    parser.add_argument(
+        "--format", choices=("ms3d", "mdl", "vtf", "vmt", "pcx", "archive"), action="append", help="only these"
+    )
     parser.add_argument("--case-seconds", type=float, default=10.0, help="time bound per case")
     parser.add_argument(
         "--memory-mb",

@@ -34,6 +34,7 @@ CANARY = "outside"  # the canary folder, beside the model's game (or model) fold
 FORMATS = {
     **{s: "mdl" for s in (".mdl", ".vvd", ".vtx", ".ani", ".phy", ".vvc")},
     **{".ms3d": "ms3d", ".vmt": "vmt", ".vtf": "vtf", ".pcx": "pcx"},
+    **{".vpk": "archive", ".gma": "archive"},
 }
 TRAVERSALS = ("../outside/secret", "..\\..\\outside\\secret", "../../../outside/secret.vmt", "/etc/passwd", "C:/x.png")
 
@@ -177,12 +178,17 @@ def hostile_builders() -> dict[str, Callable[[Path], Path]]:
 def synthetic_trees(textures: list[bytes]) -> list[TreeSeed]:
     """``tests/fuzzing.py``'s synthetic seeds, the character with the include, VMTs and VTFs it names."""
     import hostile
-    from fuzzing import synthetic_seeds
+    from fuzzing import ARCHIVE_FILES, synthetic_seeds
     from source_writer import SAnimation, SNode, character_spec
 
     seeds = []
     for seed in synthetic_seeds():
         stem = seed.name.removeprefix("synthetic ").rsplit(".", 1)[0]
+        if set(seed.parts) & set(ARCHIVE_FILES):  # an archive: the model imported from its path inside it
+            files = {f"game/{ARCHIVE_FILES[key]}": data for key, data in seed.parts.items()}
+            main = f"game/{ARCHIVE_FILES['gma' if 'gma' in seed.parts else 'dir']}"
+            seeds.append(TreeSeed(seed.name, f"{main}/models/test/model.mdl", files))
+            continue
         if "ms3d" in seed.parts:
             seeds.append(TreeSeed(seed.name, f"model/{stem}.ms3d", {f"model/{stem}.ms3d": seed.parts["ms3d"]}))
             continue

@@ -100,6 +100,41 @@ def check_vmt(parts: Parts) -> None:
     parse_vmt(parts["vmt"], "mutant.vmt", lambda name: parts.get("base"))
 
 
+ARCHIVE_FILES = {"dir": "pak01_dir.vpk", "part": "pak01_000.vpk", "gma": "addon.gma"}
+
+
+def check_archive(parts: Parts) -> SceneData | None:
+    """An archive (a VPK directory and its part, or a GMA) written to a temporary folder and mounted; its first
+    entries read (each may be refused on its own) and its first models read and converted through their paths
+    inside it, as an import from the archive would."""
+    import os
+    import tempfile
+
+    from io_ms3d_mdl import access
+    from io_ms3d_mdl.errors import FormatError
+    from io_ms3d_mdl.filesystem import mounts
+    from io_ms3d_mdl.scene.load import load_source
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, data in parts.items():
+            with open(os.path.join(tmp, ARCHIVE_FILES[key]), "wb") as f:
+                f.write(data)
+        main = os.path.join(tmp, ARCHIVE_FILES["gma" if "gma" in parts else "dir"])
+        mounts.forget_archives()
+        access.clear_cache()
+        archive = mounts.mount_archive(main)
+        archive.listing("")
+        for index in range(min(len(archive), 64)):
+            try:
+                archive.read(index)
+            except FormatError:
+                continue  # one entry refused; the others still read
+        scene = None
+        for name in archive.entries(".mdl")[:2]:
+            scene = load_source(os.path.join(main, *name.split("/")))
+        return scene
+
+
 def expected_errors() -> tuple[type[Exception], ...]:
     from io_ms3d_mdl.errors import FormatError
     from io_ms3d_mdl.formats.source.vtf import UnsupportedTexture
@@ -171,6 +206,7 @@ def synthetic_seeds() -> list[Seed]:
         animations=[SAnimation("walk", 12, [SNode(1, turn, ("v48", (1.0, 2.0, 3.0)))], section_frames=5)],
     )
     return [
+        *archive_seeds(),
         Seed("synthetic arm.ms3d", check_ms3d, {"ms3d": write_ms3d(arm_spec())}),
         Seed("synthetic full.ms3d", check_ms3d, {"ms3d": write_ms3d(full_spec(3))}),
         Seed(
@@ -179,6 +215,30 @@ def synthetic_seeds() -> list[Seed]:
             {"mdl": write_mdl(spec), "vvd": write_vvd(spec), "vtx": write_vtx(spec)},
         ),
         Seed("synthetic titanfall2.mdl", check_source, {"mdl": write_mdl(titanfall)}),
+    ]
+
+
+def archive_seeds() -> list[Seed]:
+    """The character (with a material and texture) packed in a two-part VPK v2 with preload bytes, and in a GMA."""
+    from archive_writer import EMBEDDED, GEntry, WEntry, gma_bytes, vpk_bytes
+    from hostile import vtf
+    from source_writer import character_spec, write_mdl, write_vtx, write_vvd
+
+    spec = character_spec(includes=[])
+    files = [
+        ("models/test/model.mdl", write_mdl(spec)),
+        ("models/test/model.vvd", write_vvd(spec)),
+        ("models/test/model.dx90.vtx", write_vtx(spec)),
+        ("materials/models/test/body.vmt", b'"VertexLitGeneric" { "$basetexture" "models/test/body" }'),
+        ("materials/models/test/body.vtf", vtf(8, 8)),
+    ]
+    entries = [
+        WEntry(n, d, part=EMBEDDED if i % 2 else 0, preload=min(len(d), 16 * (i % 3))) for i, (n, d) in enumerate(files)
+    ]
+    directory, archive_parts = vpk_bytes(entries, version=2)
+    return [
+        Seed("synthetic archive.vpk", check_archive, {"dir": directory, "part": archive_parts[0]}),
+        Seed("synthetic addon.gma", check_archive, {"gma": gma_bytes([GEntry(n, d) for n, d in files])}),
     ]
 
 
@@ -228,6 +288,9 @@ def sample_seeds(samples: Path) -> list[Seed]:
     )
     postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
     seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))
+    knife = samples / "vpk" / "SirPlease__L4D2-Competitive-Rework" / "addons" / "knife.vpk"
+    if knife.is_file():  # a real single-file VPK v1 with two models, their sidecars, a VMT and VTFs
+        seeds.append(Seed("knife.vpk", check_archive, {"dir": knife.read_bytes()}))
     textures = sorted(src.rglob("*.vtf"), key=lambda p: p.stat().st_size)[:3]
     seeds += [Seed(str(p.relative_to(src)), check_vtf, {"vtf": p.read_bytes()}) for p in textures]
     seeds += [

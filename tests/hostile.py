@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+from archive_writer import EMBEDDED, GEntry, WEntry, gma_bytes, vpk_bytes, write_gma, write_vpk
 from ms3d_writer import Group, Joint, Material, quad_spec, write_ms3d
 from source_writer import SAnimation, SBone, SNode, character_spec, write_mdl, write_source, write_vtx, write_vvd
 
@@ -274,16 +275,90 @@ def source_extreme_floats(tmp: Path) -> Path:
     return source(tmp, spec)
 
 
+# --- archives and games ------------------------------------------------------------------------------------------
+
+
+def packed(folder: Path, archive: Path) -> Path:
+    """Every file below ``folder`` in a VPK (``x_dir.vpk``: small files in it, the rest in two parts) or a GMA."""
+    files = [(p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()]
+    if archive.suffix.lower() == ".gma":
+        return write_gma(archive, [GEntry(n, d) for n, d in files])
+    entries = [WEntry(n, d, part=EMBEDDED if len(d) < 512 else i % 2) for i, (n, d) in enumerate(files)]
+    return write_vpk(archive.parent, archive.name.removesuffix("_dir.vpk"), entries)
+
+
+def archived_traversal(tmp: Path, kind: str = "pak01_dir.vpk") -> str:
+    """The character of ``source_vmt_traversal`` (VMTs, cdmaterials and includes climbing to the canary) inside an
+    archive beside the canary folder: the path of the model inside it."""
+    build = tmp / "build"
+    source_vmt_traversal(build)
+    canaries(tmp)
+    spec = character_spec(includes=["../../outside/secret.mdl"], cd_materials=["models\\test\\", "..\\..\\outside\\"])
+    write_source(spec, game(build) / "models" / "test", "model")
+    archive = packed(game(build), tmp / kind)
+    return str(archive / "models" / "test" / "model.mdl")
+
+
+def gameinfo_widening(tmp: Path) -> Path:
+    """A mod folder whose ``gameinfo.txt`` tries to mount the canary folder (absolute, through ``..``, through a
+    path token), with a model naming the canary's material."""
+    outside = canaries(tmp)
+    mod = tmp / "mods" / "mod"
+    mod.mkdir(parents=True)
+    lines = [f"game {outside}", "game |all_source_engine_paths|../outside", "game |gameinfo_path|../../outside"]
+    lines += ["game ../../outside", "game |all_source_engine_paths|..", "game |gameinfo_path|."]
+    (mod / "gameinfo.txt").write_text('"GameInfo" { FileSystem { SearchPaths {\n' + "\n".join(lines) + "\n} } }")
+    spec = character_spec(includes=[], cd_materials=[""], textures=["secret"] * 3)
+    return write_source(spec, mod / "models", "model")
+
+
+def archive_bombs() -> list[tuple[str, bytes, str]]:
+    """(file name, bytes, what the refusal says) of crafted archives: each is refused at mount or at the read."""
+    good, _ = vpk_bytes([WEntry("models/x.mdl", b"IDST" * 8)])
+    short_tree = bytearray(good)
+    struct.pack_into("<I", short_tree, 8, 1 << 30)
+    thousand, _ = vpk_bytes([WEntry(f"models/x{i}.mdl", b"a", part=i) for i in range(1000)])
+    big_part, _ = vpk_bytes([WEntry("models/x.mdl", b"a", part=0x7FFE)])
+    climbing, _ = vpk_bytes([WEntry("../../outside/secret.mdl", b"a")])
+    absolute, _ = vpk_bytes([WEntry("/etc/passwd", b"a")])
+    drive, _ = vpk_bytes([WEntry("C:/Windows/x.mdl", b"a")])
+    preload, _ = vpk_bytes([WEntry("models/x.mdl", b"abcd", preload=4, preload_size=65535)])
+    beyond, _ = vpk_bytes([WEntry("models/x.mdl", b"abcd", offset=0xFFFFFFF0, length=0xFFFF)])
+    crc, _ = vpk_bytes([WEntry("models/x.mdl", b"IDST" * 8, crc=0xDEADBEEF)])
+    table = bytearray(gma_bytes([]))[:-8]
+    table += b"".join(struct.pack("<I", 1) + b"a\0" + struct.pack("<qI", 0, 0) for _ in range(250_000))
+    return [
+        ("tree_beyond_dir.vpk", bytes(short_tree), "runs past the end of the file"),
+        ("thousand_parts_dir.vpk", thousand, "1,000 archive parts"),
+        ("huge_part_dir.vpk", big_part, "archive part 32766"),
+        ("climbing_dir.vpk", climbing, "climbs out"),
+        ("absolute_dir.vpk", absolute, "climbs out"),
+        ("drive_dir.vpk", drive, "climbs out"),
+        ("preload_dir.vpk", preload, "directory tree"),
+        ("beyond_dir.vpk", beyond, "runs past the end of the file"),
+        ("crc_dir.vpk", crc, "CRC32"),
+        ("cut.gma", gma_bytes([GEntry("models/x.mdl", b"IDST" * 8)])[:60], "ends inside"),
+        ("huge.gma", gma_bytes([GEntry("models/x.mdl", b"IDST", size=1 << 62)]), "runs past the end"),
+        ("negative.gma", gma_bytes([GEntry("models/x.mdl", b"IDST", size=-1)]), "size -1"),
+        ("many.gma", bytes(table) + bytes(8), "more than 200,000 files"),
+        ("climbing.gma", gma_bytes([GEntry("models/../../outside/secret.mdl", b"a")]), "climbs out"),
+    ]
+
+
 __all__ = [
     "SECRET",
+    "archive_bombs",
+    "archived_traversal",
     "canaries",
     "character_spec",
     "game",
+    "gameinfo_widening",
     "ms3d_clip_bomb",
     "ms3d_extreme_timing",
     "ms3d_frame_bomb",
     "ms3d_long_names",
     "ms3d_textured",
+    "packed",
     "png_1x1",
     "source",
     "source_cdmaterials_traversal",

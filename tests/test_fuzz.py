@@ -29,6 +29,9 @@ CASES = {
     "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": 600,
     "r1delta__CORE/models/rocks/single_rock_01.mdl": 500,
     "MORBO.pcx": 500,
+    "synthetic archive.vpk": 400,
+    "synthetic addon.gma": 300,
+    "knife.vpk": 300,
 }
 VTF_CASES, VMT_CASES = 400, 250
 
@@ -179,5 +182,6 @@ def test_the_fuzz_script_runs_the_whole_import_in_blender(tmp_path):
     counts = json.loads(report.read_text())
     assert counts["cases"] == 20 and counts["findings"] == 0, counts
     assert counts["via"]["operator"] > counts["via"]["batch"] > 0
-    assert {name.rsplit(".", 1)[-1] for name, s in counts["seeds"].items() if s["cases"]} == {"ms3d", "mdl"}
+    kinds = {name.rsplit(".", 1)[-1] for name, s in counts["seeds"].items() if s["cases"]}
+    assert kinds == {"ms3d", "mdl", "vpk", "gma"}
     assert not (tmp_path / "found").exists()

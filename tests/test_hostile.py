@@ -408,6 +408,40 @@ def test_extreme_floats_never_reach_the_scene(tmp_path):
     assert scene.fps is None or math.isfinite(scene.fps)
 
 
+# --- archives and games ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["pak01_dir.vpk", "addon.gma"])
+def test_a_model_inside_an_archive_never_reads_outside_it(tmp_path, watch, kind):
+    from io_ms3d_mdl import access
+
+    access.clear_cache()
+    scene = load_source(hostile.archived_traversal(tmp_path, kind))
+    no_secret(scene)
+    assert scene.triangle_count > 0
+    assert any("included model '../../outside/secret.mdl' was not found" in w for w in scene.warnings)
+
+
+def test_a_strangers_gameinfo_never_widens_the_roots(tmp_path, watch):
+    scene = load_source(str(hostile.gameinfo_widening(tmp_path)))
+    no_secret(scene)
+    assert all(m.props.get("source_missing") for m in scene.materials)
+
+
+@pytest.mark.parametrize("name, data, expected", hostile.archive_bombs(), ids=[b[0] for b in hostile.archive_bombs()])
+def test_crafted_archives_are_refused_with_our_message(tmp_path, name, data, expected):
+    from io_ms3d_mdl.filesystem import mounts
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    mounts.forget_archives()
+    start = time.perf_counter()
+    with pytest.raises(FormatError, match=expected) as info:
+        load_source(str(path / "models" / "x.mdl"))
+    assert time.perf_counter() - start < SECONDS
+    assert info.value.message.startswith(name)
+
+
 # --- the whole import, in its own process: outcome, time and memory ----------------------------------------------
 
 

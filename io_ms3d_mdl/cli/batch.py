@@ -135,7 +135,10 @@ def run(args: argparse.Namespace) -> int:
     if not (inside_blender() or bpy_available()):
         raise BlenderMissing("batch")
     inputs = list(args.inputs) + (read_list(args.files_from) if args.files_from else [])
-    found = collect(inputs)
+    try:
+        found = collect(inputs, choices.source.mounts)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if not found:
         print("no .ms3d or .mdl files found", file=sys.stderr)
         return 1
@@ -209,8 +212,8 @@ def run(args: argparse.Namespace) -> int:
 
 def check(args: argparse.Namespace) -> None:
     """Flag combinations that cannot work, refused before any work."""
-    if not args.inputs and not args.files_from:
-        raise UsageError("give files or folders to convert (or --files-from LIST)")
+    if not args.inputs and not args.files_from and not (args.vpk or args.game):
+        raise UsageError("give files or folders to convert (or --files-from LIST, --vpk ARCHIVE, --game DIR)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if args.single and (args.shard or args.resume or args.timeout or args.max_memory or args.jobs > 1):

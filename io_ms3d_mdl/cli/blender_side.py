@@ -96,13 +96,21 @@ def importer(settings: Settings, command: str = "batch") -> ImportFile:
         loader = loaders.get(path.suffix.lower())
         if loader is None:
             raise NotAModel(f"{path.name}: not a .ms3d or .mdl file")
-        if not path.is_file():
+        if not (path.is_file() or inside_archive(str(path))):
             raise NotAModel(f"{path.name}: no such file")
         with texture_output(str(textures) if textures else None):
             (result,) = import_files(bpy.context, [str(path)], loader)
         return result
 
     return import_file
+
+
+def inside_archive(path: str) -> bool:
+    """A path through an archive file: the import itself says what is wrong with it (a malformed archive, no such
+    entry), in the archive's words."""
+    from ..filesystem import mounts
+
+    return mounts.split(path) is not None
 
 
 def texture_folder(settings: Settings, target: Path | None) -> Path | None:

@@ -33,7 +33,9 @@ EXAMPLES = """examples:
   io-ms3d-mdl convert model.ms3d                              # import and print the table; nothing saved
   io-ms3d-mdl convert model.ms3d other.mdl -o scene.blend
   io-ms3d-mdl convert models/player/civilian.mdl -o civilian.glb --animations default
-  io-ms3d-mdl convert models/ --output-dir converted/ --units hammer"""
+  io-ms3d-mdl convert models/ --output-dir converted/ --units hammer
+  io-ms3d-mdl convert --vpk pak01_dir.vpk models/weapons/v_x.mdl -o x.blend   # a model inside an archive
+  io-ms3d-mdl convert --game "Team Fortress 2/tf" models/player/scout.mdl -o scout.blend"""
 
 
 def add_arguments(parser: argparse.ArgumentParser, default_files: list[str] | None = None) -> None:
@@ -65,7 +67,7 @@ def main(argv: list[str], prog: str = "io-ms3d-mdl convert", default_files: list
 
 
 def run(args: argparse.Namespace) -> int:
-    files = args.files or args.default_files
+    files = args.files or (args.default_files if not (args.vpk or args.game) else [])
     single = Path(args.output).resolve() if args.output else None
     out_dir = Path(args.output_dir).resolve() if args.output_dir else None
     check(args, files, single)
@@ -73,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         choices = choices_from(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    found = collect(files)
+    try:
+        found = collect(files, choices.source.mounts)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     if not found:
         print("no .ms3d or .mdl files found", file=sys.stderr)
         return 1
@@ -106,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace, files: list[str], single: Path | None) -> None:
-    if not files:
+    if not files and not (args.vpk or args.game):
         raise UsageError("give the files (or folders) to import")
     if single is not None and args.output_dir:
         raise UsageError("give -o OUT.blend (everything in one file) or --output-dir DIR (one file each), not both")

@@ -6,6 +6,11 @@ files given directly are placed relative to their common folder. Where two input
 case-insensitively (``x.ms3d`` and ``x.mdl``, or ``X.ms3d`` beside ``x.ms3d``), both keep their source extension
 (``x.ms3d.blend``, ``x.mdl.blend``), and a number is added if even that clashes, so every output is unique. Names
 are worked out over every input before any ``--shard`` is taken, so shards agree on them.
+
+With ``--vpk ARCHIVE`` or ``--game DIR``, an input that is not a file or folder on disk is a name inside the
+mounted archives and games (``models/weapons/v_x.mdl``, any case, a file or a folder), looked up in the order they
+were given; with no inputs at all, every model in them is taken. A model found inside an archive is imported
+through its virtual path (``<archive>/models/x.mdl``) and its output mirrors the archive's tree.
 """
 
 from __future__ import annotations
@@ -17,6 +22,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ..errors import FormatError
+from ..filesystem import mounts
 
 EXTENSIONS = {".ms3d", ".mdl"}
 
@@ -60,20 +68,74 @@ def read_list(path: str) -> list[str]:
     return [line.rstrip("\r") for line in text.split("\n") if line.strip()]
 
 
-def collect(inputs: list[str]) -> list[Found]:
+def collect(inputs: list[str], mounted: tuple[str, ...] = ()) -> list[Found]:
     """Folders are searched recursively; files given directly are placed relative to their common folder. Places
-    come from the paths as given (``..`` folded, links not followed), so they never climb out of the output folder."""
-    direct = [absolute(item) for item in inputs if not Path(item).is_dir()]
+    come from the paths as given (``..`` folded, links not followed), so they never climb out of the output folder.
+    ``mounted``: archives and game folders that names not on disk are looked up in (``ValueError`` for an archive
+    that cannot be read)."""
+    if mounted:
+        for mount in mounted:  # a broken or missing archive is a usage error, said before any work
+            if mounts.is_archive_name(mount):
+                try:
+                    mounts.mount_archive(mount)
+                except FormatError as exc:
+                    raise ValueError(exc.message) from None
+            elif not os.path.isdir(mount):
+                raise ValueError(f"{mount}: no such game folder")
+        if not inputs:
+            return unique_sources(every_mounted_model(mounted))
+    virtual = {item for item in inputs if mounts.split(os.path.abspath(item))}
+    inside = [item for item in inputs if mounted and item not in virtual and not os.path.lexists(item)]
+    direct = [absolute(item) for item in inputs if not Path(item).is_dir() and item not in inside]
     base = common_folder([path for path in direct if path.is_file()])
     found: list[Found] = []
     for item in inputs:
         path = Path(item)
-        if path.is_dir():
+        if item in inside:
+            found += in_mounts(item, mounted)
+        elif item in virtual:
+            found.append(Found(absolute(item), Path(mounts.split(os.path.abspath(item))[1])))
+        elif path.is_dir():
             models = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
             found += [Found(p.resolve(), p.relative_to(path)) for p in models]
         else:  # a missing file is kept: it is reported as failed
             found.append(Found(path.resolve(), below(absolute(item), base)))
     return unique_sources(found)
+
+
+def every_mounted_model(mounted: tuple[str, ...]) -> list[Found]:
+    """Every model in the archives given (or, with none, in the games), named as in its archive or game."""
+    archives = [m for m in mounted if mounts.is_archive_name(m)]
+    return [
+        Found(Path(entry.path), Path(entry.name))
+        for entry in mounts.list_models(archives or list(mounted), tuple(sorted(EXTENSIONS)))
+    ]
+
+
+def in_mounts(name: str, mounted: tuple[str, ...]) -> list[Found]:
+    """A name inside the mounts: the first file of that name, else every model in the first folder of that name;
+    when there is neither, the name in the first mount, to be reported as missing."""
+    from ..access import Confinement  # the one place that decides what a name inside a mount leads to
+
+    roots = mounts.mount_roots(mounted)
+    confinement = Confinement.for_roots(list(roots))
+    for root in roots:
+        found = confinement.find(root, name)
+        if found:
+            return [Found(Path(found), Path(name.replace("\\", "/").strip("/")))]
+    parts = [p for p in name.replace("\\", "/").split("/") if p and p != "."]
+    for root in roots if ".." not in parts and parts else ():
+        archive = mounts.mount_archive(root) if mounts.is_archive_name(root) else None
+        if archive is not None and archive.is_folder(name):
+            prefix = "/".join(parts).lower() + "/"
+            names = [n for e in sorted(EXTENSIONS) for n in archive.entries(e) if n.lower().startswith(prefix)]
+            return [Found(Path(archive.path, *n.split("/")), Path(n)) for n in sorted(names)]
+        folder = Path(root, *parts)
+        if archive is None and folder.is_dir():
+            models = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
+            return [Found(p.resolve(), p.relative_to(root)) for p in models]
+    first = roots[0] if roots else os.getcwd()
+    return [Found(Path(first, *parts), Path(*parts) if parts else Path(name))]
 
 
 def absolute(item: str) -> Path:

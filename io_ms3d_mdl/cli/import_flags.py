@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,8 @@ class ImportChoices:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ImportChoices:
         ms3d, source = dict(data["ms3d"]), dict(data["source"])
-        ms3d["search_roots"], source["search_roots"] = tuple(ms3d["search_roots"]), tuple(source["search_roots"])
+        for options in (ms3d, source):
+            options["search_roots"], options["mounts"] = tuple(options["search_roots"]), tuple(options["mounts"])
         return cls(Ms3dOptions(**ms3d), SourceOptions(**source), data["textures"], data["animations"])
 
 
@@ -96,6 +98,22 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a game or mod folder imports may also read materials and textures from (repeatable); nothing outside "
         "these, a model's own folder and its game folder is ever opened",
+    )
+    both.add_argument(
+        "--vpk",
+        action="append",
+        default=[],
+        metavar="ARCHIVE",
+        help="mount a VPK (x_dir.vpk, or x.vpk meaning it) or GMA archive (repeatable): models named after it are "
+        "paths inside it, and imports find materials, textures and included models in it",
+    )
+    both.add_argument(
+        "--game",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="mount a game folder (holding gameinfo.txt) with its search paths, as the engine does (repeatable): "
+        "models may be named inside it, and imports find their materials in it",
     )
     both.add_argument(
         "--work-limit",
@@ -226,6 +244,7 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
     if args.axis_forward[-1] == args.axis_up[-1]:
         raise ValueError(f"--axis-forward {args.axis_forward} and --axis-up {args.axis_up} must be different axes")
     roots = tuple(str(Path(root).resolve()) for root in args.root)
+    mounted = mounted_from(args)
     ms3d = Ms3dOptions(
         scale=1.0 if args.scale is None else args.scale,
         axis_forward=args.axis_forward,
@@ -237,6 +256,7 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         import_animation=args.animations != "none",
         bone_tails=args.bone_tails.upper(),
         search_roots=roots,
+        mounts=mounted,
         allow_absolute_paths=args.absolute_texture_paths,
         work_limit=args.work_limit,
     )
@@ -252,11 +272,17 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         animations=args.animations.upper(),
         find_materials=args.materials,
         search_roots=roots,
+        mounts=mounted,
         work_limit=args.work_limit,
         axis_forward=args.source_axis_forward,
         axis_up=args.source_axis_up,
     )
     return ImportChoices(ms3d, source, args.textures, args.animations)
+
+
+def mounted_from(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--vpk`` archives, then ``--game`` folders, as absolute paths in the order given."""
+    return tuple(os.path.abspath(p) for p in [*getattr(args, "vpk", []), *getattr(args, "game", [])])
 
 
 def source_scale(units: str | None, scale: float | None) -> float:

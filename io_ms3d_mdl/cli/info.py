@@ -255,14 +255,30 @@ def read_info(path: str) -> dict[str, Any]:
         return {"error": f"{os.path.basename(path)}: {exc.strerror or exc}"}
 
 
+def mounted_files(args: argparse.Namespace) -> list[str]:
+    """The files as given, or (with --vpk/--game) names not on disk found inside those archives and games."""
+    from .files import collect
+    from .import_flags import mounted_from
+
+    mounted = mounted_from(args)
+    if not mounted:
+        return list(args.files)
+    try:
+        return [str(found.source) for found in collect(args.files, mounted)]
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE", help=".ms3d or .mdl files")
     parser.add_argument("--json", action="store_true", help="one JSON document for all files, every field")
+    parser.add_argument("--vpk", action="append", default=[], metavar="ARCHIVE", help="files are inside this archive")
+    parser.add_argument("--game", action="append", default=[], metavar="DIR", help="files are inside this game")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    reports = {path: read_info(path) for path in args.files}
+    reports = {path: read_info(path) for path in mounted_files(args)}
     if args.json:
         json.dump(reports, sys.stdout, indent=2, default=str)
         print()

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..filesystem import mounts
 from .files import NotAModel, Task
 from .safe_write import OutputExists, write_text
 
@@ -51,8 +52,9 @@ def failure(source: Path, error: str, seconds: float = 0.0) -> dict[str, Any]:
 
 def stamp(path: Path) -> dict[str, int]:
     """What --resume compares: an input whose size or modification time changed is converted again."""
+    where = mounts.split(str(path))  # a model inside an archive: the archive's
     try:
-        info = path.stat()
+        info = os.stat(where[0]) if where else path.stat()
     except OSError:
         return {}
     return {"input_size": info.st_size, "input_mtime_ns": info.st_mtime_ns}

@@ -26,11 +26,15 @@ _DRIVE = re.compile(r"^[A-Za-z]:")
 
 def folder_key(folder: str) -> str:
     """A folder as looked up: lower case, ``/`` separators, no leading, trailing or doubled slashes."""
+    if "\\" not in folder and "//" not in folder and "." not in folder and folder[:1] != "/" and folder[-1:] != "/":
+        return folder.lower()  # as archives write their folders (10,000 of them in a texture archive)
     return "/".join(p for p in folder.replace("\\", "/").lower().split("/") if p and p != ".")
 
 
 def unsafe(path: str) -> bool:
     """A name inside an archive that could mean a place outside it: absolute, a drive, or a ``..`` step."""
+    if ".." not in path and ":" not in path and path[:1] not in ("/", "\\"):
+        return False
     text = path.replace("\\", "/")
     return text.startswith("/") or bool(_DRIVE.match(text)) or ".." in text.split("/")
 
@@ -41,7 +45,9 @@ class Archive:
 
     path: str
     kind: str  # "VPK v1", "VPK v2", "GMA"
-    names: list[bytes]  # each entry's name inside its folder, without the run's suffix
+    text: bytes  # the names' bytes: entry i's name inside its folder (without its run's suffix) is
+    name_at: np.ndarray  # text[name_at[i]:name_end[i]] (int64 arrays)
+    name_end: np.ndarray
     runs: dict[str, list[tuple[int, int, str]]]  # folder key → (first, end, suffix) runs of entries in it
     spelled: dict[str, str]  # folder key → the folder as the archive spells it
     crc: np.ndarray  # uint32 per entry
@@ -52,22 +58,32 @@ class Archive:
     preload_len: np.ndarray  # int64 per entry
     preload: bytes = b""
     check_zero_crc: bool = True  # GMA writers may leave the CRC 0: then it is not checked
+    real_folder: str = ""  # the folder the directory file really lies in (set when mounted; parts must lead there)
     _files: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _children: dict[str, dict[str, str]] | None = field(default=None, repr=False)
     _starts: list[int] | None = field(default=None, repr=False)
+    # entry → identity (device, inode, size, mtime) of the file its data was read from when its CRC was checked:
+    # read again from that same unchanged file, it is not checked again (a texture shared by several imports)
+    _verified: dict[int, tuple[int, int, int, int]] = field(default_factory=dict, repr=False)
     _order: list[tuple[int, int, str, str]] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.name_at)
+
+    def _names(self, first: int, end: int) -> list[str]:
+        """The names of entries ``first`` to ``end`` (without their run's suffix)."""
+        text = self.text
+        starts, ends = self.name_at[first:end].tolist(), self.name_end[first:end].tolist()
+        return [text[a:b].decode("utf-8", "surrogateescape") for a, b in zip(starts, ends, strict=True)]
 
     def _folder(self, key: str) -> dict[str, int]:
         files = self._files.get(key)
         if files is None:
             files = {}
-            names = self.names
             for first, end, suffix in self.runs.get(key, ()):
-                for i in range(first, end):
-                    files.setdefault(names[i].decode("utf-8", "surrogateescape").lower() + suffix.lower(), i)
+                suffix = suffix.lower()
+                for i, name in enumerate(self._names(first, end), first):
+                    files.setdefault(name.lower() + suffix, i)
             self._files[key] = files
         return files
 
@@ -81,7 +97,7 @@ class Archive:
         if not first <= index < end:
             raise IndexError(index)
         folder = self.spelled[key]
-        name = self.names[index].decode("utf-8", "surrogateescape") + suffix
+        name = self._names(index, index + 1)[0] + suffix
         return f"{folder}/{name}" if folder else name
 
     def find(self, name: str) -> int | None:
@@ -112,11 +128,9 @@ class Archive:
         """Lower-cased name → name of the entries and sub-folders of a virtual folder ({} when there is none)."""
         key = folder_key(folder)
         out = dict(self.children().get(key, {}))
-        names = self.names
         for first, end, suffix in self.runs.get(key, ()):
-            for i in range(first, end):
-                name = names[i].decode("utf-8", "surrogateescape") + suffix
-                out.setdefault(name.lower(), name)
+            for name in self._names(first, end):
+                out.setdefault((name + suffix).lower(), name + suffix)
         return out
 
     def entries(self, suffix: str = "") -> list[str]:
@@ -127,10 +141,10 @@ class Archive:
             folder = self.spelled[key]
             prefix = f"{folder}/" if folder else ""
             for first, end, run_suffix in runs:
-                for i in range(first, end):
-                    name = self.names[i].decode("utf-8", "surrogateescape") + run_suffix
-                    if name.lower().endswith(suffix):
-                        out.append(prefix + name)
+                if run_suffix.lower().endswith(suffix):  # a VPK run shares one extension
+                    out += [prefix + name + run_suffix for name in self._names(first, end)]
+                elif not run_suffix:
+                    out += [prefix + name for name in self._names(first, end) if name.lower().endswith(suffix)]
         return out
 
     def size(self, index: int) -> int:
@@ -146,31 +160,33 @@ class Archive:
 
     def read(self, index: int) -> bytes:
         """One entry's bytes (preload, then data), size-bounded by the budget and checked against its CRC32."""
-        name = self.entry_name(index)
         size, limit = self.size(index), current_budget().file_bytes
         if size > limit:
-            raise current_budget().exceeded(f"{self.path} ({printable(name, 120)})", "entry size", size, limit, "bytes")
+            where = f"{self.path} ({printable(self.entry_name(index), 120)})"
+            raise current_budget().exceeded(where, "entry size", size, limit, "bytes")
         start = int(self.preload_at[index])
         head = self.preload[start : start + int(self.preload_len[index])]
         part, offset, length = int(self.part[index]), int(self.offset[index]), int(self.length[index])
-        data = b""
+        data, identity = b"", None
         if length:
             where = self.path if part == EMBEDDED else self.part_path(part)
-            fd, info = open_regular(where)
             try:
-                if offset + length > info.st_size:
-                    raise FormatError(
-                        where,
-                        offset,
-                        f"entry '{printable(name, 120)}' of {length:,} bytes at offset {offset:,} runs past the end "
-                        f"of the file ({info.st_size:,} bytes)",
-                    )
-                data = read_at(fd, offset, length, where)
-            finally:
-                os.close(fd)
+                if part != EMBEDDED and not self.real_folder:
+                    self.real_folder = os.path.dirname(os.path.realpath(self.path))
+                data, identity = _read_range(where, offset, length, None if part == EMBEDDED else self.real_folder)
+            except FormatError as exc:  # named by the archive, with the part and the entry it was read for
+                shown_where = "" if part == EMBEDDED else f" in its part {os.path.basename(where)}"
+                raise FormatError(
+                    self.path,
+                    exc.offset,
+                    f"entry '{printable(self.entry_name(index), 120)}'{shown_where}: {exc.reason}",
+                ) from None
         whole = head + data if head else data
         expected = int(self.crc[index])
+        if identity is not None and self._verified.get(index) == identity:
+            return whole
         if (expected or self.check_zero_crc) and zlib.crc32(whole) != expected:
+            name = self.entry_name(index)
             raise FormatError(
                 self.path,
                 offset,
@@ -178,4 +194,33 @@ class Archive:
                 f"read {zlib.crc32(whole):08x}; data at offset {offset:,} of "
                 f"{os.path.basename(self.path if part == EMBEDDED else self.part_path(part))})",
             )
+        if identity is not None:
+            self._verified[index] = identity
         return whole
+
+
+def _read_range(path: str, offset: int, length: int, beside: str | None) -> tuple[bytes, tuple[int, int, int, int]]:
+    """``length`` bytes at ``offset`` of a regular file, and the file's identity; ``beside``: the real folder it
+    must lead into (a VPK part: its directory file's), judged on the file actually opened."""
+    fd, info = open_regular(path)
+    try:
+        if beside is not None and os.path.dirname(opened_path(fd, path)) != beside:
+            raise FormatError(path, None, "the archive part leads outside the archive's folder; refused")
+        if offset + length > info.st_size:
+            raise FormatError(
+                path,
+                offset,
+                f"{length:,} bytes at offset {offset:,} run past the end of the file ({info.st_size:,} bytes)",
+            )
+        identity = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+        return read_at(fd, offset, length, path), identity
+    finally:
+        os.close(fd)
+
+
+def opened_path(fd: int, path: str) -> str:
+    """Where an open file is: the kernel's answer on Linux (the very file read), else ``realpath``."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)

@@ -4,7 +4,9 @@ Each SearchPaths line is ``<ids> <path>``: ids joined by ``+`` (``game``, ``mod`
 the path relative to the base folder (the one above the game folder, where the engine's executable is), or
 starting with ``|gameinfo_path|`` (the game folder) or ``|all_source_engine_paths|`` (the base folder). A path
 ending ``/*`` mounts every sub-folder and VPK inside, in alphabetical order; ``x.vpk`` means ``x_dir.vpk`` with its
-parts (or ``x.vpk`` itself when it is a single-file VPK). Order is kept: the first path holding a file wins.
+parts (or ``x.vpk`` itself when it is a single-file VPK). A folder's own ``pak01_dir.vpk`` is mounted just before
+the folder, as the engines from Left 4 Dead on do (Left 4 Dead 2, Portal 2 and CS:GO name only folders, and keep
+their content in ``pak01``). Order is kept: the first path holding a file wins.
 
 A stranger's ``gameinfo.txt`` must not widen what an import may read: a path is mounted only when it lies inside
 the game folder, or inside a folder holding a ``gameinfo.txt`` of its own below the folder that holds the
@@ -25,6 +27,7 @@ from .files import read_regular
 GAMEINFO = "gameinfo.txt"
 MAX_GAMEINFO = 1 << 20
 MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
+AUTO_PAK = "pak01_dir.vpk"  # mounted with the folder holding it (Left 4 Dead and later keep all content in one)
 
 
 @dataclass(frozen=True)
@@ -140,12 +143,20 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
                 out.append((full, ""))
         return out
     target = os.path.normpath(os.path.join(start, rest or "."))
-    if not _permitted(folder, target):
-        return [(written, "outside the game folder and every other game's install")]
     if target.lower().endswith(".vpk"):
         found = vpk_directory(target)
-        return [(found, "")] if found else [(written, "no such archive")]
-    return [(target, "")] if os.path.isdir(target) else [(written, "no such folder")]
+        if not found:
+            return [(written, "no such archive")]
+    elif os.path.isdir(target):
+        found = target
+    else:
+        return [(written, "no such folder")]
+    if not _permitted(folder, found):
+        return [(written, "outside the game folder and every other game's install")]
+    pak = os.path.join(found, AUTO_PAK)
+    if os.path.isdir(found) and os.path.isfile(pak):  # a folder's own pak01_dir.vpk, searched before its files
+        return [(pak, ""), (found, "")]
+    return [(found, "")]
 
 
 def _is_part(name: str) -> bool:

@@ -22,6 +22,7 @@ from .files import open_regular, read_at
 MAGIC = b"GMAD"
 FIRST_WINDOW = 1 << 16
 MAX_FILES = 200_000  # real addons hold a few thousand files
+MAX_TABLE = 64 << 20  # bytes of header and file table (× the Work Limit): 200,000 long names fit
 
 
 class _Short(Exception):
@@ -31,7 +32,8 @@ class _Short(Exception):
 def read_gma(path: str) -> Archive:
     fd, info = open_regular(path)
     try:
-        limit = min(info.st_size, current_budget().file_bytes)
+        budget = current_budget()
+        limit = min(info.st_size, budget.file_bytes, int(MAX_TABLE * budget.scale))
         window = min(FIRST_WINDOW, info.st_size)
         while True:
             head = read_at(fd, 0, window, path)
@@ -41,7 +43,7 @@ def read_gma(path: str) -> Archive:
                 if window >= info.st_size:
                     raise FormatError(path, window, "the file ends inside the addon's file table") from None
                 if window >= limit:
-                    raise current_budget().exceeded(path, "GMA file table", window, limit, "bytes") from None
+                    raise budget.exceeded(path, "GMA header and file table", window, limit, "bytes") from None
                 window = min(window * 4, limit)
     finally:
         os.close(fd)
@@ -109,7 +111,7 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
     offset = pos + ends - length
     runs: dict[str, list[tuple[int, int, str]]] = {}
     spelled: dict[str, str] = {}
-    base_names: list[bytes] = []
+    base_names: list[bytes] = []  # joined below into one text, as a VPK's tree holds its names
     for i, name in enumerate(names):
         if unsafe(name):
             raise FormatError(path, where[i], f"file '{printable(name, 120)}' climbs out or is absolute")
@@ -119,10 +121,14 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
         runs.setdefault(key, []).append((i, i + 1, ""))
         base_names.append(base.encode("utf-8", "surrogateescape"))
     count = len(names)
+    lengths = np.asarray([len(b) for b in base_names], dtype=np.int64)
+    name_end = np.cumsum(lengths + 1) - 1 if count else np.zeros(0, np.int64)
     return Archive(
         path=path,
         kind=f"GMA v{version}",
-        names=base_names,
+        text=b"\0".join(base_names),
+        name_at=name_end - lengths,
+        name_end=name_end,
         runs=runs,
         spelled=spelled,
         crc=np.asarray(crcs, dtype=np.uint32),

@@ -13,6 +13,7 @@ import stat
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import FormatError
 from .archive import Archive
@@ -26,6 +27,7 @@ MAX_ARCHIVES = 64  # mounted indexes kept (a game mounts a dozen)
 MAX_LOOSE_MODELS = 200_000
 
 _ARCHIVES: OrderedDict[tuple[str, int, int], Archive] = OrderedDict()
+_BY_PATH: dict[str, tuple[tuple[int, int, int, int], Archive]] = {}
 
 
 def is_archive_name(name: str) -> bool:
@@ -49,14 +51,20 @@ def mount_archive(path: str) -> Archive:
     info = _regular(path)
     if info is None:
         raise FormatError(path, None, "not a regular file; an archive must be one")
+    known = _BY_PATH.get(path)  # the same file as last time: one stat, not a walk over the path's links
+    if known is not None and known[0] == (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns):
+        return known[1]
     key = (os.path.realpath(path), info.st_size, info.st_mtime_ns)
     archive = _ARCHIVES.get(key)
-    if archive is not None:
+    if archive is not None and archive.path == path:
         _ARCHIVES.move_to_end(key)
-        if archive.path == path:
-            return archive
-    archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
+    else:
+        archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
+        archive.real_folder = os.path.dirname(key[0])
     _ARCHIVES[key] = archive
+    _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), archive)
+    while len(_BY_PATH) > 4 * MAX_ARCHIVES:
+        _BY_PATH.pop(next(iter(_BY_PATH)))
     while len(_ARCHIVES) > MAX_ARCHIVES:
         _ARCHIVES.popitem(last=False)
     return archive
@@ -64,14 +72,28 @@ def mount_archive(path: str) -> Archive:
 
 def forget_archives() -> None:
     _ARCHIVES.clear()
+    _BY_PATH.clear()
+    forget_splits()
 
 
 def split(path: str) -> tuple[str, str] | None:
     """``(archive file, entry name)`` when ``path`` passes through an archive file (a regular file named
-    ``.vpk``/``.gma``: the first such component), else None (also for the archive file itself)."""
+    ``.vpk``/``.gma``: the first such component), else None (also for the archive file itself). Remembered until
+    :func:`forget_splits` (each import starts afresh): only which prefix is an archive is remembered; whether it
+    may be opened, and where it leads, is judged on every use (``access``)."""
     lower = path.lower()
     if ".vpk" not in lower and ".gma" not in lower:  # the usual case, without a system call
         return None
+    return _split(path)
+
+
+def forget_splits() -> None:
+    _split.cache_clear()
+
+
+@lru_cache(maxsize=4096)
+def _split(path: str) -> tuple[str, str] | None:
+    lower = path.lower()
     text = path.replace("\\", "/") if os.sep == "\\" else path
     start = 0
     while True:

@@ -27,6 +27,7 @@ SIGNATURE = 0x55AA1234
 RECORD = 18
 MAX_PART = 999  # parts are named with three digits, as the engine names them
 MAX_PARTS = 512  # distinct parts one directory may name (real ones name under 300)
+MAX_TREE = 128 << 20  # bytes of directory tree (× the Work Limit): a real 100,000-entry tree is about 4 MB
 _RECORD = np.dtype(
     [("crc", "<u4"), ("preload", "<u2"), ("part", "<u2"), ("offset", "<u4"), ("length", "<u4"), ("end", "<u2")]
 )
@@ -55,7 +56,10 @@ def read_vpk(path: str) -> Archive:
             raise FormatError(
                 path, 8, f"the directory tree of {tree_size:,} bytes runs past the end of the file ({info.st_size:,})"
             )
-        current_budget().check(path, "VPK directory tree", tree_size, current_budget().file_bytes, "bytes", 8)
+        budget = current_budget()
+        budget.check(
+            path, "VPK directory tree", tree_size, min(budget.file_bytes, int(MAX_TREE * budget.scale)), "bytes", 8
+        )
         tree = read_at(fd, header, tree_size, path)
     finally:
         os.close(fd)
@@ -63,15 +67,28 @@ def read_vpk(path: str) -> Archive:
 
 
 def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int) -> Archive:
-    names, records, runs = _walk(path, tree, header)
-    count = len(names)
-    at = np.asarray(records, dtype=np.int64)
+    ends, runs = _walk(path, tree, header)
+    count = len(ends)
+    name_end = np.asarray(ends, dtype=np.int64)
+    at = name_end + 1  # each record follows its name's NUL
     raw = np.frombuffer(tree, np.uint8)
-    gathered = raw[at[:, None] + np.arange(RECORD)] if count else np.zeros((0, RECORD), np.uint8)
-    rec = np.ascontiguousarray(gathered).view(_RECORD).reshape(count)
+    if count and int(at[-1]) + RECORD > len(raw):
+        raise FormatError(path, header + int(at[-1]), "an entry's record runs past the directory tree")
+    if count:  # one row of 18 bytes per record, gathered at once through a sliding view
+        rows = np.lib.stride_tricks.as_strided(raw, shape=(len(raw) - RECORD + 1, RECORD), strides=(1, 1))
+        rec = np.ascontiguousarray(rows[at]).view(_RECORD).reshape(count)
+    else:
+        rec = np.zeros(0, _RECORD)
     if count and np.any(rec["end"] != 0xFFFF):
         bad = int(np.flatnonzero(rec["end"] != 0xFFFF)[0])
         raise FormatError(path, header + int(at[bad]) + 16, "an entry record does not end with 0xFFFF")
+    preload_len = rec["preload"].astype(np.int64)
+    name_at = np.empty(count, dtype=np.int64)  # a name starts where the previous entry's preload ends...
+    if count:
+        name_at[1:] = at[:-1] + RECORD + preload_len[:-1]
+        for first, end, _folder, _suffix, start in runs:  # ...or where its folder's run starts
+            if end > first:
+                name_at[first] = start
     part = rec["part"]
     offset = rec["offset"].astype(np.int64)
     length = rec["length"].astype(np.int64)
@@ -86,9 +103,9 @@ def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int
     embedded = part == EMBEDDED
     data_start = header + len(tree)
     if np.any(embedded):
-        ends = offset[embedded] + length[embedded]
-        if int(ends.max()) > file_size - data_start:
-            bad = int(np.flatnonzero(embedded)[int(np.argmax(ends))])
+        stops = offset[embedded] + length[embedded]
+        if int(stops.max()) > file_size - data_start:
+            bad = int(np.flatnonzero(embedded)[int(np.argmax(stops))])
             raise FormatError(
                 path,
                 header + int(at[bad]) + 8,
@@ -98,15 +115,17 @@ def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int
         offset = np.where(embedded, offset + data_start, offset)
     spelled: dict[str, str] = {}
     grouped: dict[str, list[tuple[int, int, str]]] = {}
-    for folder, suffix, first, end in runs:
+    for first, end, folder, suffix, _start in runs:
         key = folder_key(folder)
         spelled.setdefault(key, folder.strip("/"))
         grouped.setdefault(key, []).append((first, end, suffix))
-    _check_names(path, names, runs)
+    _check_names(path, raw, name_at, name_end, runs, header)
     return Archive(
         path=path,
         kind=f"VPK v{version}",
-        names=names,
+        text=tree,
+        name_at=name_at,
+        name_end=name_end,
         runs=grouped,
         spelled=spelled,
         crc=rec["crc"].copy(),
@@ -114,7 +133,7 @@ def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int
         offset=offset,
         length=length,
         preload_at=at + RECORD,
-        preload_len=rec["preload"].astype(np.int64),
+        preload_len=preload_len,
         preload=tree,
     )
 
@@ -123,13 +142,13 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _walk(path: str, tree: bytes, header: int) -> tuple[list[bytes], list[int], list[tuple[str, str, int, int]]]:
-    """Names, record offsets (into ``tree``) and (folder, suffix, first, end) runs, in the tree's order."""
+def _walk(path: str, tree: bytes, header: int) -> tuple[list[int], list[tuple[int, int, str, str, int]]]:
+    """Where each entry's name ends (its record follows) and the (first, end, folder, suffix, start) runs of
+    entries sharing a folder and extension, in the tree's order: one ``find`` and two byte reads per entry."""
     find = tree.find
-    names: list[bytes] = []
-    records: list[int] = []
-    runs: list[tuple[str, str, int, int]] = []
-    append_name, append_record = names.append, records.append
+    ends: list[int] = []
+    runs: list[tuple[int, int, str, str, int]] = []
+    append = ends.append
     size = len(tree)
     pos = 0
     try:
@@ -150,41 +169,56 @@ def _walk(path: str, tree: bytes, header: int) -> tuple[list[bytes], list[int], 
                 pos = end + 1
                 if not folder:
                     break
-                first = len(names)
+                first, start = len(ends), pos
                 while True:
                     end = find(b"\0", pos)
-                    if end < 0:
-                        raise _unterminated(path, header + pos, "file name")
                     if end == pos:
                         pos += 1
                         break
-                    append_name(tree[pos:end])
-                    append_record(end + 1)
+                    if end < 0:
+                        raise _unterminated(path, header + pos, "file name")
+                    append(end)
                     pos = end + 1 + RECORD + (tree[end + 5] | tree[end + 6] << 8)
                 if pos > size:
-                    raise FormatError(path, header + records[-1], "an entry's record or preload runs past the tree")
-                runs.append(("" if folder == b" " else _text(folder), suffix, first, len(names)))
+                    raise FormatError(path, header + ends[-1] + 1, "an entry's record or preload runs past the tree")
+                runs.append((first, len(ends), "" if folder == b" " else _text(folder), suffix, start))
     except IndexError:
         raise FormatError(
-            path, header + (records[-1] if records else 0), "an entry's record runs past the directory tree"
+            path, header + (ends[-1] + 1 if ends else 0), "an entry's record runs past the directory tree"
         ) from None
-    return names, records, runs
+    return ends, runs
 
 
 def _unterminated(path: str, offset: int, what: str) -> FormatError:
     return FormatError(path, offset, f"the directory tree ends inside a {what} (no NUL before its end)")
 
 
-def _check_names(path: str, names: list[bytes], runs: list[tuple[str, str, int, int]]) -> None:
-    """Refuse an archive naming an entry that would mean a place outside it (``..``, absolute, a drive)."""
-    for folder, _suffix, _first, _end in runs:
+def _check_names(
+    path: str, raw: np.ndarray, name_at: np.ndarray, name_end: np.ndarray, runs: list, header: int
+) -> None:
+    """Refuse an archive naming an entry that would mean a place outside it (``..``, absolute, a drive). Folders
+    are checked one by one; names (100,000 of them) at once: only those holding a separator, a colon or being
+    ``..`` are looked at closely."""
+    for _first, _end, folder, _suffix, _start in runs:
         if unsafe(folder):
             raise FormatError(path, None, f"an entry folder '{printable(folder, 120)}' climbs out or is absolute")
-    joined = b"\0".join(names)
-    if b"/" in joined or b"\\" in joined or b".." in joined or b":" in joined:
-        for folder, suffix, first, end in runs:
-            for i in range(first, end):
-                name = _text(names[i]) + suffix
-                whole = f"{folder}/{name}" if folder else name
-                if unsafe(whole) or unsafe(name):
-                    raise FormatError(path, None, f"entry '{printable(whole, 120)}' climbs out or is absolute")
+    for suffix in {run[3] for run in runs}:
+        if any(c in suffix for c in "/\\:"):
+            raise FormatError(path, None, f"an extension '{printable(suffix, 120)}' holds a path separator or drive")
+    if not len(name_at):
+        return
+    odd = np.flatnonzero((raw == ord("/")) | (raw == ord("\\")) | (raw == ord(":")))  # few, mostly in records
+    owner = np.searchsorted(name_at, odd, side="right") - 1
+    inside = (owner >= 0) & (odd < name_end[np.maximum(owner, 0)])
+    suspect = np.zeros(len(name_at), dtype=bool)
+    suspect[owner[inside]] = True
+    second = raw[np.minimum(name_at + 1, len(raw) - 1)]
+    dots = (name_end - name_at == 2) & (raw[name_at] == ord(".")) & (second == ord("."))
+    for i in np.flatnonzero(suspect | dots).tolist():
+        run = next(r for r in runs if r[0] <= i < r[1])
+        name = _text(bytes(raw[name_at[i] : name_end[i]])) + run[3]
+        whole = f"{run[2]}/{name}" if run[2] else name
+        if unsafe(whole) or unsafe(name):
+            raise FormatError(
+                path, header + int(name_at[i]), f"entry '{printable(whole, 120)}' climbs out or is absolute"
+            )

@@ -41,7 +41,7 @@ def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]
         for name in model.include_models:
             found = next((f for r in roots if (f := confinement.find(r, name))), None)
             if found is None:
-                where = "under the game's folders" if roots else "(the model is not inside a models/ folder)"
+                where = "under the game folder" if roots else "(the model is not inside a models/ folder)"
                 warnings.add(f"included model '{shown(name)}' was not found {where}; its animations are missing")
                 continue
             key = os.path.normcase(os.path.abspath(found))
