@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from archive_writer import GEntry, WEntry, model_entries, write_gma, write_vpk
 from conftest import bpy, samples_dir
 from source_writer import character_spec, write_source
 
@@ -300,3 +301,29 @@ def test_the_real_addon_vpk_lists_and_imports_textured(prefs):
         if n.type == "TEX_IMAGE" and n.image
     }
     assert images, "the material's textures come from the archive"
+
+
+def test_a_gma_and_a_multi_part_vpk_list_together_filtered_by_game(prefs, tmp_path):
+    """Garry's Mod addons come as .gma; a game's VPK keeps its data in numbered parts. Both list in one window."""
+    entries = model_entries(two_models(tmp_path / "content"))
+    gma = write_gma(tmp_path / "addons" / "props.gma", [GEntry(name, data) for name, data in entries])
+    knife = model_entries(write_source(character_spec(), tmp_path / "more" / "models" / "weapons", "knife").parents[2])
+    pak = write_vpk(
+        tmp_path / "game", "pak01", [WEntry(name, data, part=i % 2) for i, (name, data) in enumerate(knife)]
+    )
+    for path in (gma, pak):
+        assert bpy.ops.io_ms3d_mdl.mount_game(filepath=str(path)) == {"FINISHED"}
+    cat = catalog()
+    assert sorted((m.game, m.name) for m in cat.models) == [
+        ("pak01_dir.vpk", "knife.mdl"),
+        ("props.gma", "crate.mdl"),
+        ("props.gma", "guy.mdl"),
+    ]
+    cat.game = "props.gma"
+    assert shown_names() == ["guy.mdl", "crate.mdl"]
+    cat.game = "pak01_dir.vpk"
+    assert shown_names() == ["knife.mdl"]
+    cat.models.foreach_set("checked", [True] * len(cat.models))
+    assert bpy.ops.io_ms3d_mdl.import_game_models() == {"FINISHED"}  # from both archives in one call
+    assert {"guy", "crate", "knife"} <= set(bpy.data.collections.keys())
+    assert all(len(bpy.data.collections[n].all_objects) == 4 for n in ("guy", "crate", "knife"))
