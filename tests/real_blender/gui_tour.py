@@ -3,12 +3,14 @@
 Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
 
     blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d --rigged RIG.mdl
+        --vpk ADDON.vpk --steam STEAM_FOLDER
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
 objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source", Material Preview and the
-model's collision hull (its hidden physics collection, shown), and finally imports a rigged model while one of the
-first model's meshes is active.
+model's collision hull (its hidden physics collection, shown), imports a rigged model while one of the first
+model's meshes is active, shows the add-on's games in the Preferences window (a made-up Steam installation's games
+found, the VPK added), and finally opens Browse Game Models and clicks the VPK's first model, which imports.
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
