@@ -301,7 +301,7 @@ def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
 
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar",)
-GUI_SHOTS += ("material_preview", "physics", "preferences", "game_browser")
+GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -399,7 +399,9 @@ def test_gui_tour(gui_tools, installed, tmp_path):
         ["Team Fortress 2", True, True],
         ["knife.vpk", True, False],
     ], checks
-    assert checks["preferences_draws"] > 0, checks  # the games list drew in the Preferences window
+    assert checks["preferences_draws"] > 0 and checks["sidebar_game_models_draws"] > 0, (
+        checks
+    )  # the games list drew in the Preferences window
     assert checks["mount"] == ["FINISHED"] and checks["browser_open"] == ["RUNNING_MODAL"], checks
     assert checks["browser_models"] == ["models/v_models/v_knife_t.mdl", "models/w_models/weapons/w_knife_t.mdl"]
     assert checks["browser_index"] == 0 and checks["browser_import"] == 1806, checks  # a click imported it

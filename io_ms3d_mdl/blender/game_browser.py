@@ -147,6 +147,9 @@ class IO_MS3D_MDL_UL_game_models(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_property, index=0, flt_flag=0):
         row = layout.row(align=True)
         row.prop(item, "checked", text="")
+        if context.region is not None and context.region.type == "UI":  # the narrow sidebar: the name only
+            row.label(text=item.name, icon="MESH_ICOSPHERE")
+            return
         split = row.split(factor=0.4, align=True)
         split.label(text=item.name, icon="MESH_ICOSPHERE")
         split = split.split(factor=0.62, align=True)
@@ -285,32 +288,49 @@ class IO_MS3D_MDL_OT_mount_game(bpy.types.Operator, ImportHelper):
 # --- the window and the sidebar ----------------------------------------------------------------------------------
 
 
-def draw_browser(layout: bpy.types.UILayout, context: bpy.types.Context, rows: int = 20) -> None:
+def draw_browser(layout: bpy.types.UILayout, context: bpy.types.Context, rows: int = 20, compact: bool = False) -> None:
+    """The window's contents; ``compact`` for the sidebar: filters stacked, icon buttons, no import options."""
     cat = catalog(context)
-    row = layout.row(align=True)
-    row.prop(cat, "search", text="", icon="VIEWZOOM", placeholder="Name")
+    filters = layout.column(align=True) if compact else layout.row(align=True)
+    filters.prop(cat, "search", text="", icon="VIEWZOOM", placeholder="Name")
+    row = filters.row(align=True) if compact else filters
     row.prop(cat, "folder", text="", icon="FILE_FOLDER", placeholder="Folder")
     row.prop(cat, "game", text="")
     flags = shown(cat)
     total = len(cat.models)
     if not total:
-        box = layout.box()
-        mounts = preferences.mounted_games(context, discover=False)
-        if mounts:
-            box.label(text=f"No models listed from {len(mounts)} mounted game(s) and archive(s): press Refresh.")
-        else:
-            box.label(text="Nothing mounted yet: mount a game (gameinfo.txt) or a .vpk/.gma archive,", icon="INFO")
-            box.label(text="or list your Steam games in the add-on's preferences.")
+        _draw_empty(layout.box(), context)
     layout.template_list(IO_MS3D_MDL_UL_game_models.__name__, "", cat, "models", cat, "index", rows=rows)
+    checked = sum(1 for m in cat.models if m.checked)
+    counts = f"{sum(flags):,} of {total:,} shown, {checked:,} checked"
+    check = IO_MS3D_MDL_OT_check_game_models.bl_idname
+    if compact:
+        layout.label(text=counts)
+        row = layout.row(align=True)
+        row.prop(cat, "import_on_click", text="Click Imports")
+        row.operator(check, text="", icon="CHECKBOX_HLT").check = True
+        row.operator(check, text="", icon="CHECKBOX_DEHLT").check = False
+        row.operator(IO_MS3D_MDL_OT_mount_game.bl_idname, text="", icon="ADD")
+        row.operator(IO_MS3D_MDL_OT_refresh_game_models.bl_idname, text="", icon="FILE_REFRESH")
+        return
     row = layout.row(align=True)
-    row.label(text=f"{sum(flags):,} of {total:,} models shown, {sum(1 for m in cat.models if m.checked):,} checked")
-    row.operator(IO_MS3D_MDL_OT_check_game_models.bl_idname, text="Check Shown", icon="CHECKBOX_HLT").check = True
-    row.operator(IO_MS3D_MDL_OT_check_game_models.bl_idname, text="Uncheck All", icon="CHECKBOX_DEHLT").check = False
+    row.label(text=counts.replace(" shown", " models shown"))
+    row.operator(check, text="Check Shown", icon="CHECKBOX_HLT").check = True
+    row.operator(check, text="Uncheck All", icon="CHECKBOX_DEHLT").check = False
     row = layout.row(align=True)
     row.prop(cat, "import_on_click")
     row.operator(IO_MS3D_MDL_OT_mount_game.bl_idname, text="Mount...", icon="ADD")
     row.operator(IO_MS3D_MDL_OT_refresh_game_models.bl_idname, icon="FILE_REFRESH")
     _draw_options(layout, context, cat)
+
+
+def _draw_empty(box: bpy.types.UILayout, context: bpy.types.Context) -> None:
+    mounts = preferences.mounted_games(context, discover=False)
+    if mounts:
+        box.label(text=f"Nothing listed from {len(mounts)} mounted game(s) or archive(s): press Refresh.", icon="INFO")
+    else:
+        box.label(text="Nothing mounted yet: mount a game (gameinfo.txt) or a .vpk/.gma archive,", icon="INFO")
+        box.label(text="or list your Steam games in the add-on's preferences.")
 
 
 def _draw_options(layout: bpy.types.UILayout, context: bpy.types.Context, cat: IO_MS3D_MDL_game_catalog) -> None:
@@ -364,7 +384,7 @@ class IO_MS3D_MDL_PT_game_models(bpy.types.Panel):
     def draw(self, context: bpy.types.Context) -> None:
         layout = self.layout
         layout.operator(IO_MS3D_MDL_OT_browse_game_models.bl_idname, text="Open Browser Window", icon="WINDOW")
-        draw_browser(layout, context, rows=8)
+        draw_browser(layout, context, rows=8, compact=True)
         layout.operator(IO_MS3D_MDL_OT_import_game_models.bl_idname, icon="IMPORT")
 
 

@@ -121,6 +121,7 @@ def counted(name: str, original):
 
 
 PREFERENCE_DRAWS = [0]
+GAME_MODELS_DRAWS = [0]
 
 
 def counted_into(counter: list, original):
@@ -358,6 +359,24 @@ def tour():
     closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
     assert closed, "the preferences window did not close"
     yield 0.5
+
+    # The sidebar's Game Models panel (first in the "Source" tab, closed): opened with a click on its header, it
+    # lists the VPK's models.
+    game_models = bpy.types.IO_MS3D_MDL_PT_game_models
+    game_models.draw = counted_into(GAME_MODELS_DRAWS, game_models.draw)
+    sx, sy, sw, sh = area_rect(find_region(view3d, "UI"))
+    checks["sidebar_rect"] = [sx, sy, sw, sh]
+    for header_y in range(sy + 16, sy + 40, 8):  # the header's middle (a retry lower, should the layout shift)
+        xdotool("mousemove", sx + sw // 2, header_y)
+        yield 0.3
+        xdotool("click", 1)
+        opened = yield from wait_until(lambda: GAME_MODELS_DRAWS[0] > 0, 2.0)
+        if opened:
+            break
+    xdotool("mousemove", sx - 300, sy + sh // 2)  # no hover highlight in the shot
+    yield 1.5
+    checks["sidebar_game_models_draws"] = GAME_MODELS_DRAWS[0]
+    shot("sidebar_game_models", [sx - 200, sy, sw + 200, 520], "the sidebar's Game Models panel, opened")
 
     # Browse Game Models: the VPK mounted above (what the window's Mount... does), open the window with the mouse
     # at the screen's centre (Blender puts its confirm button under the mouse), and click the first model's row.
