@@ -89,8 +89,9 @@ def fill(context: bpy.types.Context, rows: list[game_sources.ModelRow]) -> None:
     cat = catalog(context)
     cat.models.clear()
     rows = sorted(rows, key=lambda r: (r.game.lower(), r.folder.lower(), _natural(r.name)))
+    models = cat.models
     for row in rows:
-        item = cat.models.add()
+        item = models.add()
         item.name, item.path, item.game, item.folder = row.name, row.path, row.game, row.folder
     cat["index"] = -1  # without the update: nothing is picked
     _index(rows)
@@ -100,12 +101,16 @@ def fill(context: bpy.types.Context, rows: list[game_sources.ModelRow]) -> None:
         cat.game = "*"
 
 
-def _natural(name: str) -> list:
-    """Sort key putting ``knife_2`` before ``knife_10``, as Blender's file browser does."""
-    return [int(part) if part.isdigit() else part for part in _DIGITS.split(name.lower())]
+def _natural(name: str) -> str:
+    """Sort key putting ``knife_2`` before ``knife_10``, as Blender's file browser does (numbers zero-padded)."""
+    return _DIGITS.sub(_padded, name.lower())
 
 
-_DIGITS = re.compile(r"(\d+)")
+def _padded(match: re.Match) -> str:
+    return match.group().zfill(12)
+
+
+_DIGITS = re.compile(r"\d+")
 
 
 def _index(rows) -> None:
@@ -265,7 +270,7 @@ class IO_MS3D_MDL_OT_mount_game(bpy.types.Operator, ImportHelper):
     """Mount a game (its gameinfo.txt or folder) or a .vpk/.gma archive: added to the add-on's games and listed"""
 
     bl_idname = "io_ms3d_mdl.mount_game"
-    bl_label = "Mount Game or Archive"
+    bl_label = "Mount"
     bl_options = {"INTERNAL"}  # noqa: RUF012 - Blender reads a set
 
     filename_ext = ""

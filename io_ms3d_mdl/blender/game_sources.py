@@ -19,10 +19,11 @@ class ModelRow:
     path: str
     game: str
     folder: str
+    name: str = ""  # the file name (taken from ``path`` when not given)
 
-    @property
-    def name(self) -> str:
-        return self.path.replace("\\", "/").rsplit("/", 1)[-1]
+    def __post_init__(self) -> None:
+        if not self.name:
+            object.__setattr__(self, "name", self.path.replace("\\", "/").rsplit("/", 1)[-1])
 
 
 def is_archive(path: str) -> bool:
@@ -44,4 +45,4 @@ def steam_games(steam_folder: str = "") -> list[tuple[str, str]]:
 def list_models(mounted: Sequence[str]) -> list[ModelRow]:
     """Every model of the mounted games and archives, as rows (game: its title or archive name; folder: where it
     lies inside its game or archive)."""
-    return [ModelRow(e.path, e.label, posixpath.dirname(e.name)) for e in mounts.list_models(mounted)]
+    return [ModelRow(e.path, e.label, *posixpath.split(e.name)) for e in mounts.list_models(mounted)]

@@ -96,7 +96,7 @@ class IO_MS3D_MDL_OT_add_game(bpy.types.Operator, ImportHelper):
     """Add a game folder (pick its gameinfo.txt or the folder), a mod folder, or a .vpk/.gma archive to mount"""
 
     bl_idname = "io_ms3d_mdl.add_game"
-    bl_label = "Add Game or Archive"
+    bl_label = "Add"
     bl_options = {"INTERNAL"}
 
     filename_ext = ""
