@@ -345,9 +345,17 @@ def _draw_options(layout: bpy.types.UILayout, context: bpy.types.Context, cat: I
     last = context.window_manager.operator_properties_last(IMPORT_OPERATOR)
     if body and last is not None:
         grid = body.grid_flow(columns=2, even_columns=True)
-        for prop in last.bl_rna.properties:
-            if prop.identifier not in NOT_OPTIONS and not prop.is_hidden:
-                grid.prop(last, prop.identifier)
+        names = [p.identifier for p in last.bl_rna.properties if p.identifier not in NOT_OPTIONS and not p.is_hidden]
+        for name in sorted(names, key=lambda n: OPTION_ORDER.index(n) if n in OPTION_ORDER else len(OPTION_ORDER)):
+            grid.prop(last, name)
+
+
+# The options in the order of the import operator's own sidebar sections (Transform, Geometry, Armature, ...).
+OPTION_ORDER = (
+    "units", "scale", "axis_forward", "axis_up", "lod", "all_lods", "bone_orientation", "armature_for_static_props",
+    "import_animations", "animations", "find_materials", "texture_output", "import_attachments", "import_hitboxes",
+    "import_physics", "work_limit",
+)  # fmt: skip
 
 
 WINDOW_ROWS = 20
