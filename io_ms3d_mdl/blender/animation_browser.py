@@ -15,7 +15,7 @@ from ..scene.load import load_source_animation
 from ..scene.source.convert import SourceOptions
 from ..scene.types import AnimationEntry
 from .animation import Limits, build_action, set_scene_timing, stash_actions
-from .preferences import search_roots
+from .preferences import mounted_games, search_roots
 
 
 class IO_MS3D_MDL_animation_item(bpy.types.PropertyGroup):
@@ -69,6 +69,7 @@ def _build(armature: bpy.types.Object, collection: bpy.types.Collection, name: s
         scale=float(collection["source_scale"]),
         bone_orientation=str(collection["source_bone_orientation"]),
         search_roots=search_roots(bpy.context),
+        mounts=mounted_games(bpy.context),
     )
     scene = load_source_animation(str(collection["source_path"]), name, options, float(collection["source_fps"]))
     if not scene.actions:

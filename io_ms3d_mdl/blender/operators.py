@@ -14,7 +14,7 @@ from ..scene.ms3d.convert import Ms3dOptions
 from ..scene.source.convert import INCH, SourceOptions
 from .importer import ImportResult, import_files
 from .material import texture_output
-from .preferences import allow_absolute_paths, search_roots
+from .preferences import allow_absolute_paths, mounted_games, search_roots
 
 
 class _MultiFileImport(ImportHelper):
@@ -120,6 +120,7 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
             import_animation=self.import_animation,
             bone_tails=self.bone_tails,
             search_roots=search_roots(bpy.context),
+            mounts=mounted_games(bpy.context),
             allow_absolute_paths=allow_absolute_paths(bpy.context),
             work_limit=self.work_limit,
         )
@@ -266,6 +267,7 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
             animations=self.animations,
             find_materials=self.find_materials,
             search_roots=search_roots(bpy.context),
+            mounts=mounted_games(bpy.context),
             work_limit=self.work_limit,
             axis_forward=self.axis_forward,
             axis_up=self.axis_up,
@@ -321,6 +323,7 @@ class IO_FH_ms3d(bpy.types.FileHandler, _DropOnViewport):
 def menu_import(self: bpy.types.Menu, context: bpy.types.Context) -> None:
     self.layout.operator(IMPORT_SCENE_OT_ms3d.bl_idname, text="MilkShape 3D (.ms3d)")
     self.layout.operator(IMPORT_SCENE_OT_source_mdl.bl_idname, text="Source Model (.mdl)")
+    self.layout.operator("io_ms3d_mdl.browse_game_models", text="Game Models (Source, VPK, GMA)...")
 
 
 CLASSES = (IMPORT_SCENE_OT_ms3d, IO_FH_ms3d, IMPORT_SCENE_OT_source_mdl, IO_FH_source_mdl)

@@ -15,6 +15,8 @@ CLASSES = (
     "IO_MS3D_MDL_PT_source_object",
     "IO_MS3D_MDL_PT_source_collection",
     "IO_MS3D_MDL_PT_source_view3d",
+    "IO_MS3D_MDL_OT_browse_game_models",
+    "IO_MS3D_MDL_PT_game_models",
 )
 menu = bpy.types.TOPBAR_MT_file_import._dyn_ui_initialize()  # the functions appended to File > Import
 state = {

@@ -3,12 +3,14 @@
 Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
 
     blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d --rigged RIG.mdl
+        --vpk ADDON.vpk --steam STEAM_FOLDER
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
 objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source", Material Preview and the
-model's collision hull (its hidden physics collection, shown), and finally imports a rigged model while one of the
-first model's meshes is active.
+model's collision hull (its hidden physics collection, shown), imports a rigged model while one of the first
+model's meshes is active, shows the add-on's games in the Preferences window (a made-up Steam installation's games
+found, the VPK added), and finally opens Browse Game Models and clicks the VPK's first model, which imports.
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
@@ -31,6 +33,8 @@ from weight_summary import weight_summary
 
 ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
+BROWSER_FIRST_ROW = (150, 540)  # where the browser window's first row lies when opened at the screen's centre
+BROWSER_CROP = [8, 450, 1164, 344]  # the window, opened at the centre with two models
 DEADLINE = 240.0  # seconds: the tour gives up (and says so) rather than hang the test
 
 parser = argparse.ArgumentParser()
@@ -39,6 +43,8 @@ parser.add_argument("--mdl", required=True)
 parser.add_argument("--ms3d", required=True)
 parser.add_argument("--rigged", required=True)
 parser.add_argument("--goldsrc", default="", help="a GoldSrc (Half-Life 1) model to import and show")
+parser.add_argument("--vpk", required=True)
+parser.add_argument("--steam", required=True)
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
@@ -115,6 +121,18 @@ def counted(name: str, original):
     return draw
 
 
+PREFERENCE_DRAWS = [0]
+GAME_MODELS_DRAWS = [0]
+
+
+def counted_into(counter: list, original):
+    def draw(self, context):  # exactly (self, context), as counted() says
+        counter[0] += 1
+        original(self, context)
+
+    return draw
+
+
 def model_objects(collection: bpy.types.Collection) -> list[bpy.types.Object]:
     return sorted(collection.all_objects, key=lambda o: (o.type != "MESH", o.name))
 
@@ -163,7 +181,7 @@ def tour():
     xdotool("mousemove", 70, 300)
     xdotool("mousemove", 90, 311)
     yield 1.5
-    shot("import_menu", [0, 0, 760, 520], "File > Import with the MilkShape 3D and Source Model entries")
+    shot("import_menu", [0, 0, 760, 550], "File > Import with the MilkShape 3D, Source Model and Game Models entries")
     xdotool("mousemove", 800, 600)
     xdotool("click", 1)  # outside the menu: closes it (and deselects, harmless before the import)
     yield 0.8
@@ -352,6 +370,83 @@ def goldsrc_stop(view3d: bpy.types.Area):
     assert compiled, "shaders still compiling after 90 s"
     yield 3.0
     shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
+
+    # The add-on's preferences: the games of a (made-up) Steam installation found, one turned off, and the VPK
+    # added, in the Add-ons section with the entry expanded.
+    prefs = bpy.context.preferences.addons[ADDON].preferences
+    prefs.steam_folder = ARGS.steam
+    with override():
+        checks["steam"] = sorted(bpy.ops.io_ms3d_mdl.find_steam_games())
+        checks["mount"] = sorted(bpy.ops.io_ms3d_mdl.mount_game(filepath=ARGS.vpk))
+    prefs.games[0].enabled = False
+    checks["games"] = [(g.title, g.enabled, g.steam) for g in prefs.games]
+    bpy.context.preferences.active_section = "ADDONS"
+    bpy.context.window_manager.addon_search = "Source"
+    windows = len(bpy.context.window_manager.windows)
+    preferences_class = type(prefs)
+    preferences_class.draw = counted_into(PREFERENCE_DRAWS, preferences_class.draw)
+    with override():
+        bpy.ops.screen.userpref_show()
+    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+    assert opened, "no preferences window opened"
+    preferences = bpy.context.window_manager.windows[-1]
+    yield 1.5
+    top = main_window().height - (preferences.y + preferences.height)  # the window's top edge on the X screen
+    # Click the entry's disclosure triangle (bl_info's show_expanded set from here does not reach the window's
+    # copy); the count of our preferences' draws says it opened.
+    xdotool("mousemove", preferences.x + 188, top + 55)
+    yield 0.3
+    xdotool("click", 1)
+    xdotool("mousemove", preferences.x + preferences.width // 2, top + preferences.height - 40)  # no hover
+    yield 1.5
+    checks["preferences_draws"] = PREFERENCE_DRAWS[0]
+    rect = [preferences.x, top, preferences.width, preferences.height]
+    shot("preferences", rect, "Add-ons: the games (Steam's, one off) and the VPK in the extension's preferences")
+    with bpy.context.temp_override(window=preferences):
+        bpy.ops.wm.window_close()
+    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+    assert closed, "the preferences window did not close"
+    yield 0.5
+
+    # The sidebar's Game Models panel (first in the "Source" tab, closed): opened with a click on its header, it
+    # lists the VPK's models.
+    game_models = bpy.types.IO_MS3D_MDL_PT_game_models
+    game_models.draw = counted_into(GAME_MODELS_DRAWS, game_models.draw)
+    sx, sy, sw, sh = area_rect(find_region(view3d, "UI"))
+    checks["sidebar_rect"] = [sx, sy, sw, sh]
+    for header_y in range(sy + 16, sy + 40, 8):  # the header's middle (a retry lower, should the layout shift)
+        xdotool("mousemove", sx + sw // 2, header_y)
+        yield 0.3
+        xdotool("click", 1)
+        opened = yield from wait_until(lambda: GAME_MODELS_DRAWS[0] > 0, 2.0)
+        if opened:
+            break
+    xdotool("mousemove", sx - 300, sy + sh // 2)  # no hover highlight in the shot
+    yield 1.5
+    checks["sidebar_game_models_draws"] = GAME_MODELS_DRAWS[0]
+    shot("sidebar_game_models", [sx - 200, sy, sw + 200, 520], "the sidebar's Game Models panel, opened")
+
+    # Browse Game Models: the VPK mounted above (what the window's Mount... does), open the window with the mouse
+    # at the screen's centre (Blender puts its confirm button under the mouse), and click the first model's row.
+    catalog = bpy.context.window_manager.io_ms3d_mdl_game_catalog
+    catalog.search = "knife"
+    checks["browser_models"] = [m.path[len(ARGS.vpk) + 1 :].replace(os.sep, "/") for m in catalog.models]
+    xdotool("mousemove", 800, 500)
+    yield 0.5
+    with override():
+        checks["browser_open"] = sorted(bpy.ops.io_ms3d_mdl.browse_game_models("INVOKE_DEFAULT"))
+    yield 2.0
+    xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1])
+    yield 0.5
+    xdotool("click", 1)
+    imported = yield from wait_until(lambda: "v_knife_t" in bpy.data.collections, 30)
+    checks["browser_index"] = catalog.index
+    assert imported, "a click on the first model's row imported nothing"
+    knife = bpy.data.collections["v_knife_t"]
+    checks["browser_import"] = sum(len(o.data.polygons) for o in knife.all_objects if o.type == "MESH")
+    xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1] + 120)  # no hover highlight on the row
+    yield 2.0
+    shot("game_browser", BROWSER_CROP, "Browse Game Models: an add-on VPK's models, the first one imported")
 
 
 GENERATOR = tour()
