@@ -148,7 +148,9 @@ def built(name: str, build: Callable[[Path], Path], folder: Path) -> TreeSeed:
 
 
 def hostile_builders() -> dict[str, Callable[[Path], Path]]:
-    """The crafted cases of ``tests/hostile.py``; MilkShape ones in ``model/`` so the canary lies outside it."""
+    """The crafted cases of ``tests/hostile.py`` and ``tests/fuzz_seeds.py``; MilkShape ones in ``model/`` so the
+    canary lies outside it."""
+    import fuzz_seeds
     import hostile
 
     return {
@@ -171,6 +173,7 @@ def hostile_builders() -> dict[str, Callable[[Path], Path]]:
         "hostile fixup bomb.mdl": hostile.source_fixup_bomb,
         "hostile huge texture.mdl": hostile.source_huge_texture,
         "hostile extreme floats.mdl": hostile.source_extreme_floats,
+        **fuzz_seeds.BUILDERS,
     }
 
 
@@ -409,7 +412,23 @@ def non_finite_data() -> list[str]:
         for fc in fcurves(a)
         if _not_finite(fc.keyframe_points, "co", 2)
     ]
+    bad += [f"image {i.name!r}" for i in bpy.data.images if _float_image(i) and _not_finite_pixels(i)]
     return bad
+
+
+def _not_finite_pixels(image: Any) -> bool:
+    import numpy as np
+
+    values = np.empty(image.size[0] * image.size[1] * image.channels, np.float32)
+    image.pixels.foreach_get(values)
+    return not np.isfinite(values).all()
+
+
+def _float_image(image: Any) -> bool:
+    """A float image (HDR textures: packed DDS or OpenEXR); reading its size makes Blender decode it."""
+    if image.packed_file is None or not image.name.lower().endswith((".dds", ".exr")):
+        return False
+    return image.size[0] > 0 and image.is_float
 
 
 def _under(path: str, folders: list[str]) -> bool:
