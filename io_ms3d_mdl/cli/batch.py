@@ -37,6 +37,7 @@ from .needs_blender import BlenderMissing, bpy_available, inside_blender
 from .output_log import NotOurLog, close_log, log_path, open_log, read_log, still_ours
 from .progress import Progress
 from .reports import (
+    ReportInvalid,
     ReportWriter,
     failure,
     load_report,
@@ -122,6 +123,9 @@ def main(argv: list[str], prog: str = "io-ms3d-mdl batch") -> int:
     except (UsageError, BlenderMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ReportInvalid as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def run(args: argparse.Namespace) -> int:
