@@ -110,9 +110,16 @@ _records: list[list[str]] = []
 _hooked = False
 
 
+PATH_ONLY = getattr(os, "O_PATH", 0)
+
+
 def _audit(event: str, args: tuple) -> None:
-    """Cheap while nothing records: it runs for every audited event of the process."""
+    """Cheap while nothing records: it runs for every audited event of the process. A path-only descriptor
+    (``O_PATH``: how ``access.py`` asks the kernel where a found file leads, on Linux) reads nothing and opens no
+    device or FIFO, so it is not a touch; everything else that opens or lists is."""
     watched = _records and event in ("open", "os.listdir", "os.scandir") and args
+    if watched and event == "open" and PATH_ONLY and len(args) > 2 and isinstance(args[2], int):
+        watched = not args[2] & PATH_ONLY
     if watched and isinstance(args[0], (str, bytes, os.PathLike)):
         _records[-1].append(os.path.abspath(os.fsdecode(args[0])))
 
