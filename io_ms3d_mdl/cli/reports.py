@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import NotAModel, Task, parse_shard
+from .no_links import LinkInTheWay
 from .safe_write import OutputExists, write_text
 
 KIND = "io_ms3d_mdl batch report"
@@ -35,7 +36,7 @@ def one_line(message: str, limit: int = 500) -> str:
 
 def describe(exc: BaseException) -> str:
     """Our own refusals as they stand; anything else with its type, which says more than its text alone."""
-    return str(exc) if isinstance(exc, OutputExists | NotAModel) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, OutputExists | NotAModel | LinkInTheWay) else f"{type(exc).__name__}: {exc}"
 
 
 def new_record(source: Path) -> dict[str, Any]:
@@ -242,8 +243,16 @@ class ReportWriter:
     """Keeps the report on disk whole and at most CHECKPOINT_SECONDS behind, so a run that is killed can be
     resumed. Until a task has its new record, the earlier report's record for it is kept."""
 
-    def __init__(self, path: Path, meta: dict[str, Any], order: list[str], earlier: dict[str, dict]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        meta: dict[str, Any],
+        order: list[str],
+        earlier: dict[str, dict],
+        root: Path | None = None,
+    ) -> None:
         self.path = path
+        self.root = root  # the output folder: the report is written below it without following a link
         self.meta = meta
         self.order = order
         self.earlier = earlier
@@ -272,7 +281,7 @@ class ReportWriter:
             "seconds": round(time.perf_counter() - self.started, 3),
             "files": self.files(),
         }
-        write_text(self.path, json.dumps(report, indent=2))
+        write_text(self.path, json.dumps(report, indent=2), self.root)
         self.written = time.perf_counter()
 
 
