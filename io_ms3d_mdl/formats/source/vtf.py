@@ -103,6 +103,9 @@ BLOCK_BYTES = {
 }
 
 
+BAND_BLOCKS = 8192  # blocks decoded at once (a band of 4-pixel rows): bounds the decoders' scratch memory
+
+
 class UnsupportedTexture(Exception):
     """A texture that is valid but in a format this decoder does not handle (reported, never misdecoded)."""
 
@@ -293,19 +296,29 @@ def _colors(c0: np.ndarray, c1: np.ndarray, four_always: bool, transparent: bool
 
 
 def _decode_blocks(block: bytes, fmt: str, width: int, height: int) -> np.ndarray:
-    """Any block-compressed image: per-block pixels (nb, 16, 4), then laid out as rows of 4×4 tiles."""
+    """Any block-compressed image: per-block pixels (k, 16, 4), laid out as rows of 4×4 tiles, a band of block rows
+    at a time straight into the image, so the decoders' scratch (bits, indices, endpoints: many times the pixels
+    they make) stays bounded whatever the texture's size, and memory follows the image made."""
     bw, bh = max(1, (width + 3) // 4), max(1, (height + 3) // 4)
-    blocks = np.frombuffer(block, np.uint8).reshape(bw * bh, BLOCK_BYTES[fmt])
-    if fmt == "BC7":
-        pixels = _decode_bc7(blocks)
-    elif fmt.startswith("BC6H"):
-        pixels = decode_bc6h(blocks, signed=fmt == "BC6H_SF16")
-    elif fmt in ("ATI1N", "BC4", "ATI2N", "BC5"):
-        pixels = _decode_bc4_bc5(blocks)
-    else:
-        pixels = _decode_dxt(blocks, fmt)
-    image = pixels.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
-    return np.ascontiguousarray(image[:height, :width])
+    blocks = np.frombuffer(block, np.uint8).reshape(bh, bw, BLOCK_BYTES[fmt])
+    hdr = fmt.startswith("BC6H")
+    image = np.empty((height, width, 4), np.float32 if hdr else np.uint8)
+    band = max(1, BAND_BLOCKS // bw)
+    for top in range(0, bh, band):
+        rows = blocks[top : top + band].reshape(-1, BLOCK_BYTES[fmt])
+        if fmt == "BC7":
+            pixels = _decode_bc7(rows)
+        elif hdr:
+            pixels = decode_bc6h(rows, signed=fmt == "BC6H_SF16")
+        elif fmt in ("ATI1N", "BC4", "ATI2N", "BC5"):
+            pixels = _decode_bc4_bc5(rows)
+        else:
+            pixels = _decode_dxt(rows, fmt)
+        count = len(rows) // bw
+        tiles = pixels.reshape(count, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(count * 4, bw * 4, 4)
+        y = 4 * top
+        image[y : y + 4 * count] = tiles[: height - y, :width]
+    return image
 
 
 def _decode_dxt(blocks: np.ndarray, fmt: str) -> np.ndarray:
