@@ -111,9 +111,16 @@ _records: list[list[str]] = []
 _hooked = False
 
 
+PATH_ONLY = getattr(os, "O_PATH", 0)
+
+
 def _audit(event: str, args: tuple) -> None:
-    """Cheap while nothing records: it runs for every audited event of the process."""
+    """Cheap while nothing records: it runs for every audited event of the process. A path-only descriptor
+    (``O_PATH``: how ``access.py`` asks the kernel where a found file leads, on Linux) reads nothing and opens no
+    device or FIFO, so it is not a touch; everything else that opens or lists is."""
     watched = _records and event in ("open", "os.listdir", "os.scandir") and args
+    if watched and event == "open" and PATH_ONLY and len(args) > 2 and isinstance(args[2], int):
+        watched = not args[2] & PATH_ONLY
     if watched and isinstance(args[0], (str, bytes, os.PathLike)):
         _records[-1].append(os.path.abspath(os.fsdecode(args[0])))
 
@@ -149,7 +156,9 @@ def built(name: str, build: Callable[[Path], Path], folder: Path) -> TreeSeed:
 
 
 def hostile_builders() -> dict[str, Callable[[Path], Path]]:
-    """The crafted cases of ``tests/hostile.py``; MilkShape ones in ``model/`` so the canary lies outside it."""
+    """The crafted cases of ``tests/hostile.py`` and ``tests/fuzz_seeds.py``; MilkShape ones in ``model/`` so the
+    canary lies outside it."""
+    import fuzz_seeds
     import hostile
 
     return {
@@ -179,6 +188,7 @@ def hostile_builders() -> dict[str, Callable[[Path], Path]]:
         "hostile goldsrc cyclic parents.mdl": hostile.goldsrc_cyclic_parents,
         "hostile goldsrc frame bomb.mdl": hostile.goldsrc_frame_bomb,
         "hostile goldsrc empty spans.mdl": hostile.goldsrc_empty_spans,
+        **fuzz_seeds.BUILDERS,
     }
 
 
@@ -428,7 +438,23 @@ def non_finite_data() -> list[str]:
         for fc in fcurves(a)
         if _not_finite(fc.keyframe_points, "co", 2)
     ]
+    bad += [f"image {i.name!r}" for i in bpy.data.images if _float_image(i) and _not_finite_pixels(i)]
     return bad
+
+
+def _not_finite_pixels(image: Any) -> bool:
+    import numpy as np
+
+    values = np.empty(image.size[0] * image.size[1] * image.channels, np.float32)
+    image.pixels.foreach_get(values)
+    return not np.isfinite(values).all()
+
+
+def _float_image(image: Any) -> bool:
+    """A float image (HDR textures: packed DDS or OpenEXR); reading its size makes Blender decode it."""
+    if image.packed_file is None or not image.name.lower().endswith((".dds", ".exr")):
+        return False
+    return image.size[0] > 0 and image.is_float
 
 
 def _under(path: str, folders: list[str]) -> bool:

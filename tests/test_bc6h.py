@@ -252,3 +252,83 @@ def test_bc6h_falls_back_to_a_linear_float_image(addon, monkeypatch, signed):
     assert image.name == "fallback.exr" and image.is_float and image.colorspace_settings.name == dds.LINEAR
     assert image.packed_file is not None and image.file_format == "OPEN_EXR"
     np.testing.assert_array_equal(blender_floats(image), blocks.decode())
+
+
+# --- infinities never reach Blender -------------------------------------------------------------------------------
+
+# A signed mode-15 block (16-bit endpoints) whose endpoints are all 0x8000: -32768 unquantized, a magnitude of
+# 0x7C00 once scaled, -inf in every channel (Blender's decoder and ours alike).
+MINUS_INFINITY = (15 | 1 << 39 | 1 << 49 | 1 << 59).to_bytes(16, "little")
+
+
+def test_signed_0x8000_endpoints_decode_to_minus_infinity():
+    """What the guard is for: the decoders are right to give -inf (the specification's arithmetic does)."""
+    block = np.frombuffer(MINUS_INFINITY, np.uint8).reshape(1, 16)
+    assert (bc6h.decode_bc6h(block, signed=True)[0, :, :3] == -np.inf).all()
+
+
+def test_finite_pixels_clamps_to_half_floats_and_zeroes_nan():
+    from io_ms3d_mdl.scene.finite import HALF_MAX, finite_pixels
+
+    pixels = np.array([[np.nan, np.inf, -np.inf, 1e6], [-7e4, 65504.0, -1.5, 0.25]], np.float32)
+    assert finite_pixels(pixels) == 5
+    np.testing.assert_array_equal(pixels, [[0, HALF_MAX, -HALF_MAX, HALF_MAX], [-HALF_MAX, 65504.0, -1.5, 0.25]])
+    assert finite_pixels(pixels) == 0 and finite_pixels(np.full((2, 2, 4), 255, np.uint8)) == 0
+
+
+def infinite_vtf() -> tuple[bytes, np.ndarray]:
+    """An 8×4 signed BC6H VTF: one ordinary block, one of -inf; and what the pixels become once guarded."""
+    ordinary = random_blocks(1, seed=33)
+    data = vtf_bytes(71, 8, 4, [ordinary.tobytes() + MINUS_INFINITY])
+    expected = read_vtf_bytes(data).faces[0].copy()
+    assert np.isinf(expected[:, 4:, :3]).all() and np.isfinite(expected[:, :4]).all()
+    expected[:, 4:, :3] = -65504.0
+    return data, expected
+
+
+def load_with_warnings(blocks: BlockImage, name: str) -> tuple[bpy.types.Image, list[str]]:
+    from io_ms3d_mdl.blender.material import ImageLoader, build_material
+    from io_ms3d_mdl.errors import Warnings
+
+    warnings = Warnings()
+    loader = ImageLoader(warnings)
+    for n in range(2):  # two materials with such a texture: still one warning
+        ref = ImageRef(f"{name}{n}.vtf", f"/nowhere/{name}{n}.vtf", loadable=False, blocks=blocks)
+        material = build_material(MaterialData(f"{name}{n}", (1.0, 1.0, 1.0), base_texture=ref), loader)
+    node = next(n for n in material.node_tree.nodes if n.bl_idname == "ShaderNodeTexImage")
+    return node.image, list(warnings)
+
+
+@needs_blender
+@pytest.mark.parametrize("decoder", ["blender", "numpy"])
+def test_infinite_bc6h_pixels_reach_blender_finite(addon, monkeypatch, tmp_path, decoder):
+    """Whichever decoder made the floats (Blender's DDS loader, or ours where Blender cannot), the image Blender
+    holds, and keeps through save and reload, is finite: -inf clamped to -65504, the other pixels untouched, and
+    one warning."""
+    from io_ms3d_mdl.blender import dds
+    from io_ms3d_mdl.scene.finite import PIXEL_WARNING
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    if decoder == "numpy":
+        monkeypatch.setattr(dds, "decodes_as_ours", lambda image: False)
+    data, expected = infinite_vtf()
+    kept = read_vtf_bytes(data, keep_blocks=True).blocks[0]
+    assert decoder == "numpy" or dds.decodes_as_ours(kept)
+    image, warnings = load_with_warnings(kept, f"inf_{decoder}")
+    assert warnings == [PIXEL_WARNING]
+    assert image.is_float and image.colorspace_settings.name == dds.LINEAR and image.file_format == "OPEN_EXR"
+    np.testing.assert_array_equal(blender_floats(image), expected)
+    name = image.name
+    path = tmp_path / "guarded.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    np.testing.assert_array_equal(blender_floats(bpy.data.images[name]), expected)
+
+
+@needs_blender
+def test_finite_bc6h_from_blender_stays_a_packed_dds(addon):
+    """The check costs a read-back, never the DDS: an image without infinities keeps Blender's packed blocks."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    blocks = BlockImage("BC6H_SF16", 8, 4, random_blocks(2, seed=34).tobytes())
+    image, warnings = load_with_warnings(blocks, "fine")
+    assert warnings == [] and image.name == "fine1.dds" and image.packed_file.size == 4 + 124 + 20 + 32

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +26,7 @@ from pcx_writer import (
 
 from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
-from io_ms3d_mdl.formats.images import TextureTooLarge, decode_pcx, read_pcx
+from io_ms3d_mdl.formats.images import TextureTooLarge, decode_pcx, pcx, read_pcx
 from io_ms3d_mdl.formats.images.pcx import EGA
 from io_ms3d_mdl.scene.load import load_ms3d
 from io_ms3d_mdl.scene.ms3d.convert import Ms3dOptions
@@ -33,6 +36,7 @@ Image = pytest.importorskip("PIL.Image")  # the independent decoder (a dev depen
 RNG = np.random.default_rng(7)
 PALETTE = RNG.integers(0, 256, (256, 3), dtype=np.uint8)
 PALETTE16 = RNG.integers(0, 256, (16, 3), dtype=np.uint8)
+MIB = 1 << 20
 
 
 def coverage_dir():
@@ -296,6 +300,66 @@ def test_huge_padding_is_refused_by_the_byte_budget():
     with pytest.raises(TextureTooLarge, match="bytes of scanlines") as caught:
         decode_pcx(bytes(data))
     assert caught.value.offset == 66
+
+
+PEAK_RSS = """
+import resource, sys
+import numpy as np
+from io_ms3d_mdl.formats.images import decode_pcx
+data = open(sys.argv[1], "rb").read()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+images = [decode_pcx(data) for _ in range(int(sys.argv[2]))]  # all kept, as an import keeps its skins
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before * 1024, after * 1024, images[0].shape, int(images[0][..., 0].astype(np.int64).sum()))
+"""
+
+
+def padded_planes(indices: np.ndarray, planes: int, stride: int) -> np.ndarray:
+    """One-bit planes with each line padded to ``stride`` bytes (zeros, which run-length encode to almost nothing)."""
+    bits = (indices[:, None, :] >> np.arange(planes, dtype=np.uint8)[None, :, None]) & 1
+    packed = np.packbits(bits, axis=2)
+    out = np.zeros((*packed.shape[:2], stride), np.uint8)
+    out[..., : packed.shape[2]] = packed
+    return out
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="peak memory through the resource module (POSIX)")
+def test_padded_bit_planes_cost_what_the_image_costs(tmp_path):
+    """A 1-bit, 4-plane 4096×4096 skin with lines padded to 4,096 bytes (a 2 MB file asking for 64 MB of lines, of
+    which 8 MB are pixels): the padding is dropped as the runs are decoded, and the planes are unpacked one at a
+    time, so four such skins (as one model may have) stay far below 1 GB; unpacked to bits first they took 0.9 GB
+    each. Measured as the peak memory of a separate process."""
+    side = 4096
+    y, x = np.mgrid[:side, :side]
+    indices = ((x // 256 + y // 256) % 16).astype(np.uint8)
+    path = tmp_path / "padded.pcx"
+    path.write_bytes(write_pcx(padded_planes(indices, 4, 4096), side, 1, palette16=PALETTE16))
+    assert path.stat().st_size < 3 * MIB
+    run = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, str(path), "4"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    assert run.returncode == 0, run.stderr
+    before, after, *rest = run.stdout.split(maxsplit=2)
+    peak, grown = int(after), int(after) - int(before)
+    image_bytes = side * side * 4  # what one skin produces: 64 MB of RGBA
+    assert grown < 4 * image_bytes + 120 * MIB, f"{grown / MIB:.0f} MB for four skins"
+    assert peak < 1024 * MIB
+    expected = int(PALETTE16[indices, 0].astype(np.int64).sum())
+    assert rest[-1].strip().endswith(str(expected))
+
+
+def test_padding_is_dropped_whatever_the_chunks(monkeypatch):
+    """Runs and counts cut at every place a chunk can end, lines padded to odd strides: the same picture."""
+    indices = patchy(37, 29, 16)
+    for stride in (4, 5, 63, 64, 200):
+        data = write_pcx(padded_planes(indices, 4, stride), 29, 1, palette16=PALETTE16)
+        for chunk in (1, 2, 3, 7, 64, 1 << 14):
+            monkeypatch.setattr(pcx, "CHUNK", chunk)
+            np.testing.assert_array_equal(decode_pcx(data)[..., :3], PALETTE16[indices], err_msg=f"{stride} {chunk}")
 
 
 def test_the_work_limit_scales_the_pixel_budget():

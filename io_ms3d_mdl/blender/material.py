@@ -16,6 +16,7 @@ import numpy as np
 
 from ..access import shown
 from ..errors import Warnings
+from ..scene.finite import PIXEL_WARNING, finite_pixels
 from ..scene.types import ImageRef, IndexedImage, MaterialData
 from . import dds
 from .packed_image import packed_image, packed_png, png_bytes, png_indexed_bytes
@@ -47,11 +48,17 @@ class ImageLoader:
     def _load(self, ref: ImageRef) -> bpy.types.Image:
         name = os.path.basename(ref.raw_path.replace("\\", "/")) or "texture"
         if ref.blocks is not None and dds.decodes_as_ours(ref.blocks):
-            return _image_from_pixels(name, ref.blocks)  # Blender's decoder, compressed in the .blend
+            image = _image_from_pixels(name, ref.blocks)  # Blender's decoder, compressed in the .blend
+            return self._finite_dds(image, name) if ref.blocks.format in dds.HDR else image
         if ref.indexed is not None:  # palette pixels (GoldSrc), packed as a palette PNG
             return _image_from_pixels(name, ref.indexed)
         if ref.pixels is not None:  # decoded by us (blocks Blender cannot take are decoded here, in numpy)
-            return _image_from_pixels(name, ref.pixels)
+            pixels = ref.pixels
+            if pixels.dtype.kind == "f" and not pixels.flags.writeable:
+                pixels = np.array(pixels)
+            if finite_pixels(pixels):
+                self.warnings.add(PIXEL_WARNING)
+            return _image_from_pixels(name, pixels)
         if ref.resolved_path and ref.loadable:
             try:
                 # Never check_existing: an image the user already has must not be re-tagged or re-coloured by us.
@@ -73,6 +80,24 @@ class ImageLoader:
         image[MISSING_IMAGE_PROP] = True
         image["io_ms3d_mdl_wanted"] = shown(ref.raw_path)
         return image
+
+    def _finite_dds(self, image: bpy.types.Image, name: str) -> bpy.types.Image:
+        """An HDR image Blender decodes from its packed DDS: its floats are read back once and, when any is not
+        finite (a signed BC6H block of 0x8000 endpoints is -inf in Blender's decoder as in ours), the image is
+        replaced by a float image of the repaired pixels (packed as OpenEXR). Only PNG outputs (8 bits, which
+        clamp) are left as they are."""
+        if image.packed_file is None:
+            return image
+        width, height = image.size  # (Blender decodes the image here)
+        if not image.is_float:
+            return image
+        pixels = np.empty(width * height * 4, dtype=np.float32)
+        image.pixels.foreach_get(pixels)
+        if not finite_pixels(pixels):
+            return image
+        self.warnings.add(PIXEL_WARNING)
+        bpy.data.images.remove(image)
+        return _image_from_pixels(name, pixels.reshape(height, width, 4)[::-1])  # top row first, as decoders give
 
 
 _png_folder: list[str | None] = [None]

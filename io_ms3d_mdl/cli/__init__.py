@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     except (batch.UsageError, BlenderMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except batch.ReportInvalid as exc:  # a damaged report (--resume, --merge-reports): input refused, not usage
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def entry() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import uuid
 from dataclasses import replace
@@ -34,9 +35,11 @@ from .files import Task, collect, parse_shard, plan, read_list, shard
 from .import_flags import add_import_flags, choices_from
 from .memory import measurable
 from .needs_blender import BlenderMissing, bpy_available, inside_blender
+from .no_links import is_link
 from .output_log import NotOurLog, close_log, log_path, open_log, read_log, still_ours
 from .progress import Progress
 from .reports import (
+    ReportInvalid,
     ReportWriter,
     failure,
     load_report,
@@ -122,6 +125,9 @@ def main(argv: list[str], prog: str = "io-ms3d-mdl batch") -> int:
     except (UsageError, BlenderMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ReportInvalid as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,18 +141,23 @@ def run(args: argparse.Namespace) -> int:
     if not (inside_blender() or bpy_available()):
         raise BlenderMissing("batch")
     inputs = list(args.inputs) + (read_list(args.files_from) if args.files_from else [])
+    given = args.output_dir or "converted"
+    if not args.single:
+        check_output_folder(given, inputs)
+    out_dir = Path(given).resolve()
     try:
-        found = collect(inputs, choices.source.mounts)
+        found = collect(inputs, choices.source.mounts, exclude=None if args.single else out_dir)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if not found:
         print("no .ms3d or .mdl files found", file=sys.stderr)
         return 1
-    out_dir = Path(args.output_dir or "converted").resolve()
     single = Path(args.single).resolve() if args.single else None
     report = report_path(args, out_dir, single)
     log = None if single else log_path(report)
-    settings = Settings(args.format, args.overwrite, uuid.uuid4().hex[:12], single, choices, args.verbose, log)
+    root = None if single else out_dir  # below it, no output path follows a link (no_links.py)
+    token = uuid.uuid4().hex[:12]
+    settings = Settings(args.format, args.overwrite, token, single, choices, args.verbose, log, root)
     tasks = plan(found, None if single else out_dir, args.format)
     meta = {"settings": settings.fingerprint(), "shard": args.shard, "inputs": len(tasks)}
     if args.shard:
@@ -158,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     if earlier_report is not None and not same_options:
         print(f"--resume: {report} was made with other options; converting every file again", file=sys.stderr)
     stamps = {task.source: stamp(task.source) for task in tasks}
-    writer = ReportWriter(report, meta, [str(task.source) for task in tasks], earlier)
+    writer = ReportWriter(report, meta, [str(task.source) for task in tasks], earlier, root)
     to_run: list[Task] = []
     for task in tasks:
         before = earlier.get(str(task.source))
@@ -170,10 +181,8 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and earlier_report is not None:
         print(f"--resume: {len(tasks) - len(to_run):,} of {len(tasks):,} files up to date", file=sys.stderr)
     if log is not None:  # one output per task, each logged as it is written
-        out_dir.mkdir(parents=True, exist_ok=True)
-        log.parent.mkdir(parents=True, exist_ok=True)
         try:
-            open_log(log)
+            open_log(log, root)
         except NotOurLog as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
@@ -201,10 +210,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         for target in [single] if single else [task.target for task in to_run]:
-            discard(partial_path(target, settings.token))  # what a killed worker or an interrupted save left
+            discard(partial_path(target, settings.token), root)  # what a killed worker or an interrupted save left
         writer.write(complete)  # also when interrupted: what was done is kept for --resume
         if log is not None:
-            close_log(log, writer.files())
+            close_log(log, writer.files(), root)
     results = writer.results()
     print("\n".join(["", *summary(results), "", f"report: {report}"]))
     return 1 if any(r["status"] != "ok" for r in results) else 0
@@ -234,6 +243,25 @@ def check(args: argparse.Namespace) -> None:
             parse_shard(args.shard)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+
+
+def check_output_folder(given: str, inputs: list[str]) -> None:
+    """The output folder, when it lies inside a folder of inputs, must be reached there without a link: a pack
+    that ships ``converted`` (or a folder on the way to ``-o``) as a link to elsewhere would have the outputs
+    written there. (Below the output folder, ``no_links.py`` sees to every step.)"""
+    lexical = Path(os.path.abspath(given))
+    for item in inputs:
+        folder = Path(os.path.abspath(item))
+        if not folder.is_dir() or not (lexical == folder or folder in lexical.parents):
+            continue
+        step = folder
+        for part in lexical.relative_to(folder).parts:
+            step = step / part
+            if is_link(step):
+                raise UsageError(
+                    f"the output folder {given} lies inside the input folder {item}, and {step} is a symbolic link: "
+                    "outputs never follow links there; remove the link, or choose another -o"
+                )
 
 
 def refuse_foreign(report: Path) -> None:

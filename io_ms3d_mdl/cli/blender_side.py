@@ -13,15 +13,16 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from .files import NotAModel, Task
 from .needs_blender import require_bpy
-from .output_log import Identity, identity, log_output
+from .no_links import Folder, output_folder
+from .output_log import Identity, identity_of, log_output
 from .reports import describe, new_record, one_line
-from .safe_write import discard, partial_path, publish, refuse_existing
+from .safe_write import discard_in, partial_path, publish_in, refuse_existing_in
 from .settings import Settings
 
 ImportFile = Callable[[Path, Path | None], Any]  # (model, folder for PNG textures or None) -> ImportResult
@@ -113,20 +114,23 @@ def inside_archive(path: str) -> bool:
     return mounts.split(path) is not None
 
 
-def texture_folder(settings: Settings, target: Path | None) -> Path | None:
-    """Where --textures png writes decoded textures: ``textures/`` beside the .blend they belong to."""
+def texture_folder(settings: Settings, target: Path | None, folder: Folder | None = None) -> Path | None:
+    """Where --textures png writes decoded textures: ``textures/`` beside the .blend they belong to, made (and
+    checked not to be a link) in the output's folder, and named through it (``no_links.py``)."""
     output = target or settings.single
     if settings.choices.textures != "png" or output is None or output.suffix.lower() != ".blend":
         return None
-    return output.parent / "textures"
+    if folder is None:
+        return output.parent / "textures"
+    folder.folder("textures").close()
+    return Path(folder.entry("textures"))
 
 
-def anchor(output: Path, token: str) -> None:
+def anchor(folder: Folder, output: Path, token: str) -> None:
     """Save the still empty file under the output's temporary name, so the textures an import writes are linked
     relative to the folder the .blend ends up in (the operator, likewise, writes PNGs only for a saved file)."""
     bpy = sys.modules["bpy"]
-    output.parent.mkdir(parents=True, exist_ok=True)
-    bpy.ops.wm.save_as_mainfile(filepath=str(partial_path(output, token)))
+    bpy.ops.wm.save_as_mainfile(filepath=folder.entry(partial_path(output, token).name))
 
 
 def save(
@@ -136,71 +140,96 @@ def save(
     animations: str,
     log: Path | None = None,
     replaces: Identity | None = None,
+    folder: Folder | None = None,
+    root: Path | None = None,
 ) -> Identity | None:
     """Write the open file (.blend, or .glb by the target's extension) under a temporary name, then move it into
     place; logged first when the run keeps a log of its outputs, so even an unreported output is known as ours.
-    Returns the output's identity (what the report records)."""
+    Everything happens in the target's folder reached without a link (``folder``, or from ``root``). Returns the
+    output's identity (what the report records)."""
+    if folder is None:
+        with output_folder(target.parent, root) as opened:
+            return save(target, overwrite, token, animations, log, replaces, opened, root)
     bpy = sys.modules["bpy"]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = partial_path(target, token)
+    partial = partial_path(target, token).name
     try:
         if target.suffix.lower() == ".glb":
             bpy.ops.export_scene.gltf(
-                filepath=str(partial), export_format="GLB", export_animations=animations != "none"
+                filepath=folder.entry(partial), export_format="GLB", export_animations=animations != "none"
             )
         else:
-            bpy.ops.wm.save_as_mainfile(filepath=str(partial), compress=True)
-        made = log_output(log, target, partial) if log is not None else identity(partial)
-        publish(partial, target, overwrite, replaces)
+            bpy.ops.wm.save_as_mainfile(filepath=folder.entry(partial), compress=True)
+        made = log_output(log, target, partial, folder, root) if log is not None else identity_of(folder.lstat(partial))
+        publish_in(folder, partial, target.name, overwrite, replaces)
         return made
     finally:
-        discard(partial)
+        discard_in(folder, partial)
 
 
-def convert_one(import_file: ImportFile, task: Task, settings: Settings) -> dict[str, Any]:
-    """One file, whatever it raises: the error goes into its record and the batch goes on."""
-    bpy = sys.modules["bpy"]
+def convert_one(
+    import_file: ImportFile, task: Task, settings: Settings, single_folder: Folder | None = None
+) -> dict[str, Any]:
+    """One file, whatever it raises: the error goes into its record and the batch goes on. ``single_folder``: the
+    folder of the one combined output, when textures go beside it."""
     start = time.perf_counter()
     record = new_record(task.source)
     try:
         with blender_messages(settings.verbose):
-            textures = texture_folder(settings, task.target)
-            if task.target is not None:
-                refuse_existing(task.target, settings.overwrite, task.replaces)  # before the work, not only after it
-                empty_file(bpy)
-                if textures is not None:
-                    anchor(task.target, settings.token)
-            result = import_file(task.source, textures)
-            record["warnings"] = [str(w) for w in result.warnings]
-            record.update(
-                objects=len(result.objects),
-                vertices=result.vertices,
-                triangles=result.triangles,
-                materials=result.materials,
-                bones=result.bones,
-                actions=result.actions,
-            )
-            if not result.ok:
-                record.update(status="failed", error=one_line(str(result.error)))
-            elif task.target is not None:
-                made = save(
-                    task.target,
-                    settings.overwrite,
-                    settings.token,
-                    settings.choices.animations,
-                    settings.outputs_log,
-                    task.replaces,
-                )
-                record.update(output=str(task.target), output_identity=made)
+            if task.target is None:
+                _convert(import_file, task, settings, record, None, single_folder)
+            else:
+                with output_folder(task.target.parent, settings.output_root) as folder:
+                    try:
+                        _convert(import_file, task, settings, record, folder)
+                    finally:
+                        discard_in(folder, partial_path(task.target, settings.token).name)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # SystemExit too: no file may end the batch
         record.update(status="failed", error=one_line(describe(exc)))
-    finally:
-        if task.target is not None:
-            discard(partial_path(task.target, settings.token))
     record["seconds"] = round(time.perf_counter() - start, 3)
     return record
+
+
+def _convert(
+    import_file: ImportFile,
+    task: Task,
+    settings: Settings,
+    record: dict,
+    folder: Folder | None,
+    single_folder: Folder | None = None,
+) -> None:
+    bpy = sys.modules["bpy"]
+    textures = texture_folder(settings, task.target, folder or single_folder)
+    if task.target is not None and folder is not None:
+        refuse_existing_in(folder, task.target.name, settings.overwrite, task.replaces, task.target)  # before the work
+        empty_file(bpy)
+        if textures is not None:
+            anchor(folder, task.target, settings.token)
+    result = import_file(task.source, textures)
+    record["warnings"] = [str(w) for w in result.warnings]
+    record.update(
+        objects=len(result.objects),
+        vertices=result.vertices,
+        triangles=result.triangles,
+        materials=result.materials,
+        bones=result.bones,
+        actions=result.actions,
+    )
+    if not result.ok:
+        record.update(status="failed", error=one_line(str(result.error)))
+    elif task.target is not None and folder is not None:
+        made = save(
+            task.target,
+            settings.overwrite,
+            settings.token,
+            settings.choices.animations,
+            settings.outputs_log,
+            task.replaces,
+            folder,
+            settings.output_root,
+        )
+        record.update(output=str(task.target), output_identity=made)
 
 
 class StopBetweenFiles:
@@ -241,21 +270,29 @@ def convert_here(
     """Convert in this process. With one combined output, write it at the end; returns why that failed, if it did."""
     import_file = importer(settings, command)
     bpy = sys.modules["bpy"]
-    with addon_registered(), StopBetweenFiles() as stop:
+    with addon_registered(), StopBetweenFiles() as stop, ExitStack() as stack:
+        single_folder = None
         with blender_messages(settings.verbose):
             empty_file(bpy)
             if settings.single is not None and texture_folder(settings, None) is not None:
-                anchor(settings.single, settings.token)
+                single_folder = stack.enter_context(output_folder(settings.single.parent))
+                anchor(single_folder, settings.single, settings.token)
         for task in tasks:
             stop.check()
             started(task)
-            finished(convert_one(import_file, task, settings))
+            finished(convert_one(import_file, task, settings, single_folder))
         stop.check()
         if settings.single is None:
             return None
         try:
             with blender_messages(settings.verbose):
-                save(settings.single, settings.overwrite, settings.token, settings.choices.animations)
+                save(
+                    settings.single,
+                    settings.overwrite,
+                    settings.token,
+                    settings.choices.animations,
+                    folder=single_folder,
+                )
         except Exception as exc:
             return one_line(describe(exc))
         return None

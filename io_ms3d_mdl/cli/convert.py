@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if not found:
         print("no .ms3d or .mdl files found", file=sys.stderr)
         return 1
-    settings = Settings(args.format, args.overwrite, uuid.uuid4().hex[:12], single, choices, args.verbose)
+    token = uuid.uuid4().hex[:12]
+    settings = Settings(args.format, args.overwrite, token, single, choices, args.verbose, output_root=out_dir)
     tasks = plan(found, out_dir, args.format)
     records: list[dict[str, Any]] = []
     progress = Progress(len(tasks))

@@ -69,11 +69,12 @@ def read_list(path: str) -> list[str]:
     return [line.rstrip("\r") for line in text.split("\n") if line.strip()]
 
 
-def collect(inputs: list[str], mounted: tuple[str, ...] = ()) -> list[Found]:
+def collect(inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | None = None) -> list[Found]:
     """Folders are searched recursively; files given directly are placed relative to their common folder. Places
     come from the paths as given (``..`` folded, links not followed), so they never climb out of the output folder.
     ``mounted``: archives and game folders that names not on disk are looked up in (``ValueError`` for an archive
-    that cannot be read)."""
+    that cannot be read). Nothing in ``exclude`` (the output folder, resolved, when it lies inside the inputs) is
+    read as input."""
     if mounted:
         for mount in mounted:  # a broken or missing archive is a usage error, said before any work
             if mounts.is_archive_name(mount):
@@ -102,6 +103,14 @@ def collect(inputs: list[str], mounted: tuple[str, ...] = ()) -> list[Found]:
             found += [Found(p.resolve(), p.relative_to(path)) for p in models]
         else:  # a missing file is kept: it is reported as failed
             found.append(Found(path.resolve(), below(absolute(item), base)))
+    if exclude is not None:
+        kept = [item for item in found if not (item.source == exclude or exclude in item.source.parents)]
+        if len(kept) < len(found):
+            print(
+                f"{len(found) - len(kept):,} files inside the output folder {exclude} are not read as input",
+                file=sys.stderr,
+            )
+        found = kept
     return unique_sources(found)
 
 

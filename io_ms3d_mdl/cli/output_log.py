@@ -22,8 +22,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
+
+from .no_links import Folder, output_folder
 
 HEADER = {"kind": "io_ms3d_mdl batch outputs"}
 IDENTITY = ("ino", "size", "mtime_ns")
@@ -45,7 +48,11 @@ def identity(path: Path) -> Identity | None:
         info = path.lstat()
     except OSError:
         return None
-    if not stat.S_ISREG(info.st_mode):
+    return identity_of(info)
+
+
+def identity_of(info: os.stat_result | None) -> Identity | None:
+    if info is None or not stat.S_ISREG(info.st_mode):
         return None
     return dict(zip(IDENTITY, (info.st_ino, info.st_size, info.st_mtime_ns), strict=True))
 
@@ -64,18 +71,19 @@ def still_ours(target: Path | None, identities: list[Identity]) -> Identity | No
 # --- the log ----------------------------------------------------------------------------------------------------
 
 
-def open_log(log: Path) -> None:
+def open_log(log: Path, root: Path | None = None) -> None:
     """Start the run's log, or keep the one an earlier run left; NotOurLog when anything else is there (a user's
     file is never appended to or removed). Done before any file is converted, so a log that cannot be written stops
-    the run at once."""
-    try:
-        descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINKS, 0o644)
-    except FileExistsError:
-        if not ours(log):
-            raise NotOurLog(
-                f"{log} exists and is not a log of io-ms3d-mdl batch; move it, or choose another --report"
-            ) from None
-        return
+    the run at once. ``root``: the output folder, below which no step is followed through a link."""
+    with output_folder(log.parent, root) as folder:
+        try:
+            descriptor = folder.create(log.name)
+        except FileExistsError:
+            if not ours(log):
+                raise NotOurLog(
+                    f"{log} exists and is not a log of io-ms3d-mdl batch; move it, or choose another --report"
+                ) from None
+            return
     try:
         _write(descriptor, json.dumps(HEADER) + "\n")
     finally:
@@ -83,11 +91,11 @@ def open_log(log: Path) -> None:
 
 
 def ours(log: Path) -> bool:
-    """A regular file that starts with our header."""
+    """A regular file (not a link) that starts with our header."""
     if identity(log) is None:
         return False
     try:
-        with log.open("rb") as f:
+        with open(log, "rb", opener=_no_follow) as f:
             first = f.readline(256)
     except OSError:
         return False
@@ -97,13 +105,21 @@ def ours(log: Path) -> bool:
         return False
 
 
-def log_output(log: Path, target: Path, finished: Path) -> Identity:
-    """Log ``finished`` (the complete temporary file) as the output ``target`` it is about to become; returns its
-    identity. One write to the run's existing log (never created here, never through a link)."""
-    found = identity(finished)
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | NO_LINKS | getattr(os, "O_NONBLOCK", 0))
+
+
+def log_output(
+    log: Path, target: Path, finished: Path | str, folder: Folder | None = None, root: Path | None = None
+) -> Identity:
+    """Log ``finished`` (the complete temporary file, named in ``folder`` when given) as the output ``target`` it
+    is about to become; returns its identity. One write to the run's existing log (never created here, never
+    through a link)."""
+    found = identity_of(folder.lstat(str(finished))) if folder is not None else identity(Path(finished))
     if found is None:
         raise OSError(f"{finished} is not a regular file")
-    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND | NO_LINKS)
+    with output_folder(log.parent, root, create=False) as place:
+        descriptor = place.create(log.name, exclusive=False)
     try:
         _write(descriptor, "\n" + json.dumps({"output": str(target), **found}) + "\n")
     finally:
@@ -125,7 +141,8 @@ def read_log(log: Path) -> dict[str, list[Identity]]:
 
 def _entries(log: Path) -> dict[str, list[Identity]]:
     try:
-        text = log.read_text(encoding="utf-8", errors="replace")
+        with open(log, "rb", opener=_no_follow) as f:
+            text = f.read().decode("utf-8", errors="replace")
     except OSError:
         return {}
     entries: dict[str, list[Identity]] = {}
@@ -141,7 +158,7 @@ def _entries(log: Path) -> dict[str, list[Identity]]:
     return entries
 
 
-def close_log(log: Path, records: list[dict[str, Any]]) -> None:
+def close_log(log: Path, records: list[dict[str, Any]], root: Path | None = None) -> None:
     """Remove the log when it says nothing the report does not: every output it names is gone, changed, or
     recorded as made with that identity. Otherwise it stays as it is, for the next ``--resume``."""
     if not ours(log):
@@ -152,7 +169,8 @@ def close_log(log: Path, records: list[dict[str, Any]]) -> None:
         now = still_ours(Path(output), identities)
         if now is not None and (output, _key(now)) not in recorded:
             return
-    log.unlink(missing_ok=True)
+    with suppress(OSError), output_folder(log.parent, root, create=False) as folder:
+        folder.unlink(log.name)
 
 
 def _key(found: object) -> tuple | None:

@@ -10,13 +10,17 @@ date.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..filesystem import mounts
-from .files import NotAModel, Task
+from .files import NotAModel, Task, parse_shard
+from .no_links import LinkInTheWay
 from .safe_write import OutputExists, write_text
 
 KIND = "io_ms3d_mdl batch report"
@@ -33,7 +37,7 @@ def one_line(message: str, limit: int = 500) -> str:
 
 def describe(exc: BaseException) -> str:
     """Our own refusals as they stand; anything else with its type, which says more than its text alone."""
-    return str(exc) if isinstance(exc, OutputExists | NotAModel) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, OutputExists | NotAModel | LinkInTheWay) else f"{type(exc).__name__}: {exc}"
 
 
 def new_record(source: Path) -> dict[str, Any]:
@@ -63,25 +67,153 @@ def stamp(path: Path) -> dict[str, int]:
 # --- reading an earlier report back -------------------------------------------------------------------------
 
 
+class ReportInvalid(Exception):
+    """A report of ours (``--resume``'s earlier one, or one to merge) with a field that does not have the type a
+    report gives it: refused, naming the file and the field, with exit status 1. A report is input like any file:
+    hand-edited or damaged, its values would otherwise end in a traceback halfway through the run."""
+
+
 def load_report(path: Path) -> dict[str, Any] | None:
-    """An earlier report, or None when there is none; ValueError when the file is not one of ours."""
-    if os.path.lexists(path) and not path.is_file():  # a folder, a FIFO (which would block), a device
-        raise ValueError(f"{path} is not a report of io-ms3d-mdl batch")
+    """An earlier report, or None when there is none; ValueError when the file is not one of ours, ReportInvalid
+    when it is but a field has the wrong type. Read without following a link at its own name (a report is never
+    read through a link planted where it should be)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = read_regular(path)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
+    except IsADirectoryError:
+        raise ValueError(f"{path} is not a report of io-ms3d-mdl batch") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read the report {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         raise ValueError(f"cannot read the report {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list) or data.get("kind", KIND) != KIND:
         raise ValueError(f"{path} is not a report of io-ms3d-mdl batch")
+    check_report(data, path)
     return data
+
+
+def read_regular(path: Path) -> str:
+    """A regular file's text, opened without following a link at its name and without blocking on a FIFO; OSError
+    (a link, a folder, a device: "not a regular file") otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    if os.path.islink(path):  # (where O_NOFOLLOW is missing: Windows)
+        raise OSError(f"{path} is a symbolic link, not a report")
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise OSError(f"{path} is a symbolic link, not a report") from None
+        raise exc
+    with os.fdopen(descriptor, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        return f.read().decode("utf-8", errors="strict")
+
+
+# --- what a report holds: each field's type, checked before any of it is used ---------------------------------
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return _whole(value) and value >= 0
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _identity(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, dict) and all(_whole(value.get(key)) for key in ("ino", "size", "mtime_ns"))
+    )
+
+
+def _shard(value: Any) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        parse_shard(value)
+    except ValueError:
+        return False
+    return True
+
+
+Check = tuple[str, Callable[[Any], bool]]
+TEXT: Check = ("text", lambda v: isinstance(v, str))
+REPORT_FIELDS: dict[str, Check] = {
+    "inputs": ("a count", _count),
+    "complete": ("true or false", lambda v: isinstance(v, bool)),
+    "seconds": ("a number of seconds", _number),
+    "shard": ('"I/N" or null', _shard),
+    "merged_from": ("a list of paths", _texts),
+}
+RECORD_FIELDS: dict[str, Check] = {
+    "file": TEXT,
+    "status": ('"ok" or "failed"', lambda v: v in ("ok", "failed")),
+    "output": TEXT,
+    "output_identity": ("an identity (ino, size, mtime_ns) or null", _identity),
+    "error": TEXT,
+    "warnings": ("a list of texts", _texts),
+    "seconds": ("a number of seconds", _number),
+    "input_size": ("a count", _count),
+    "input_mtime_ns": ("a whole number", _whole),
+    "reused": ("true or false", lambda v: isinstance(v, bool)),
+    **{name: ("a count", _count) for name in COUNTS},
+}
+REQUIRED = ("file", "status")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the text {json.dumps(value[:40])}"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def check_report(data: dict[str, Any], path: Path) -> None:
+    """ReportInvalid at the first field whose value a report never has (unknown fields are let be)."""
+
+    def refuse(where: str, value: Any, expected: str) -> ReportInvalid:
+        return ReportInvalid(
+            f"the report {path} is damaged: {where} is {_json_kind(value)}, where a report has {expected}; "
+            "fix or remove it"
+        )
+
+    for name, (expected, valid) in REPORT_FIELDS.items():
+        if name in data and not valid(data[name]):
+            raise refuse(name, data[name], expected)
+    for number, record in enumerate(data["files"]):
+        if not isinstance(record, dict):
+            raise refuse(f"files[{number}]", record, "an object (one file's record)")
+        for name in REQUIRED:
+            if name not in record:
+                raise ReportInvalid(f"the report {path} is damaged: files[{number}] has no {name!r}; fix or remove it")
+        for name, (expected, valid) in RECORD_FIELDS.items():
+            if name in record and not valid(record[name]):
+                raise refuse(f"files[{number}].{name}", record[name], expected)
 
 
 def records_by_file(report: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     if report is None:
         return {}
-    return {r["file"]: r for r in report["files"] if isinstance(r, dict) and isinstance(r.get("file"), str)}
+    return {r["file"]: r for r in report["files"]}  # (each a record with its file: check_report saw to it)
 
 
 def up_to_date(task: Task, earlier: dict[str, Any] | None, now: dict[str, int]) -> bool:
@@ -113,8 +245,16 @@ class ReportWriter:
     """Keeps the report on disk whole and at most CHECKPOINT_SECONDS behind, so a run that is killed can be
     resumed. Until a task has its new record, the earlier report's record for it is kept."""
 
-    def __init__(self, path: Path, meta: dict[str, Any], order: list[str], earlier: dict[str, dict]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        meta: dict[str, Any],
+        order: list[str],
+        earlier: dict[str, dict],
+        root: Path | None = None,
+    ) -> None:
         self.path = path
+        self.root = root  # the output folder: the report is written below it without following a link
         self.meta = meta
         self.order = order
         self.earlier = earlier
@@ -143,7 +283,7 @@ class ReportWriter:
             "seconds": round(time.perf_counter() - self.started, 3),
             "files": self.files(),
         }
-        write_text(self.path, json.dumps(report, indent=2))
+        write_text(self.path, json.dumps(report, indent=2), self.root)
         self.written = time.perf_counter()
 
 
@@ -167,8 +307,7 @@ def merge_reports(paths: list[Path]) -> tuple[dict[str, Any], list[str]]:
         if report.get("complete") is False:
             problems.append(f"{path}: that run did not finish")
         if report.get("shard"):
-            index, count = (int(n) for n in str(report["shard"]).split("/"))
-            shards.add((index, count))
+            shards.add(parse_shard(report["shard"]))
         if isinstance(report.get("inputs"), int):
             totals.add(report["inputs"])
         if "settings" in report and report["settings"] not in fingerprints:

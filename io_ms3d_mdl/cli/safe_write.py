@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from .output_log import Identity, still_ours
+from .no_links import Folder, output_folder
+from .output_log import Identity, identity_of
 
 TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # where Blender (and Python) put temporary files, per platform
 
@@ -27,47 +28,72 @@ def partial_path(target: Path, token: str) -> Path:
     return target.with_name(f".{target.name}.{token}.partial{target.suffix}")
 
 
-def refuse_existing(target: Path, overwrite: bool, replaces: Identity | None = None) -> None:
+def refuse_existing(target: Path, overwrite: bool, replaces: Identity | None = None, root: Path | None = None) -> None:
     """Refuse an existing target, unless --overwrite, or --resume found it to be the file an earlier run made
-    (``replaces``) and it still is."""
-    if overwrite or not os.path.lexists(target):
+    (``replaces``) and it still is. ``root``: the output folder, below which no step is a link."""
+    with output_folder(target.parent, root) as folder:
+        refuse_existing_in(folder, target.name, overwrite, replaces, target)
+
+
+def refuse_existing_in(
+    folder: Folder, name: str, overwrite: bool, replaces: Identity | None = None, shown: Path | None = None
+) -> None:
+    info = folder.lstat(name)
+    if overwrite or info is None:  # (--overwrite replaces a link itself, never what it leads to)
         return
-    if replaces is None or still_ours(target, [replaces]) is None:
-        raise OutputExists(target)
+    if replaces is None or identity_of(info) != replaces:
+        raise OutputExists(shown or folder.path / name)
 
 
-def publish(partial: Path, target: Path, overwrite: bool, replaces: Identity | None = None) -> None:
-    """Move a finished file into place in one step. Without --overwrite a hard link, which fails when the target
-    exists, rather than a rename, which would replace a file that appeared meanwhile; an output an earlier run made
-    is checked again just before it is replaced."""
+def publish_in(folder: Folder, partial: str, name: str, overwrite: bool, replaces: Identity | None = None) -> None:
+    """Move a finished file into place in one step, within one folder reached without links. Without --overwrite
+    a hard link, which fails when the target exists, rather than a rename, which would replace a file that
+    appeared meanwhile; an output an earlier run made is checked again just before it is replaced."""
     if overwrite:
-        os.replace(partial, target)
+        folder.replace(partial, name)
         return
     try:
-        os.link(partial, target)
+        folder.link(partial, name)
     except OSError:  # the target exists (an earlier run's output?), or no hard links here: check, then rename
-        refuse_existing(target, overwrite, replaces)
-        os.replace(partial, target)
+        refuse_existing_in(folder, name, overwrite, replaces)
+        folder.replace(partial, name)
     else:
-        os.unlink(partial)
+        folder.unlink(partial)
 
 
-def discard(partial: Path) -> None:
+def publish(
+    partial: Path, target: Path, overwrite: bool, replaces: Identity | None = None, root: Path | None = None
+) -> None:
+    """:func:`publish_in` by path (``partial`` lies beside ``target``)."""
+    with output_folder(target.parent, root, create=False) as folder:
+        publish_in(folder, partial.name, target.name, overwrite, replaces)
+
+
+def discard_in(folder: Folder, partial: str) -> None:
     """Remove a temporary output, the ``@`` file Blender writes a .blend through and the ``.blend1`` backup it
     makes when the temporary .blend is saved twice (``--textures png``), where they are left."""
-    for path in (partial, partial.with_name(partial.name + "@"), partial.with_name(partial.name + "1")):
+    for name in (partial, partial + "@", partial + "1"):
         with suppress(OSError):
-            path.unlink(missing_ok=True)
+            folder.unlink(name)
 
 
-def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = partial_path(path, uuid.uuid4().hex[:12])
-    try:
-        partial.write_text(text, encoding="utf-8")
-        publish(partial, path, overwrite=True)
-    finally:
-        discard(partial)
+def discard(partial: Path, root: Path | None = None) -> None:
+    """:func:`discard_in` by path: nothing is removed through a link, nor a folder made."""
+    with suppress(OSError), output_folder(partial.parent, root, create=False) as folder:
+        discard_in(folder, partial.name)
+
+
+def write_text(path: Path, text: str, root: Path | None = None) -> None:
+    """A whole text file (a report), written beside its place and moved there, never through a link."""
+    with output_folder(path.parent, root) as folder:
+        partial = partial_path(path, uuid.uuid4().hex[:12]).name
+        try:
+            descriptor = folder.create(partial)
+            with os.fdopen(descriptor, "wb") as f:
+                f.write(text.encode("utf-8"))
+            publish_in(folder, partial, path.name, overwrite=True)
+        finally:
+            discard_in(folder, partial)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ class Settings:
     choices: ImportChoices = field(default_factory=ImportChoices)
     verbose: bool = False  # Blender's own messages go to stderr instead of nowhere
     outputs_log: Path | None = None  # where each output is logged before it is moved into place (output_log.py)
+    output_root: Path | None = None  # the output folder: no step below it is followed through a link (no_links.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -29,6 +30,7 @@ class Settings:
             "choices": self.choices.to_json(),
             "verbose": self.verbose,
             "outputs_log": str(self.outputs_log) if self.outputs_log else None,
+            "output_root": str(self.output_root) if self.output_root else None,
         }
 
     @classmethod
@@ -36,7 +38,8 @@ class Settings:
         single = Path(data["single"]) if data["single"] else None
         choices = ImportChoices.from_json(data["choices"])
         log = Path(data["outputs_log"]) if data["outputs_log"] else None
-        return cls(data["format"], data["overwrite"], data["token"], single, choices, data["verbose"], log)
+        root = Path(data["output_root"]) if data.get("output_root") else None
+        return cls(data["format"], data["overwrite"], data["token"], single, choices, data["verbose"], log, root)
 
     def fingerprint(self) -> dict[str, Any]:
         """What decides an output's content, for --resume: the same inputs with other options are not up to date."""

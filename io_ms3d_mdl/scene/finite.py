@@ -15,6 +15,11 @@ from .types import BoneChannels, MaterialData, SceneData
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
 MAX_BONE_LENGTH = 1e6
 MAX_COORDINATE = 1e9  # beyond it, float32 maths on the matrix (parenting, decomposition) overflows
+HALF_MAX = 65504.0  # the largest finite half float: what HDR texture formats (BC6H, RGBA16F) can hold
+PIXEL_WARNING = (
+    "texture pixels that were not usable numbers (NaN, infinity, or beyond the half-float range) were replaced "
+    "by 0 or clamped to ±65504"
+)
 
 
 def _rigid(matrix: np.ndarray) -> tuple[np.ndarray, int]:
@@ -86,6 +91,21 @@ def _zero_non_finite(array: np.ndarray | None) -> int:
     count = int(bad.sum())
     if count:
         array[bad] = 0.0
+    return count
+
+
+def finite_pixels(pixels: np.ndarray) -> int:
+    """Float texture pixels, in place: NaN becomes 0, anything beyond the finite half-float range (infinities
+    included) ±65504. Returns how many values changed (0 for integer pixels, which are always usable). Every
+    decoder's float pixels pass here before they reach Blender: a signed BC6H block can decode to -inf, and
+    Blender would draw (and bake, and export) it as such."""
+    if pixels.dtype.kind != "f":
+        return 0
+    with np.errstate(invalid="ignore"):
+        count = pixels.size - int(np.count_nonzero(np.abs(pixels) <= HALF_MAX))  # NaN compares False
+    if count:
+        np.nan_to_num(pixels, copy=False, nan=0.0)
+        np.clip(pixels, -HALF_MAX, HALF_MAX, out=pixels)
     return count
 
 

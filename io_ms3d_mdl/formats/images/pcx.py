@@ -45,6 +45,8 @@ VERSIONS = (0, 2, 3, 4, 5)
 PALETTE_MARKER = 0x0C  # the byte before the 768-byte palette of an 8-bit image
 PALETTE_BYTES = 769
 RUN_FLAG = 0xC0
+LOOKUP_BAND = 1 << 20  # pixels looked up in the palette at a time
+CHUNK = 1 << 14  # stream bytes run-length decoded at a time (at most 63 decoded bytes each)
 # (bits, planes) this decoder reads; 2-bit CGA images (with their own palette rules) and 16/24-bit single-plane
 # variants are not decoded.
 LAYOUTS = {(1, 1), (1, 2), (1, 3), (1, 4), (4, 1), (8, 1), (8, 3), (8, 4)}
@@ -112,37 +114,89 @@ def decode_pcx(data: bytes, path: str | None = None, max_pixels: int | None = No
         end = cur.size - PALETTE_BYTES
         palette = np.frombuffer(cur.data, np.uint8, 768, end + 1).reshape(256, 3)
     stream = np.frombuffer(cur.data, np.uint8, end - HEADER.itemsize, HEADER.itemsize)
-    # Each decoded byte takes at most two stream bytes (runs of zero length aside): a bound on the work.
-    scan = _unpack_runs(stream[: 2 * needed + 1], needed) if encoding == 1 else stream[:needed]
-    if len(scan) < needed:
-        row = len(scan) // (planes * stride)
+    keep = (width * bits + 7) // 8  # the bytes of a plane's row that hold pixels; the rest is padding
+    if encoding == 1:
+        pixels, decoded = _unpack_runs(stream, needed, stride, keep)
+    else:
+        decoded = min(len(stream), needed)
+        pixels = stream[:decoded].reshape(-1, stride)[:, :keep] if decoded == needed else stream
+    if decoded < needed:
+        row = decoded // (planes * stride)
         raise cur.error(
-            f"the image data ends after {len(scan):,} of {needed:,} bytes (in scanline {row} of {height})", end
+            f"the image data ends after {decoded:,} of {needed:,} bytes (in scanline {row} of {height})", end
         )
-    rows = scan.reshape(height, planes, stride)
+    rows = pixels.reshape(height, planes, keep)
     return _to_rgba(rows, bits, planes, width, version, header["palette16"], palette)
 
 
-def _unpack_runs(stream: np.ndarray, needed: int) -> np.ndarray:
-    """Run-length decoding of the whole stream in a few array passes, stopped after ``needed`` bytes.
+def _unpack_runs(stream: np.ndarray, needed: int, stride: int, keep: int) -> tuple[np.ndarray, int]:
+    """Run-length decoding, stopped after ``needed`` bytes, keeping only the first ``keep`` bytes of every
+    ``stride`` (the padding of each line is dropped as it is decoded). Returns the kept bytes and how many bytes
+    were decoded. The stream is worked through CHUNK bytes at a time, so memory is bounded by the image the file
+    makes, never by its runs or its padding.
 
     Which bytes are run counts depends on what came before: in a stretch of bytes ≥ 0xC0 that follows a byte
     below it (or the start), the 1st, 3rd, 5th… are counts and the others their repeated values, and a byte below
-    0xC0 is the value of a count just before it, else a literal. So counts are found from each byte's distance
-    to the last byte below 0xC0, and each value is repeated by its count (one for literals)."""
-    n = len(stream)
-    index = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
-    high = stream >= RUN_FLAG
+    0xC0 is the value of a count just before it, else a literal. A chunk's last byte may be a count whose value
+    opens the next chunk; that count is carried over."""
+    out = np.empty(needed // stride * keep, np.uint8)
+    produced = 0
+    pending = 0  # a count that ended the previous chunk: the next byte is its value, whatever it is
+    at = 0
+    while at < len(stream) and produced < needed:
+        chunk = stream[at : at + CHUNK]
+        at += len(chunk)
+        if pending:
+            produced = _store(out, np.full(min(pending, needed - produced), chunk[0], np.uint8), produced, stride, keep)
+            chunk, pending = chunk[1:], 0
+            if not len(chunk):
+                continue
+        times, pending = _run_lengths(chunk)
+        room = needed - produced
+        if int(times.sum(dtype=np.int64)) > room:  # runs beyond the image: stop at its last byte
+            last = int(np.searchsorted(np.cumsum(times, dtype=np.int64), room))
+            chunk, times, pending = chunk[: last + 1], times[: last + 1], 0
+        produced = _store(out, np.repeat(chunk, times)[:room], produced, stride, keep)
+    return out, produced
+
+
+def _run_lengths(chunk: np.ndarray) -> tuple[np.ndarray, int]:
+    """How often each byte of a chunk that starts on a fresh token is written: once for a literal, its count for
+    a run's value, never for a count; and the count of a run whose value is past the chunk's end (else 0).
+
+    Counts are found from each byte's distance to the last byte below 0xC0 (odd: a count)."""
+    n = len(chunk)
+    index = np.arange(n, dtype=np.int32)
+    high = chunk >= RUN_FLAG
     last_low = np.maximum.accumulate(np.where(high, -1, index))
     count_byte = high & ((index - last_low) & 1).astype(bool)
-    # How often each byte is written: once for a literal, its count for a run's value, never for a count (so no
-    # array is compacted). A count as the very last byte has no value and adds nothing.
     times = (~count_byte).view(np.uint8)
-    times[1:] = np.where(count_byte[:-1], stream[:-1] & 0x3F, times[1:])
-    if int(times.sum(dtype=np.int64)) > 2 * needed:  # runs far beyond the image: stop at its last byte
-        last = int(np.searchsorted(np.cumsum(times, dtype=np.int64), needed))
-        stream, times = stream[: last + 1], times[: last + 1]
-    return np.repeat(stream, times)[:needed]
+    times[1:] = np.where(count_byte[:-1], chunk[:-1] & 0x3F, times[1:])
+    pending = int(chunk[-1]) & 0x3F if count_byte[-1] else 0
+    return times, pending
+
+
+def _store(out: np.ndarray, piece: np.ndarray, produced: int, stride: int, keep: int) -> int:
+    """Put decoded bytes that start at stream position ``produced`` into ``out`` (lines of ``keep`` bytes),
+    dropping what falls into each line's padding; returns the position after them. Three slice copies (the rest
+    of the current line, whole lines, the start of the last one), never an index per byte."""
+    n, done = len(piece), 0
+    line, column = divmod(produced, stride)
+    if column:
+        take = min(stride - column, n)
+        if column < keep:
+            upto = min(column + take, keep)
+            out[line * keep + column : line * keep + upto] = piece[: upto - column]
+        done, line = take, line + 1
+    whole = (n - done) // stride
+    if whole:
+        lines = piece[done : done + whole * stride].reshape(whole, stride)[:, :keep]
+        out[line * keep : (line + whole) * keep].reshape(whole, keep)[:] = lines
+        done, line = done + whole * stride, line + whole
+    if done < n:
+        upto = min(n - done, keep)
+        out[line * keep : line * keep + upto] = piece[done : done + upto]
+    return produced + n
 
 
 def _to_rgba(
@@ -154,7 +208,7 @@ def _to_rgba(
     palette16: np.ndarray,
     palette256: np.ndarray | None,
 ) -> np.ndarray:
-    """(height, planes, bytes per line) scanlines to (height, width, 4) RGBA; padding past ``width`` is dropped."""
+    """(height, planes, bytes of pixels per line) scanlines, their padding gone, to (height, width, 4) RGBA."""
     height = rows.shape[0]
     out = np.empty((height, width, 4), np.uint8)
     if bits == 8 and planes >= 3:
@@ -170,14 +224,20 @@ def _to_rgba(
         indices = nibbles[:, :width]
         colours = _palette16(version, palette16)
     else:
-        bit_rows = np.unpackbits(rows, axis=2)[:, :, :width].astype(np.uint8)  # (height, planes, width)
-        weights = (1 << np.arange(planes, dtype=np.uint8))[None, :, None]  # plane 0 is the lowest bit
-        indices = (bit_rows * weights).sum(axis=1, dtype=np.uint8)
+        # one plane at a time (plane 0 is the lowest bit), from rows whose padding is already gone: a byte per
+        # pixel at most, however many planes
+        indices = np.unpackbits(rows[:, 0], axis=1, count=width)
+        for plane in range(1, planes):
+            indices |= np.unpackbits(rows[:, plane], axis=1, count=width) << plane
         colours = np.array([[0, 0, 0], [255, 255, 255]], np.uint8) if planes == 1 else _palette16(version, palette16)
     table = np.full((len(colours), 4), 255, np.uint8)
     table[:, :3] = colours
-    # one 32-bit word per pixel: a lookup of whole pixels is several times faster than of (n, 4) rows
-    np.take(table.view(np.uint32)[:, 0], indices, out=out.view(np.uint32)[..., 0], mode="clip")
+    # one 32-bit word per pixel: a lookup of whole pixels is several times faster than of (n, 4) rows; in bands of
+    # rows, since np.take widens its indices to 64 bits (twice the size of the image itself at once)
+    words, lookup = out.view(np.uint32)[..., 0], table.view(np.uint32)[:, 0]
+    band = max(1, LOOKUP_BAND // width)
+    for top in range(0, height, band):
+        np.take(lookup, indices[top : top + band], out=words[top : top + band], mode="clip")
     return out
 
 

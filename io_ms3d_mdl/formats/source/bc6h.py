@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from .vtf import BC7_A2, BC7_P2, BC7_WEIGHTS, _bc7_indices
+from .bptc import BC7_A2, BC7_P2, BC7_WEIGHTS, read_indices
 
 # Table MF, per mode number: transformed endpoints, subsets, endpoint bits, delta bits (red, green, blue).
 MODES = {
@@ -133,7 +133,7 @@ def _decode_mode(bits: np.ndarray, mode: int, signed: bool) -> np.ndarray:
         index_bits = 3
     else:
         start, index_bits = len(header), 4
-    index = _bc7_indices(bits, start, index_bits, anchors)
+    index = read_indices(bits, start, index_bits, anchors)
     weight = BC7_WEIGHTS[index_bits].astype(np.int32)[index][..., None]
     value = (ends[:, :, 0] * (64 - weight) + ends[:, :, 1] * weight + 32) >> 6
     return _finish(value, signed)

@@ -17,6 +17,8 @@ import numpy as np
 
 from ...access import read_file
 from ..binary import Cursor
+from .bc6h import decode_bc6h
+from .bptc import BC7_A2, BC7_A3, BC7_P2, BC7_P3, BC7_WEIGHTS, bit_field, read_indices
 
 HEADER = np.dtype(
     [
@@ -99,6 +101,9 @@ BLOCK_BYTES = {
     "BC6H_UF16": 16,
     "BC6H_SF16": 16,
 }
+
+
+BAND_BLOCKS = 8192  # blocks decoded at once (a band of 4-pixel rows): bounds the decoders' scratch memory
 
 
 class UnsupportedTexture(Exception):
@@ -291,21 +296,29 @@ def _colors(c0: np.ndarray, c1: np.ndarray, four_always: bool, transparent: bool
 
 
 def _decode_blocks(block: bytes, fmt: str, width: int, height: int) -> np.ndarray:
-    """Any block-compressed image: per-block pixels (nb, 16, 4), then laid out as rows of 4×4 tiles."""
+    """Any block-compressed image: per-block pixels (k, 16, 4), laid out as rows of 4×4 tiles, a band of block rows
+    at a time straight into the image, so the decoders' scratch (bits, indices, endpoints: many times the pixels
+    they make) stays bounded whatever the texture's size, and memory follows the image made."""
     bw, bh = max(1, (width + 3) // 4), max(1, (height + 3) // 4)
-    blocks = np.frombuffer(block, np.uint8).reshape(bw * bh, BLOCK_BYTES[fmt])
-    if fmt == "BC7":
-        pixels = _decode_bc7(blocks)
-    elif fmt.startswith("BC6H"):
-        from .bc6h import decode_bc6h  # (it shares BC7's tables from here)
-
-        pixels = decode_bc6h(blocks, signed=fmt == "BC6H_SF16")
-    elif fmt in ("ATI1N", "BC4", "ATI2N", "BC5"):
-        pixels = _decode_bc4_bc5(blocks)
-    else:
-        pixels = _decode_dxt(blocks, fmt)
-    image = pixels.reshape(bh, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(bh * 4, bw * 4, 4)
-    return np.ascontiguousarray(image[:height, :width])
+    blocks = np.frombuffer(block, np.uint8).reshape(bh, bw, BLOCK_BYTES[fmt])
+    hdr = fmt.startswith("BC6H")
+    image = np.empty((height, width, 4), np.float32 if hdr else np.uint8)
+    band = max(1, BAND_BLOCKS // bw)
+    for top in range(0, bh, band):
+        rows = blocks[top : top + band].reshape(-1, BLOCK_BYTES[fmt])
+        if fmt == "BC7":
+            pixels = _decode_bc7(rows)
+        elif hdr:
+            pixels = decode_bc6h(rows, signed=fmt == "BC6H_SF16")
+        elif fmt in ("ATI1N", "BC4", "ATI2N", "BC5"):
+            pixels = _decode_bc4_bc5(rows)
+        else:
+            pixels = _decode_dxt(rows, fmt)
+        count = len(rows) // bw
+        tiles = pixels.reshape(count, bw, 4, 4, 4).transpose(0, 2, 1, 3, 4).reshape(count * 4, bw * 4, 4)
+        y = 4 * top
+        image[y : y + 4 * count] = tiles[: height - y, :width]
+    return image
 
 
 def _decode_dxt(blocks: np.ndarray, fmt: str) -> np.ndarray:
@@ -370,14 +383,6 @@ def _decode_bc4_bc5(blocks: np.ndarray) -> np.ndarray:
     return pixels
 
 
-def _digit_rows(text: str, base: int = 0) -> np.ndarray:
-    """A table as the specification prints it: rows of single digits (``base`` 0), or numbers (``base`` 10)."""
-    words = text.split()
-    if base:
-        return np.array([int(word) for word in words])
-    return np.array([[int(digit) for digit in word] for word in words])
-
-
 # BC7, as the Khronos ARB_texture_compression_bptc specification defines it (DirectX's BC7 is the same format).
 # Per mode (Table.M): subsets, partition bits, rotation bits, index selection bits, colour bits, alpha bits,
 # endpoint p-bits, shared p-bits, index bits, secondary index bits.
@@ -391,52 +396,6 @@ BC7_MODES = (
     (1, 0, 0, 0, 7, 7, 1, 0, 4, 0),
     (2, 6, 0, 0, 5, 5, 1, 0, 2, 0),
 )
-# Subset of each pixel (x-major) for the 64 partitions of two (Table.P2) and three (Table.P3) subsets.
-BC7_P2 = _digit_rows(
-    "0011001100110011 0001000100010001 0111011101110111 0001001100110111 0000000100010011 0011011101111111 "
-    "0001001101111111 0000000100110111 0000000000010011 0011011111111111 0000000101111111 0000000000010111 "
-    "0001011111111111 0000000011111111 0000111111111111 0000000000001111 0000100011101111 0111000100000000 "
-    "0000000010001110 0111001100010000 0011000100000000 0000100011001110 0000000010001100 0111001100110001 "
-    "0011000100010000 0000100010001100 0110011001100110 0011011001101100 0001011111101000 0000111111110000 "
-    "0111000110001110 0011100110011100 0101010101010101 0000111100001111 0101101001011010 0011001111001100 "
-    "0011110000111100 0101010110101010 0110100101101001 0101101010100101 0111001111001110 0001001111001000 "
-    "0011001001001100 0011101111011100 0110100110010110 0011110011000011 0110011010011001 0000011001100000 "
-    "0100111001000000 0010011100100000 0000001001110010 0000010011100100 0110110010010011 0011011011001001 "
-    "0110001110011100 0011100111000110 0110110011001001 0110001100111001 0111111010000001 0001100011100111 "
-    "0000111100110011 0011001111110000 0010001011101110 0100010001110111"
-)
-BC7_P3 = _digit_rows(
-    "0011001102212222 0001001122112221 0000200122112211 0222002200110111 0000000011221122 0011001100220022 "
-    "0022002211111111 0011001122112211 0000000011112222 0000111111112222 0000111122222222 0012001200120012 "
-    "0112011201120112 0122012201220122 0011011211221222 0011200122002220 0001001101121122 0111001120012200 "
-    "0000112211221122 0022002200221111 0111011102220222 0001000122212221 0000001101220122 0000110022102210 "
-    "0122012200110000 0012001211222222 0110122112210110 0000011012211221 0022110211020022 0110011020022222 "
-    "0011012201220011 0000200022112221 0000000211221222 0222002200120011 0011001200220222 0120012001200120 "
-    "0000111122220000 0120120120120120 0120201212010120 0011220011220011 0011112222000011 0101010122222222 "
-    "0000000021212121 0022112200221122 0022001100220011 0220122102201221 0101222222220101 0000212121212121 "
-    "0101010101012222 0222011102220111 0002111200021112 0000211221122112 0222011101110222 0002111211120002 "
-    "0110011001102222 0000000021122112 0110011022222222 0022001100110022 0022112211220022 0000000000002112 "
-    "0002000100020001 0222122202221222 0101222222222222 0111201122012220"
-)
-# Anchor pixel of the second subset of two (Table.A2), and of the second and third of three (Tables.A3a, A3b).
-BC7_A2 = _digit_rows(
-    "15 " * 16
-    + "15 2 8 2 2 8 8 15 2 8 2 2 8 8 2 2 15 15 6 8 2 8 15 15 2 8 2 2 2 15 15 6 6 2 6 8 15 15 2 2 15 15 15 15 15 2 2 15",
-    10,
-)
-BC7_A3 = _digit_rows(
-    "3 3 15 15 8 3 15 15 8 8 6 6 6 5 3 3 3 3 8 15 3 3 6 10 5 8 8 6 8 5 15 15 8 15 3 5 6 10 8 15 15 3 15 5 15 15 15 15 "
-    "3 15 5 5 5 8 5 10 5 10 8 13 15 12 3 3 "
-    "15 8 8 3 15 15 3 8 15 15 15 15 15 15 15 8 15 8 15 3 15 8 15 8 3 15 6 10 15 15 10 8 15 3 15 10 10 8 9 10 6 15 8 15 "
-    "3 6 6 8 15 3 15 15 15 15 15 15 15 15 15 15 3 15 15 8",
-    10,
-).reshape(2, 64)
-BC7_WEIGHTS = {
-    2: np.array([0, 21, 43, 64]),
-    3: np.array([0, 9, 18, 27, 37, 46, 55, 64]),
-    4: np.array([0, 4, 9, 13, 17, 21, 26, 30, 34, 38, 43, 47, 51, 55, 60, 64]),
-}
-assert BC7_P2.shape == BC7_P3.shape == (64, 16) and BC7_A2.shape == (64,) and BC7_A3.shape == (2, 64)
 
 
 def _decode_bc7(blocks: np.ndarray) -> np.ndarray:
@@ -453,17 +412,11 @@ def _decode_bc7(blocks: np.ndarray) -> np.ndarray:
     return pixels
 
 
-def _field(bits: np.ndarray, start: int, count: int) -> np.ndarray:
-    """An unsigned ``count``-bit field of every block (bits least significant first)."""
-    if count == 0:
-        return np.zeros(len(bits), dtype=np.int32)
-    return bits[:, start : start + count].astype(np.int32) @ (1 << np.arange(count, dtype=np.int32))
-
-
 def _bc7_mode(bits: np.ndarray, mode: int) -> np.ndarray:
     subsets, pb, rb, isb, cb, ab, epb, spb, ib, ib2 = BC7_MODES[mode]
     pos = mode + 1
-    partition, rotation, selector = _field(bits, pos, pb), _field(bits, pos + pb, rb), _field(bits, pos + pb + rb, isb)
+    partition, rotation = bit_field(bits, pos, pb), bit_field(bits, pos + pb, rb)
+    selector = bit_field(bits, pos + pb + rb, isb)
     pos += pb + rb + isb
     ends, pos = _bc7_endpoints(bits, pos, subsets, cb, ab, epb, spb)
     subset = np.zeros((len(bits), 16), dtype=np.int64)
@@ -477,10 +430,10 @@ def _bc7_mode(bits: np.ndarray, mode: int) -> np.ndarray:
         subset = BC7_P3[partition]
         anchors[rows, BC7_A3[0][partition]] = True
         anchors[rows, BC7_A3[1][partition]] = True
-    primary = BC7_WEIGHTS[ib][_bc7_indices(bits, pos, ib, anchors)]
+    primary = BC7_WEIGHTS[ib][read_indices(bits, pos, ib, anchors)]
     colour = alpha = primary
     if ib2:
-        secondary = BC7_WEIGHTS[ib2][_bc7_indices(bits, pos + 16 * ib - 1, ib2, anchors)]
+        secondary = BC7_WEIGHTS[ib2][read_indices(bits, pos + 16 * ib - 1, ib2, anchors)]
         swap = (selector == 1)[:, None]
         colour, alpha = np.where(swap, secondary, primary), np.where(swap, primary, secondary)
     chosen = ends[rows[:, None], subset]  # (k, 16, 2, 4): each pixel's pair of endpoints
@@ -502,7 +455,7 @@ def _bc7_endpoints(
         width = cb if c < 3 else ab
         for s in range(subsets):
             for e in range(2):
-                ends[:, s, e, c] = _field(bits, pos, width)
+                ends[:, s, e, c] = bit_field(bits, pos, width)
                 pos += width
     sizes = [cb, cb, cb, ab]
     if epb or spb:
@@ -518,14 +471,3 @@ def _bc7_endpoints(
     if not ab:
         ends[..., 3] = 255
     return ends, pos
-
-
-def _bc7_indices(bits: np.ndarray, pos: int, width: int, anchors: np.ndarray) -> np.ndarray:
-    """(k, 16) indices of ``width`` bits from ``pos``, x-major; each subset's anchor pixel has one bit less."""
-    widths = width - anchors.astype(np.int64)
-    offsets = pos + np.cumsum(widths, axis=1) - widths
-    index = np.zeros_like(widths)
-    for j in range(width):
-        bit = np.take_along_axis(bits, np.minimum(offsets + j, 127), axis=1).astype(np.int64)
-        index |= np.where(j < widths, bit << j, 0)
-    return index

@@ -1,0 +1,91 @@
+"""Crafted seeds for the whole-import fuzzer (``tests/fuzz_blender.py``) for the classes of issue 28: flex rules that
+become drivers, ``.phy`` keyvalues text whose names become property names, a PCX skin with padded bit planes, and
+a signed BC6H texture whose blocks decode to -inf. Each builds a file tree in ``tmp`` and returns the model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import hostile
+import numpy as np
+from pcx_writer import write_pcx
+from phy_writer import PhySpec, PSolid, box, solid_text, write_phy
+from source_writer import character_spec, write_mdl, write_source
+
+# A signed mode-15 BC6H block whose endpoints are all 0x8000: -inf in every channel once decoded.
+MINUS_INFINITY = (15 | 1 << 39 | 1 << 49 | 1 << 59).to_bytes(16, "little")
+BC6H_SIGNED = 71  # VTF format number (Strata)
+
+
+def models(tmp: Path) -> Path:
+    return hostile.game(tmp) / "models" / "test"
+
+
+def source_flex_rules(tmp: Path) -> Path:
+    """A face whose flexes are driven by rules of every operation (the rules of ``tests/test_flex_rules.py``)."""
+    from test_flex_rules import with_key_flexes
+
+    spec = character_spec(includes=[])
+    path = write_source(spec, models(tmp), "face")
+    path.write_bytes(with_key_flexes(write_mdl(spec)))
+    return path
+
+
+def source_phy_text(tmp: Path) -> Path:
+    """Collision solids whose keyvalues text has names and keys longer than Blender's 63 bytes, in UTF-8."""
+    path = write_source(character_spec(includes=[]), models(tmp), "guy")
+    long_key = "x" * 80
+    text = solid_text(
+        ["pelvis", "é" * 30],
+        [(0, 1, {"xmin": -10.0, "xmax": 20.0, long_key: 1.0, "ü" * 25: 2.0})],
+        extra='editparams {\n"rootname" "' + "ö" * 40 + '"\n"totalmass" "inf"\n}\n',
+    )
+    phy = PhySpec(
+        [PSolid([box((-1, -1, -1), (1, 1, 1), 0)]), PSolid([box((0, -0.5, -0.5), (2, 0.5, 0.5), 1)])], text=text
+    )
+    (path.parent / "guy.phy").write_bytes(write_phy(phy))
+    return path
+
+
+def padded_pcx(side: int = 64, stride: int = 512) -> bytes:
+    """A 1-bit, 4-plane PCX whose lines are padded far beyond their pixels (the memory class, at a small size)."""
+    y, x = np.mgrid[:side, :side]
+    indices = ((x // 8 + y // 8) % 16).astype(np.uint8)
+    bits = (indices[:, None, :] >> np.arange(4, dtype=np.uint8)[None, :, None]) & 1
+    packed = np.packbits(bits, axis=2)
+    lines = np.zeros((side, 4, stride), np.uint8)
+    lines[..., : packed.shape[2]] = packed
+    palette = np.arange(48, dtype=np.uint8).reshape(16, 3) * 5
+    return write_pcx(lines, side, 1, palette16=palette)
+
+
+def ms3d_pcx_skin(tmp: Path) -> Path:
+    folder = tmp / "model"
+    path = hostile.ms3d_textured(folder, "skin.pcx")
+    (folder / "skin.pcx").write_bytes(padded_pcx())
+    return path
+
+
+def bc6h_vtf(blocks: bytes, width: int, height: int) -> bytes:
+    header = np.zeros(1, hostile.VTF_HEADER)
+    header["signature"], header["version"], header["header_size"] = b"VTF\0", (7, 2), 80
+    header["width"], header["height"], header["frames"], header["format"] = width, height, 1, BC6H_SIGNED
+    header["mip_count"], header["low_format"], header["depth"] = 1, -1, 1
+    return header.tobytes() + blocks
+
+
+def source_bc6h_infinity(tmp: Path) -> Path:
+    """The body's texture is a signed BC6H VTF, half of it blocks that decode to -inf."""
+    hostile.vmt(tmp, "body", '"VertexLitGeneric"\n{\n"$basetexture" "models/test/hdr"\n}\n')
+    ordinary = (3 | 280 << 5 | 561 << 35).to_bytes(16, "little")  # mode 3, two plain endpoints
+    texture = bc6h_vtf((ordinary + MINUS_INFINITY) * 8, 16, 16)
+    (hostile.game(tmp) / "materials" / "models" / "test" / "hdr.vtf").write_bytes(texture)
+    return hostile.source(tmp)
+
+
+BUILDERS = {
+    "hostile flex rules.mdl": source_flex_rules,
+    "hostile phy text.mdl": source_phy_text,
+    "hostile padded pcx.ms3d": ms3d_pcx_skin,
+    "hostile bc6h infinity.mdl": source_bc6h_infinity,
+}
