@@ -63,11 +63,6 @@ def test_addon_entry_only_registers():
 
 # --- no import cycles inside the package ----------------------------------------------------------------------------
 
-# Cycles known at the time of writing, each as the set of modules it joins. vtf <-> bc6h: the hardening branch
-# removes it (drop this exception when that branch is merged).
-KNOWN_CYCLES = [{"io_ms3d_mdl.formats.source.vtf", "io_ms3d_mdl.formats.source.bc6h"}]
-
-
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -152,7 +147,7 @@ def test_no_import_cycles_inside_the_package():
     graph = {name: package_imports(name, path, set(paths)) for name, path in paths.items()}
     assert graph["io_ms3d_mdl.formats.source.animation"] >= {"io_ms3d_mdl.formats.source.animation53"}  # sanity
     cycles = import_cycles(graph)
-    assert [sorted(cycle) for cycle in cycles if cycle not in KNOWN_CYCLES] == []
+    assert [sorted(cycle) for cycle in cycles] == []
 
 
 def test_the_cycle_finder_sees_function_level_imports(tmp_path):
