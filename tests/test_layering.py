@@ -63,6 +63,7 @@ def test_addon_entry_only_registers():
 
 # --- no import cycles inside the package ----------------------------------------------------------------------------
 
+
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)

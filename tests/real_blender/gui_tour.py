@@ -323,54 +323,15 @@ def tour():
         checks["rigged_import"] = sorted(bpy.ops.import_scene.source_mdl(filepath=ARGS.rigged))
     checks["rigged_weights"] = weight_summary()
     checks["active_mesh_untouched"] = sorted(a.name for a in obj.data.attributes) == before and not obj.vertex_groups
+    yield from game_stops(view3d)
     if ARGS.goldsrc:
         yield from goldsrc_stop(view3d)
 
 
-def goldsrc_stop(view3d: bpy.types.Area):
-    """A Half-Life 1 model through the same Source Model importer, alone in the view, textured (Material Preview),
-    facing the viewer (forward -X: GoldSrc characters face +X), posed in its first sequence."""
+def game_stops(view3d: bpy.types.Area):
+    """Games and archives: the extension's preferences with Steam's games and an add-on VPK, the sidebar's Game
+    Models panel, and Browse Game Models importing with a click."""
     checks = RESULT["checks"]
-    with override():
-        checks["goldsrc_import"] = sorted(
-            bpy.ops.import_scene.source_mdl(filepath=ARGS.goldsrc, axis_forward="-X", axis_up="Z")
-        )
-    stem = os.path.splitext(os.path.basename(ARGS.goldsrc))[0]
-    model = bpy.data.collections[stem]
-    checks["goldsrc_engine"] = model.get("source_engine")
-    ours = set(model.all_objects)
-    for other in bpy.context.view_layer.objects:
-        other.hide_set(other not in ours)  # the models imported before, out of the picture
-    meshes = [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
-    checks["goldsrc_meshes"] = len(meshes)
-    checks["goldsrc_images"] = sorted(
-        {
-            n.image.size[0] > 1
-            for o in meshes
-            for s in o.material_slots
-            if s.material
-            for n in s.material.node_tree.nodes
-            if n.bl_idname == "ShaderNodeTexImage" and n.image
-        }
-    )
-    view3d.spaces.active.show_region_ui = False
-    bpy.context.scene.frame_set(3)
-    for other in bpy.context.view_layer.objects:
-        other.select_set(other in meshes)
-    bpy.context.view_layer.objects.active = meshes[0]
-    with override():
-        bpy.ops.view3d.view_axis(type="FRONT")
-        bpy.ops.view3d.view_selected()
-    for other in bpy.context.view_layer.objects:
-        other.select_set(False)
-    view3d.spaces.active.shading.type = "MATERIAL"
-    view3d.spaces.active.overlay.show_overlays = False
-    yield 1.0
-    compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
-    assert compiled, "shaders still compiling after 90 s"
-    yield 3.0
-    shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
-
     # The add-on's preferences: the games of a (made-up) Steam installation found, one turned off, and the VPK
     # added, in the Add-ons section with the entry expanded.
     prefs = bpy.context.preferences.addons[ADDON].preferences
@@ -447,6 +408,51 @@ def goldsrc_stop(view3d: bpy.types.Area):
     xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1] + 120)  # no hover highlight on the row
     yield 2.0
     shot("game_browser", BROWSER_CROP, "Browse Game Models: an add-on VPK's models, the first one imported")
+
+
+def goldsrc_stop(view3d: bpy.types.Area):
+    """A Half-Life 1 model through the same Source Model importer, alone in the view, textured (Material Preview),
+    facing the viewer (forward -X: GoldSrc characters face +X), posed in its first sequence."""
+    checks = RESULT["checks"]
+    with override():
+        checks["goldsrc_import"] = sorted(
+            bpy.ops.import_scene.source_mdl(filepath=ARGS.goldsrc, axis_forward="-X", axis_up="Z")
+        )
+    stem = os.path.splitext(os.path.basename(ARGS.goldsrc))[0]
+    model = bpy.data.collections[stem]
+    checks["goldsrc_engine"] = model.get("source_engine")
+    ours = set(model.all_objects)
+    for other in bpy.context.view_layer.objects:
+        other.hide_set(other not in ours)  # the models imported before, out of the picture
+    meshes = [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
+    checks["goldsrc_meshes"] = len(meshes)
+    checks["goldsrc_images"] = sorted(
+        {
+            n.image.size[0] > 1
+            for o in meshes
+            for s in o.material_slots
+            if s.material
+            for n in s.material.node_tree.nodes
+            if n.bl_idname == "ShaderNodeTexImage" and n.image
+        }
+    )
+    view3d.spaces.active.show_region_ui = False
+    bpy.context.scene.frame_set(3)
+    for other in bpy.context.view_layer.objects:
+        other.select_set(other in meshes)
+    bpy.context.view_layer.objects.active = meshes[0]
+    with override():
+        bpy.ops.view3d.view_axis(type="FRONT")
+        bpy.ops.view3d.view_selected()
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    view3d.spaces.active.shading.type = "MATERIAL"
+    view3d.spaces.active.overlay.show_overlays = False
+    yield 1.0
+    compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
+    assert compiled, "shaders still compiling after 90 s"
+    yield 3.0
+    shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
 
 
 GENERATOR = tour()
