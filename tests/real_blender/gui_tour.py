@@ -65,9 +65,17 @@ def find_region(area: bpy.types.Area, kind: str) -> bpy.types.Region:
     return next(r for r in area.regions if r.type == kind)
 
 
+def screen_height() -> int:
+    return int(
+        subprocess.run(["xdotool", "getdisplaygeometry"], capture_output=True, text=True, check=True).stdout.split()[1]
+    )
+
+
 def screen_rect(window: bpy.types.Window, x: int, y: int, width: int, height: int) -> list[int]:
-    """A rectangle in Blender's window coordinates (origin bottom left) as X screen coordinates (top left)."""
-    return [window.x + x, window.y + window.height - (y + height), width, height]
+    """A rectangle in Blender's window coordinates as X screen coordinates (top left). Blender's window position
+    counts from the screen's bottom left too: a window away from the screen's middle (5.2 opens the file browser at
+    the top, 4.3 centred) lands where X has it only when measured from the screen's bottom."""
+    return [window.x + x, screen_height() - (window.y + y + height), width, height]
 
 
 def area_rect(area: bpy.types.Area, window: bpy.types.Window | None = None) -> list[int]:
@@ -186,6 +194,9 @@ def tour():
         checks[f"{name}_operator"] = space.active_operator.bl_idname if space.active_operator else None
         checks[f"{name}_physics_option"] = getattr(space.active_operator, "import_physics", None)
         assert os.path.samefile(checks[f"{name}_directory"], os.path.dirname(path)), f"{name}: not in the folder"
+        files = find_region(area, "WINDOW")
+        x, y, width, height = screen_rect(browser, files.x, files.y, files.width, files.height)
+        xdotool("mousemove", x + width // 2, y + height - 40)  # on the empty part of the file list: no tooltip
         yield 3.0  # the folder listing and thumbnails settle
         shot(name, screen_rect(browser, 0, 0, browser.width, browser.height), f"{operator.idname()} file browser")
         if name == "source_browser":  # the options below the fold: scroll the sidebar to Extras and Limits
