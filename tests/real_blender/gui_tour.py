@@ -170,7 +170,8 @@ def tour():
     xdotool("mousemove", 70, 300)
     xdotool("mousemove", 90, 311)
     yield 1.5
-    shot("import_menu", [0, 0, 760, 520], "File > Import with the MilkShape 3D and Source Model entries")
+    # Tall enough for 5.2's longer Import menu (it lists two FBX importers).
+    shot("import_menu", [0, 0, 760, 560], "File > Import with the MilkShape 3D and Source Model entries")
     xdotool("mousemove", 800, 600)
     xdotool("click", 1)  # outside the menu: closes it (and deselects, harmless before the import)
     yield 0.8
