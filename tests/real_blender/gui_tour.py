@@ -43,6 +43,7 @@ ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
 DRAWS = dict.fromkeys(PANELS, 0)
 STARTED = time.monotonic()
+OUTLINER_HEIGHT = 280  # pixels: the model's collections and objects, the collision collection, Camera and Light
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -159,6 +160,21 @@ def tour():
     xdotool("mouseup", 1)
     yield 0.5
     checks["properties_width"] = find_area("PROPERTIES").width
+    # A taller outliner, so the shots show every name an import makes (5.2's default layout gives it half of 4.3's).
+    x, top, width, _ = area_rect(find_area("PROPERTIES"))
+    grow = OUTLINER_HEIGHT - find_area("OUTLINER").height
+    if grow > 0:  # drag the border between the outliner and the properties down
+        xdotool("mousemove", x + width // 2, top - 1)
+        yield 0.3
+        xdotool("mousedown", 1)
+        for step in range(1, 11):
+            yield 0.05
+            xdotool("mousemove", x + width // 2, top - 1 + grow * step // 10)
+        yield 0.3
+        xdotool("mouseup", 1)
+        yield 0.5
+    checks["outliner_height"] = find_area("OUTLINER").height
+    assert checks["outliner_height"] >= OUTLINER_HEIGHT - 5, f"outliner {checks['outliner_height']} px high"
 
     # File > Import: click File in the top bar, hover Import (positions of Blender 4.3's default layout at
     # 1600x1000; keyboard events from xdotool do not reach Blender's menus under Xvfb).
