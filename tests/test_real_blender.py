@@ -1,10 +1,12 @@
-"""The add-on in a real Blender (4.3, Debian's build), not the ``bpy`` wheel: validation, install, imports, batch, UI.
+"""The add-on in real Blenders (Debian's 4.3 and 5.2), not the ``bpy`` wheel: validation, install, imports, batch, UI.
 
 The wheel never draws a panel, opens a file browser or installs an extension the way a user does; this lane runs
-subprocesses of a real Blender for that. It needs the wrappers made by ``../shared/tools/real-blender/setup.sh``
-(``blender``, headless, and ``blender-gui``, a window on Xvfb) in ``IO_MS3D_MDL_REAL_BLENDER`` (default
-``~/.cache/real-blender``), and skips with the reason when they are missing or the variable is ``off``; with
-``IO_MS3D_MDL_REQUIRE_REAL_BLENDER=1`` (CI) a missing Blender fails instead. It does not use the ``bpy`` wheel.
+subprocesses of a real Blender for that, every test once per Blender. A Blender is a folder holding the wrappers
+``scripts/real_blender_setup.sh`` makes (``blender``, headless, and ``blender-gui``, a window on Xvfb);
+``IO_MS3D_MDL_REAL_BLENDER`` lists the folders, ``os.pathsep``-separated (default
+``~/.cache/real-blender:~/.cache/real-blender-sid``, Debian trixie's 4.3 and sid's 5.2). A missing one skips its
+tests with the reason, ``off`` skips them all; with ``IO_MS3D_MDL_REQUIRE_REAL_BLENDER=1`` (CI) a missing Blender
+fails instead. It does not use the ``bpy`` wheel.
 
 Every Blender run gets its own user configuration (``BLENDER_USER_RESOURCES``), HOME, XDG folders and TMPDIR
 under the test's temporary folder, so no preference, extension or crash file reaches the machine or another test.
@@ -12,7 +14,8 @@ under the test's temporary folder, so no preference, extension or crash file rea
 The extension is the zip ``scripts/build_extension.py`` builds (once per run), or ``IO_MS3D_MDL_EXTENSION_ZIP``.
 ``test_gui_tour`` keeps its screenshots in its temporary folder (the path is in its output with ``-rP``) and, when
 ``IO_MS3D_MDL_SCREENSHOTS=DIR`` is set, writes small cropped copies to DIR (relative to the checkout) for the
-README: ``IO_MS3D_MDL_SCREENSHOTS=docs/screenshots``.
+README: ``IO_MS3D_MDL_SCREENSHOTS=docs/screenshots`` (the first listed Blender's; the others' go to
+``DIR/<their folder's name>``).
 
     cd tests && python -m pytest -q test_real_blender.py
 """
@@ -33,11 +36,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, samples_dir
 
-SETTING = os.environ.get("IO_MS3D_MDL_REAL_BLENDER", "~/.cache/real-blender")
-REAL_BLENDER = Path(os.path.expanduser(SETTING))  # expanded now, with the real HOME (runs get a temporary one)
+SETTING = os.environ.get(
+    "IO_MS3D_MDL_REAL_BLENDER", os.pathsep.join(["~/.cache/real-blender", "~/.cache/real-blender-sid"])
+)
 TURNED_OFF = SETTING.lower() in ("0", "off", "no", "false")  # the wheel suite's runs leave this lane to its own
-BLENDER = REAL_BLENDER / "blender"
-BLENDER_GUI = REAL_BLENDER / "blender-gui"
+# Expanded now, with the real HOME (runs get a temporary one).
+LANES = [] if TURNED_OFF else [Path(os.path.expanduser(folder)) for folder in SETTING.split(os.pathsep) if folder]
 SCRIPTS = Path(__file__).resolve().parent / "real_blender"
 ADDON = "bl_ext.user_default.io_ms3d_mdl"
 LANE_WHEEL = "5.0"  # it drives its own Blender binary, so the suite's other wheel passes leave it out
@@ -57,18 +61,18 @@ def _wheel_version() -> str | None:
         return None
 
 
-def _skip_reason() -> str | None:
-    if TURNED_OFF:
+def _skip_reason(lane: Path | None) -> str | None:
+    if lane is None:
         return f"real-Blender lane turned off (IO_MS3D_MDL_REAL_BLENDER={SETTING})"
     wheel = _wheel_version()
     if wheel is not None and not wheel.startswith(LANE_WHEEL):
         return (
             f"the real-Blender lane runs once per suite, in the bpy {LANE_WHEEL} environment's pass (this is {wheel})"
         )
-    if not os.access(BLENDER, os.X_OK):
+    if not os.access(lane / "blender", os.X_OK):
         return (
-            f"real Blender not found: no executable {BLENDER} (run ../shared/tools/real-blender/setup.sh, or set "
-            "IO_MS3D_MDL_REAL_BLENDER to the folder holding its blender and blender-gui wrappers)"
+            f"real Blender not found: no executable {lane / 'blender'} (run scripts/real_blender_setup.sh trixie or "
+            "sid, or set IO_MS3D_MDL_REAL_BLENDER to the folders holding their blender and blender-gui wrappers)"
         )
     return None
 
@@ -80,12 +84,24 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def real_blender() -> None:
-    """Before anything else in this module (the zip build included): skip without the real Blender."""
-    reason = _skip_reason()
+@pytest.fixture(scope="module", autouse=True, params=LANES or [None], ids=lambda lane: lane.name if lane else "off")
+def real_blender(request) -> Path:
+    """Every test runs once per listed Blender (its folder). Before anything else in this module (the zip build
+    included): skip without that Blender."""
+    reason = _skip_reason(request.param)
     if reason:
         skip_or_fail(reason)
+    return request.param
+
+
+@pytest.fixture
+def blender(real_blender) -> Path:
+    return real_blender / "blender"
+
+
+@pytest.fixture
+def blender_gui(real_blender) -> Path:
+    return real_blender / "blender-gui"
 
 
 # Lines that mean something went wrong, wherever they appear in Blender's output.
@@ -184,10 +200,10 @@ def extension_zip(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def installed(extension_zip, tmp_path) -> dict[str, str]:
+def installed(blender, extension_zip, tmp_path) -> dict[str, str]:
     """A fresh user configuration with the zip installed (``extension install-file``) and enabled."""
     env = isolated_env(tmp_path)
-    code, log = run([BLENDER, "--command", "extension", "install-file", "-r", "user_default", "-e", extension_zip], env)
+    code, log = run([blender, "--command", "extension", "install-file", "-r", "user_default", "-e", extension_zip], env)
     assert code == 0 and 'Installed "io_ms3d_mdl"' in log, log
     assert not bad_lines(log), log
     assert (tmp_path / "user" / "extensions" / "user_default" / "io_ms3d_mdl" / "blender_manifest.toml").is_file()
@@ -197,12 +213,12 @@ def installed(extension_zip, tmp_path) -> dict[str, str]:
 # --- extension validate / install --------------------------------------------------------------------------------
 
 
-def test_validate_checkout(tmp_path):
-    code, log = run([BLENDER, "--factory-startup", "--command", "extension", "validate", ROOT], isolated_env(tmp_path))
+def test_validate_checkout(blender, tmp_path):
+    code, log = run([blender, "--factory-startup", "--command", "extension", "validate", ROOT], isolated_env(tmp_path))
     assert code == 0 and "Success parsing TOML" in log and not bad_lines(log), log
 
 
-def test_validate_rejects_a_broken_manifest(tmp_path):
+def test_validate_rejects_a_broken_manifest(blender, tmp_path):
     """The validate check above can fail: a manifest without its id does."""
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -210,23 +226,23 @@ def test_validate_rejects_a_broken_manifest(tmp_path):
     (broken / "blender_manifest.toml").write_text(re.sub(r'(?m)^id = ".*"\n', "", manifest))
     (broken / "__init__.py").write_text("")
     code, log = run(
-        [BLENDER, "--factory-startup", "--command", "extension", "validate", broken], isolated_env(tmp_path)
+        [blender, "--factory-startup", "--command", "extension", "validate", broken], isolated_env(tmp_path)
     )
     assert code != 0 and 'missing "id"' in log, log
 
 
-def test_validate_built_zip(extension_zip, tmp_path):
+def test_validate_built_zip(blender, extension_zip, tmp_path):
     names = zipfile.ZipFile(extension_zip).namelist()
     assert "blender_manifest.toml" in names and "io_ms3d_mdl/blender/operators.py" in names, names
-    cmd = [BLENDER, "--factory-startup", "--command", "extension", "validate", extension_zip]
+    cmd = [blender, "--factory-startup", "--command", "extension", "validate", extension_zip]
     code, log = run(cmd, isolated_env(tmp_path))
     assert code == 0 and "Success parsing TOML" in log and not bad_lines(log), log
 
 
-def test_installed_zip_enables_from_the_user_repository(installed, tmp_path):
+def test_installed_zip_enables_from_the_user_repository(blender, installed, tmp_path):
     """install-file put it in the isolated user repository, and a plain start (user preferences) enables it."""
     script = SCRIPTS / "addon_state.py"
-    code, log = run([BLENDER, "--background", "--python-exit-code", "1", "--python", script], installed)
+    code, log = run([blender, "--background", "--python-exit-code", "1", "--python", script], installed)
     assert code == 0 and not bad_lines(log), log
     state = json.loads(log.split("STATE ", 1)[1].splitlines()[0])
     assert state["enabled"], f"the extension is installed but not enabled:\n{log}"
@@ -238,10 +254,10 @@ def test_installed_zip_enables_from_the_user_repository(installed, tmp_path):
 # --- the operators on real files -----------------------------------------------------------------------------------
 
 
-def test_operators_import_real_files(installed, tmp_path):
+def test_operators_import_real_files(blender, installed, tmp_path):
     models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF), sample(GUN)]
     out = tmp_path / "imports.json"
-    command = [BLENDER, "--background", "--python-exit-code", "1", "--python", SCRIPTS / "import_samples.py", "--"]
+    command = [blender, "--background", "--python-exit-code", "1", "--python", SCRIPTS / "import_samples.py", "--"]
     code, log = run([*command, out, *models], installed)
     assert code == 0 and out.is_file(), log
     assert not bad_lines(log, importer_warnings(*models)), log
@@ -272,14 +288,14 @@ def test_operators_import_real_files(installed, tmp_path):
 
 
 @pytest.mark.parametrize("jobs", [1, 2])  # --jobs 1 once registered a second copy over the extension
-def test_batch_import_beside_the_installed_extension(installed, tmp_path, jobs):
+def test_batch_import_beside_the_installed_extension(blender, installed, tmp_path, jobs):
     """The checkout's batch script, run as documented (``blender --background --python scripts/batch_import.py --
     ARGS``), in a Blender whose user preferences enable the installed extension: two copies of the add-on's code in
     one process must not clash, and any traceback counts even when the exit status is 0."""
     models = [sample(METAL_BOX), sample(CIVILIAN), sample(DWARF)]
     out = tmp_path / "converted"
     script = ROOT / "scripts" / "batch_import.py"
-    command = [BLENDER, "--background", "--python", script, "--", "--jobs", jobs, "-o", out, *models]
+    command = [blender, "--background", "--python", script, "--", "--jobs", jobs, "-o", out, *models]
     code, log = run(command, installed, timeout=300)
     problems = [f"exit status {code}"] if code else []
     problems += bad_lines(log, importer_warnings(*models))
@@ -329,11 +345,11 @@ def small_png(source: Path, crop: list[int], target: Path) -> None:
 
 
 @pytest.fixture
-def gui_tools():
+def gui_tools(blender_gui):
     missing = [tool for tool in ("xvfb-run", "import", "convert", "xdotool") if shutil.which(tool) is None]
-    if missing or not os.access(BLENDER_GUI, os.X_OK):
+    if missing or not os.access(blender_gui, os.X_OK):
         skip_or_fail(
-            f"the GUI tour needs {BLENDER_GUI} and {', '.join(missing) or 'its tools'} (setup.sh installs them)"
+            f"the GUI tour needs {blender_gui} and {', '.join(missing) or 'its tools'} (setup.sh installs them)"
         )
 
 
@@ -352,7 +368,7 @@ def steam_tree(root: Path) -> Path:
     return steam
 
 
-def test_gui_tour(gui_tools, installed, tmp_path):
+def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     """File > Import, both file browsers with their options, the three Source Model panels and Material Preview in
     a real window: no Python error, traceback or warning in Blender's log, every panel drew, every screenshot has
     content. Screenshots stay in ``tmp_path/shots``; small crops go to ``tmp_path/crops`` and, when
@@ -367,7 +383,7 @@ def test_gui_tour(gui_tools, installed, tmp_path):
     mdl, ms3d = game / sample(METAL_BOX).relative_to(sample(METAL_BOX).parents[2]), media / sample(DWARF).name
     shots = tmp_path / "shots"
     rigged = sample(CIVILIAN)
-    command = [BLENDER_GUI, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
+    command = [blender_gui, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
     command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC), "--vpk", vpk, "--steam", steam_tree(tmp_path)]
     code, log = run(command, installed, timeout=400)
     print(f"GUI tour screenshots: {shots}\n{log}")
@@ -421,6 +437,8 @@ def test_gui_tour(gui_tools, installed, tmp_path):
         small_png(path, shot["crop"], crops / f"{name}.png")
     if docs:
         target = Path(docs) if Path(docs).is_absolute() else ROOT / docs
+        if blender_gui.parent != LANES[0]:  # the README shows the first Blender's; the others' go to a subfolder
+            target /= blender_gui.parent.name
         target.mkdir(parents=True, exist_ok=True)
         for name in GUI_SHOTS:
             shutil.copy(crops / f"{name}.png", target / f"{name}.png")

@@ -50,6 +50,7 @@ ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
 DRAWS = dict.fromkeys(PANELS, 0)
 STARTED = time.monotonic()
+OUTLINER_HEIGHT = 280  # pixels: the model's collections and objects, the collision collection, Camera and Light
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -72,9 +73,17 @@ def find_region(area: bpy.types.Area, kind: str) -> bpy.types.Region:
     return next(r for r in area.regions if r.type == kind)
 
 
+def screen_height() -> int:
+    return int(
+        subprocess.run(["xdotool", "getdisplaygeometry"], capture_output=True, text=True, check=True).stdout.split()[1]
+    )
+
+
 def screen_rect(window: bpy.types.Window, x: int, y: int, width: int, height: int) -> list[int]:
-    """A rectangle in Blender's window coordinates (origin bottom left) as X screen coordinates (top left)."""
-    return [window.x + x, window.y + window.height - (y + height), width, height]
+    """A rectangle in Blender's window coordinates as X screen coordinates (top left). Blender's window position
+    counts from the screen's bottom left too: a window away from the screen's middle (5.2 opens the file browser at
+    the top, 4.3 centred) lands where X has it only when measured from the screen's bottom."""
+    return [window.x + x, screen_height() - (window.y + y + height), width, height]
 
 
 def area_rect(area: bpy.types.Area, window: bpy.types.Window | None = None) -> list[int]:
@@ -170,6 +179,21 @@ def tour():
     xdotool("mouseup", 1)
     yield 0.5
     checks["properties_width"] = find_area("PROPERTIES").width
+    # A taller outliner, so the shots show every name an import makes (5.2's default layout gives it half of 4.3's).
+    x, top, width, _ = area_rect(find_area("PROPERTIES"))
+    grow = OUTLINER_HEIGHT - find_area("OUTLINER").height
+    if grow > 0:  # drag the border between the outliner and the properties down
+        xdotool("mousemove", x + width // 2, top - 1)
+        yield 0.3
+        xdotool("mousedown", 1)
+        for step in range(1, 11):
+            yield 0.05
+            xdotool("mousemove", x + width // 2, top - 1 + grow * step // 10)
+        yield 0.3
+        xdotool("mouseup", 1)
+        yield 0.5
+    checks["outliner_height"] = find_area("OUTLINER").height
+    assert checks["outliner_height"] >= OUTLINER_HEIGHT - 5, f"outliner {checks['outliner_height']} px high"
 
     # File > Import: click File in the top bar, hover Import (positions of Blender 4.3's default layout at
     # 1600x1000; keyboard events from xdotool do not reach Blender's menus under Xvfb).
@@ -181,7 +205,8 @@ def tour():
     xdotool("mousemove", 70, 300)
     xdotool("mousemove", 90, 311)
     yield 1.5
-    shot("import_menu", [0, 0, 760, 550], "File > Import with the MilkShape 3D, Source Model and Game Models entries")
+    # Tall enough for 5.2's longer Import menu (it lists two FBX importers) and our three entries.
+    shot("import_menu", [0, 0, 760, 570], "File > Import with the MilkShape 3D, Source Model and Game Models entries")
     xdotool("mousemove", 800, 600)
     xdotool("click", 1)  # outside the menu: closes it (and deselects, harmless before the import)
     yield 0.8
@@ -205,6 +230,9 @@ def tour():
         checks[f"{name}_operator"] = space.active_operator.bl_idname if space.active_operator else None
         checks[f"{name}_physics_option"] = getattr(space.active_operator, "import_physics", None)
         assert os.path.samefile(checks[f"{name}_directory"], os.path.dirname(path)), f"{name}: not in the folder"
+        files = find_region(area, "WINDOW")
+        x, y, width, height = screen_rect(browser, files.x, files.y, files.width, files.height)
+        xdotool("mousemove", x + width // 2, y + height - 40)  # on the empty part of the file list: no tooltip
         yield 3.0  # the folder listing and thumbnails settle
         shot(name, screen_rect(browser, 0, 0, browser.width, browser.height), f"{operator.idname()} file browser")
         if name == "source_browser":  # the options below the fold: scroll the sidebar to Extras and Limits
