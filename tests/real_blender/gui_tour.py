@@ -436,6 +436,8 @@ def game_stops(view3d: bpy.types.Area):
     xdotool("mousemove", BROWSER_FIRST_ROW[0], BROWSER_FIRST_ROW[1] + 120)  # no hover highlight on the row
     yield 2.0
     shot("game_browser", BROWSER_CROP, "Browse Game Models: an add-on VPK's models, the first one imported")
+    xdotool("key", "Escape")  # the window stays open for more clicks: closed here, it hides nothing later
+    yield 1.0
 
 
 def goldsrc_stop(view3d: bpy.types.Area):
