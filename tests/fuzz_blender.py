@@ -384,10 +384,9 @@ def _reset_peak() -> None:
 
 
 def _peak_bytes() -> int:
-    import resource
+    from peak_memory import peak_bytes
 
-    found = re.search(r"VmHWM:\s+(\d+) kB", Path("/proc/self/status").read_text())
-    return int(found.group(1)) * 1024 if found else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return peak_bytes()
 
 
 def datablock_counts() -> dict[str, int]:

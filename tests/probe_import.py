@@ -17,6 +17,7 @@ def main() -> None:
     path = sys.argv[1]
     options = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
     import bpy
+    from peak_memory import peak_bytes
 
     from io_ms3d_mdl import blender as addon
 
@@ -46,6 +47,7 @@ def main() -> None:
                     "actions": len(bpy.data.actions),
                     "images": images,
                     "props": texts,
+                    "peak_bytes": peak_bytes(),
                 }
             ),
             flush=True,

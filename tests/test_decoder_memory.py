@@ -15,15 +15,17 @@ from io_ms3d_mdl.formats.source import vtf
 
 MIB = 1 << 20
 PEAK = """
-import resource, sys
+import sys
+sys.path.insert(0, "tests")
 import numpy as np
+from peak_memory import peak_bytes
 from io_ms3d_mdl.formats.source.vtf import decode
 fmt, side, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 data = np.random.default_rng(1).integers(0, 256, (side // 4) ** 2 * size, dtype=np.uint8).tobytes()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_bytes()
 image = decode(data, fmt, side, side)
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print((after - before) * 1024, image.nbytes)
+after = peak_bytes()
+print(after - before, image.nbytes)
 """
 
 

@@ -461,7 +461,8 @@ def run_import(path: Path, **options) -> tuple[dict, list[str], float, int]:
     lines = out.splitlines()
     results = [json.loads(line[7:]) for line in lines if line.startswith("RESULT ")]
     assert proc.returncode == 0 and results, out[-3000:]
-    return results[0], lines, seconds, usage.ru_maxrss * 1024
+    # The probe's own high-water mark: ru_maxrss would carry this test runner's peak into the child (Linux).
+    return results[0], lines, seconds, results[0].get("peak_bytes") or usage.ru_maxrss * 1024
 
 
 BOMBS = {

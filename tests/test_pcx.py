@@ -303,14 +303,16 @@ def test_huge_padding_is_refused_by_the_byte_budget():
 
 
 PEAK_RSS = """
-import resource, sys
+import sys
+sys.path.insert(0, "tests")
 import numpy as np
+from peak_memory import peak_bytes
 from io_ms3d_mdl.formats.images import decode_pcx
 data = open(sys.argv[1], "rb").read()
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_bytes()
 images = [decode_pcx(data) for _ in range(int(sys.argv[2]))]  # all kept, as an import keeps its skins
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(before * 1024, after * 1024, images[0].shape, int(images[0][..., 0].astype(np.int64).sum()))
+after = peak_bytes()
+print(before, after, images[0].shape, int(images[0][..., 0].astype(np.int64).sum()))
 """
 
 
@@ -418,7 +420,14 @@ def test_one_file_is_decoded_once(tmp_path):
     assert first.pixels is second.pixels
 
 
-def test_import_pixel_budget_stops_decoding(tmp_path):
+def test_import_pixel_budget_stops_decoding(tmp_path, monkeypatch):
+    from io_ms3d_mdl.budget import Budget
+
+    # The tiny Work Limit is for the pixel budgets; the model's datablocks keep their default budgets.
+    defaults = Budget()
+    for name in ("objects", "shape_keys", "drivers", "actions", "custom_properties"):
+        value = getattr(defaults, name)
+        monkeypatch.setattr(Budget, name, property(lambda self, value=value: value))
     for i in range(5):
         (tmp_path / f"s{i}.pcx").write_bytes(small_pcx(i))
     options = Ms3dOptions(work_limit=1 / 4096)  # 4,096 pixels a texture, 16,384 an import: four 64×64 skins
