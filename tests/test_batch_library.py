@@ -416,6 +416,9 @@ def test_inside_blender_itself_in_process_and_with_blender_workers(tmp_path, job
         capture_output=True,
         text=True,
         timeout=600,
+        # Python's copy of the environment, not the process's: bpy 5.1+ sets OCIO to its own colour configuration
+        # in this process, which another Blender (Debian's 4.3, an older OpenColorIO) cannot load.
+        env=dict(os.environ),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     report = records(out / "report.json")
