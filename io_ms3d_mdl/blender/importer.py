@@ -18,6 +18,7 @@ import bpy
 from ..access import clear_cache
 from ..errors import FormatError
 from ..scene.types import SceneData
+from .operator_call import staging
 from .rollback import remove_created_on_error
 from .scene_builder import build_scene
 
@@ -92,7 +93,7 @@ def _import_one(
     """Read, convert and build one file; whatever raises leaves no datablock behind."""
     scene = to_scene(path)
     result = ImportResult(path)
-    with remove_created_on_error():
+    with remove_created_on_error(), staging():
         collection, objects = build_scene(context, scene)
         result.collection = collection.name
         result.objects = [o.name for o in objects]

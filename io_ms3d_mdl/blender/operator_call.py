@@ -9,7 +9,9 @@ Two ways, chosen by what Blender offers (a feature test, never a version number)
 - through Blender 5.0, ``_bpy.ops.call`` runs an operator without the updates;
 - from 5.1 on that internal call is gone (``bpy.ops`` is C and always updates the context's view layer), so the
   operator runs with a private, empty scene as its context: the updates then evaluate only what that scene holds
-  (at most the one object the operator works on). The scene is removed when the block ends, whatever happens.
+  (at most the one object the operator works on). One such scene serves a whole import (:func:`staging`: making
+  and removing one costs about 0.3 ms in a full file, and an import opens a scope per rigged object); it is
+  removed when the import ends, whatever happens.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ except (ImportError, AttributeError):  # Blender 5.1 and later
     _call = None
 
 STAGING = ".io_ms3d_mdl staging"  # the private scene's name (a leading dot hides it from Blender's scene lists)
+_shared: list[bpy.types.Scene | None] = []  # while :func:`staging` runs: its scene, made when first needed
 
 
 def run_operator(idname: str, **props: object) -> bool:
@@ -39,6 +42,21 @@ def run_operator(idname: str, **props: object) -> bool:
 
 
 @contextmanager
+def staging() -> Iterator[None]:
+    """Every :func:`operator_scope` inside the block shares one staging scene (where one is needed at all)."""
+    if _call is not None or _shared:
+        yield
+        return
+    _shared.append(None)
+    try:
+        yield
+    finally:
+        scene = _shared.pop()
+        if scene is not None:
+            bpy.data.scenes.remove(scene)
+
+
+@contextmanager
 def operator_scope(obj: bpy.types.Object, active: bool = False) -> Iterator[None]:
     """A context in which :func:`run_operator` works on ``obj`` without evaluating the rest of the file.
 
@@ -48,16 +66,32 @@ def operator_scope(obj: bpy.types.Object, active: bool = False) -> Iterator[None
         with _as_active(bpy.context.view_layer, obj, active), bpy.context.temp_override(active_object=obj, object=obj):
             yield
         return
-    scene = bpy.data.scenes.new(STAGING)
-    try:
+    with _staging_scene() as scene:
         layer = scene.view_layers[0]
         if active:
             scene.collection.objects.link(obj)
-            layer.objects.active = obj
-        with bpy.context.temp_override(scene=scene, view_layer=layer, active_object=obj, object=obj):
-            yield
+        try:
+            layer.objects.active = obj if active else None
+            with bpy.context.temp_override(scene=scene, view_layer=layer, active_object=obj, object=obj):
+                yield
+        finally:
+            if active and obj.name in scene.collection.objects:
+                scene.collection.objects.unlink(obj)
+
+
+@contextmanager
+def _staging_scene() -> Iterator[bpy.types.Scene]:
+    """The import's staging scene (made on first use), or, outside :func:`staging`, one for this block alone."""
+    if _shared:
+        if _shared[-1] is None:
+            _shared[-1] = bpy.data.scenes.new(STAGING)
+        yield _shared[-1]
+        return
+    scene = bpy.data.scenes.new(STAGING)
+    try:
+        yield scene
     finally:
-        bpy.data.scenes.remove(scene)  # unlinks ``obj`` from it too
+        bpy.data.scenes.remove(scene)  # unlinks what it still holds
 
 
 @contextmanager
