@@ -38,7 +38,7 @@ from functools import lru_cache
 from .budget import Budget, current_budget, using_budget
 from .errors import FormatError, printable
 from .filesystem import mounts
-from .filesystem.files import open_regular
+from .filesystem.files import read_regular
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -320,25 +320,4 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     where = mounts.split(path)
     if where is not None:
         return mounts.read_entry(path)
-    limit = current_budget().file_bytes
-    fd, info = open_regular(path)
-    try:
-        if info.st_size > limit:
-            raise current_budget().exceeded(path, "file size", info.st_size, limit, unit="bytes")
-        # Asking for the whole file at once reads a regular file in one chunk, which join hands back uncopied: in
-        # 16 MiB chunks, a 512 MiB file was held twice (the chunks, then their join).
-        chunks, remaining, size = [], limit + 1, info.st_size + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, max(size, 1 << 24)))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-    except OSError as exc:
-        raise FormatError(path, None, f"cannot read file: {exc.strerror or exc}") from exc
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:  # grew while being read
-        raise current_budget().exceeded(path, "file size", len(data), limit, unit="bytes")
-    return data
+    return read_regular(path)
