@@ -4,9 +4,13 @@ scene from 5.1 on. Both ways must make the same rig and leave nothing behind."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
-from conftest import bpy, datablock_counts, sample_path
+from conftest import ROOT, bpy, datablock_counts, sample_path
+
+sys.path.insert(0, str(ROOT / "scripts"))
 
 pytestmark = pytest.mark.blender
 
@@ -45,34 +49,17 @@ def test_the_staging_scene_makes_the_same_rig_as_the_internal_call_and_leaves_no
 
     if operator_call._call is not None:
         monkeypatch.setattr(operator_call, "_call", None)  # the staging path, as 5.1+ takes it
-    else:
-        monkeypatch.setattr(operator_call, "operator_scope", _plain_scope)  # bpy.ops as it is, updates and all
+    else:  # bpy.ops as it is, updates and all (what scripts/bench_mode_switch.py times ours against)
+        import bench_mode_switch
+
         from io_ms3d_mdl.blender import armature, weights
 
-        monkeypatch.setattr(armature, "operator_scope", _plain_scope)
-        monkeypatch.setattr(weights, "operator_scope", _plain_scope)
+        for module in (operator_call, armature, weights):
+            monkeypatch.setattr(module, "operator_scope", bench_mode_switch.plain_scope)
     bpy.ops.wm.read_factory_settings(use_empty=True)
     bpy.ops.import_scene.source_mdl(filepath=path)
     assert rig_state() == default
     assert [s.name for s in bpy.data.scenes] == ["Scene"]
-
-
-def _plain_scope(obj, active=False):
-    from contextlib import contextmanager
-
-    @contextmanager
-    def scope():
-        layer = bpy.context.view_layer
-        previous = layer.objects.active
-        if active:
-            layer.objects.active = obj
-        try:
-            with bpy.context.temp_override(active_object=obj, object=obj):
-                yield
-        finally:
-            layer.objects.active = previous
-
-    return scope()
 
 
 def test_a_failure_inside_the_staging_scene_removes_it(blender, monkeypatch):
