@@ -18,7 +18,7 @@ from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 from ...formats.source.animation import DecodedAnimation
 from ..names import unique_names
 from ..rotations import euler_xyz_to_matrix
-from ..source.animation import _actions
+from ..source.animation import build_channels, show_first_action
 from ..types import AnimationEntry, SceneData
 
 MOTION_AXES = ((MOTION_X, 0), (MOTION_Y, 1), (MOTION_Z, 2))
@@ -109,7 +109,7 @@ def add_goldsrc_animations(
             anims.append(DecodedAnimation(available[i][2], anim_fps, False, rotations, positions[k], animated))
     if anims:
         fps = fps or anims[0].fps
-        actions = _actions(anims, [fps / a.fps for a in anims], rest_rot, rest_pos, axes, scale)
+        actions = build_channels(anims, [fps / a.fps for a in anims], rest_rot, rest_pos, axes, scale)
         for (i, seq), anim, action in zip(picked, anims, actions, strict=True):
             ratio = fps / anim.fps
             action.markers = [(_event_name(e.event, e.options), e.frame * ratio) for e in seq.events]
@@ -129,11 +129,7 @@ def add_goldsrc_animations(
     scene.animations = entries
     if not scene.actions:
         return
-    scene.fps = fps
-    first = scene.actions[0].frame_range
-    if first[1] <= first[0]:
-        first = max((a.frame_range for a in scene.actions), key=lambda r: r[1] - r[0])
-    scene.frame_range = first
+    show_first_action(scene, fps)
 
 
 def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:

@@ -120,7 +120,7 @@ def add_source_animations(
         for source, group in itertools.groupby(ready, key=lambda r: r[0].source):
             own = [anim for _, anim in group]
             anims += _remap(own, mappings[source], mdl) if source else own
-        actions = _actions(anims, [fps / a.fps for a in anims], *rest) if anims else []
+        actions = build_channels(anims, [fps / a.fps for a in anims], *rest) if anims else []
         for (offer, _), anim, action in zip(ready, anims, actions, strict=True):
             desc = sources[offer.source][0].animations[offer.index]
             action.markers = [
@@ -140,13 +140,7 @@ def add_source_animations(
     scene.animations = [o.entry for o in offers]
     if not scene.actions:
         return
-    scene.fps = fps
-    # The scene shows the playing (first) action; a one-frame pose (a static "idle" or "ref") would give a useless
-    # 0..1 range, so the range then spans the longest action instead, ready for whichever track is played.
-    first = scene.actions[0].frame_range
-    if first[1] <= first[0]:
-        first = max((a.frame_range for a in scene.actions), key=lambda r: r[1] - r[0])
-    scene.frame_range = first
+    show_first_action(scene, fps)
     scene.props["source_sequences"] = [
         {
             "name": s.name,
@@ -256,7 +250,7 @@ def _events_by_animation(mdl: MdlFile) -> dict[int, list[tuple[str, float]]]:
     return out
 
 
-def _actions(
+def build_channels(
     anims: list[DecodedAnimation],
     frame_scales: list[float],
     rest_rot: np.ndarray,
@@ -278,13 +272,13 @@ def _actions(
     for members in groups.values():
         clips = [anims[a] for a in members]
         bones = np.nonzero(clips[0].animated)[0] if clips[0].delta else np.arange(len(clips[0].animated))
-        built = _clip_actions(clips, [frame_scales[a] for a in members], bones, rest_rot, rest_pos, x, scale)
+        built = _clipbuild_channels(clips, [frame_scales[a] for a in members], bones, rest_rot, rest_pos, x, scale)
         for a, action in zip(members, built, strict=True):
             actions[a] = action
     return actions
 
 
-def _clip_actions(
+def _clipbuild_channels(
     anims: list[DecodedAnimation],
     frame_scales: list[float],
     bones: np.ndarray,
@@ -446,3 +440,14 @@ def _interpolation_error(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     t = ((np.arange(len(values)) - before) / np.maximum(after - before, 1))[:, None]
     start = values[before]
     return np.abs(start + (values[after] - start) * t - values).max(axis=1)
+
+
+def show_first_action(scene: SceneData, fps: float) -> None:
+    """The scene's rate and range for its playing (first) action; a one-frame pose (a static "idle" or "ref") would
+    give a useless 0..1 range, so the range then spans the longest action instead, ready for whichever track is
+    played. (Source and GoldSrc alike.)"""
+    scene.fps = fps
+    first = scene.actions[0].frame_range
+    if first[1] <= first[0]:
+        first = max((a.frame_range for a in scene.actions), key=lambda r: r[1] - r[0])
+    scene.frame_range = first
