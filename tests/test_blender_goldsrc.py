@@ -67,7 +67,7 @@ def test_body_parts_and_skins_switch(blender):
     bpy.ops.import_scene.source_mdl(filepath=str(goldsrc("Pi0h1__halflife/models/hgrunt.mdl")))
     model = bpy.data.collections["hgrunt"]
     heads = bpy.data.collections["heads"]
-    assert [c.name for c in heads.children][:2] == ["grunthead", "commanderhead"]
+    assert [c.name for c in heads.children][:2] == ["heads: grunthead", "heads: commanderhead"]
     assert visible(bpy, heads.children[0]) and not visible(bpy, heads.children[1])
     assert bpy.ops.io_ms3d_mdl.source_body_part(model="hgrunt", body_part=1, option=1) == {"FINISHED"}
     assert visible(bpy, heads.children[1]) and not visible(bpy, heads.children[0])

@@ -11,6 +11,7 @@ ones a user reads in the outliner (collections and objects) are settled for the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 
 from .types import CollectionData, Props, SceneData
@@ -130,6 +131,14 @@ class NameBook:
         self.last[base] = n
         self.used.add(candidate)
         return candidate
+
+
+def option_name(part: str, model: str, index: int) -> str:
+    """A body part's choice as the outliner shows it: ``body: metal_box`` (a model is often named like its part or
+    its file, so the part says which choice this is), or ``hat: blank 0`` for an empty one. ``model`` is the file's
+    name for it, extension and all (Source ``.smd``, GoldSrc's ``blank``)."""
+    model = os.path.splitext(model)[0]
+    return f"{part}: {model}" if model and model.lower() != "blank" else f"{part}: blank {index}"
 
 
 def settle_names(scene: SceneData) -> None:

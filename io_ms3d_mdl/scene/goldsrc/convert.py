@@ -19,7 +19,7 @@ from ..axes import axis_conversion_matrix
 from ..bones import bone_frames
 from ..decoded_textures import PixelAllowance
 from ..finite import replace_non_finite
-from ..names import unique_names
+from ..names import option_name, unique_names
 from ..rotations import compose, euler_xyz_to_matrix
 from ..slots import cap_material_slots
 from ..source.convert import SourceOptions
@@ -191,30 +191,28 @@ def _materials(gs: GsFile, scene: SceneData) -> None:
 
 def _body_parts(gs: GsFile, world: np.ndarray, options: SourceOptions, scene: SceneData) -> None:
     for b, part in enumerate(gs.body_parts):
-        names = [_option_name(part.name, m.name, i) for i, m in enumerate(part.models)]
-        names = unique_names(names, "model", taken=[c.name for c in scene.collections])
+        part_name = part.name or f"bodypart{b}"
+        names = [option_name(part_name, m.name, i) for i, m in enumerate(part.models)]
         children = [
             CollectionData(names[i], hidden=i > 0, props={"source_model": m.name, "source_option": i})
             for i, m in enumerate(part.models)
         ]
         collection = CollectionData(
-            part.name or f"bodypart{b}",
+            part_name,
             children=children,
             props={"source_bodypart": b, "source_bodypart_base": part.base},
         )
         for m, model in enumerate(part.models):
-            obj = _model_object(gs, model, world, options, scene, names[m])
+            stem = os.path.splitext(model.name)[0]
+            obj = _model_object(
+                gs, model, world, options, scene, stem if stem.lower() not in ("", "blank") else names[m]
+            )
             if obj is None:
                 continue
             obj.props.update({"source_bodypart": b, "source_option": m})
             scene.objects.append(obj)
             children[m].objects.append(len(scene.objects) - 1)
         scene.collections.append(collection)
-
-
-def _option_name(part: str, model: str, index: int) -> str:
-    model = os.path.splitext(model)[0]
-    return model if model and model.lower() != "blank" else f"{part} (blank {index})"
 
 
 def _model_object(
@@ -242,8 +240,12 @@ def _model_object(
     turned = (world[model.normal_bones, :3, :3] @ model.normals[:, :, None].astype(np.float64))[:, :, 0]
     normals = turned[corners[:, 1]]
     family0 = scene.skin_families[0] if scene.skin_families else []
-    slot_refs = list(dict.fromkeys(refs.tolist()))
-    place = {r: i for i, r in enumerate(slot_refs)}
+    # the texture refs in order of first use, and each triangle's slot among them (per triangle, in numpy)
+    distinct, first, inverse = np.unique(refs, return_index=True, return_inverse=True)
+    by_use = np.argsort(first, kind="stable")
+    slot_refs = distinct[by_use].tolist()
+    slot_of = np.empty(len(distinct), np.int32)
+    slot_of[by_use] = np.arange(len(distinct), dtype=np.int32)
     size = np.ones((max(len(family0), 1), 2))
     for r, t in enumerate(family0):
         if t >= 0:
@@ -260,9 +262,7 @@ def _model_object(
         triangles=np.ascontiguousarray(triangles, dtype=np.int32),
         uvs=uvs,
         normals=np.ascontiguousarray(normals, dtype=np.float32),
-        material_indices=np.array([place[r] for r in refs.tolist()], dtype=np.int32)
-        if len(slot_refs) > 1
-        else np.zeros(len(triangles), np.int32),
+        material_indices=slot_of[inverse.ravel()] if len(slot_refs) > 1 else np.zeros(len(triangles), np.int32),
         materials=[family0[r] if 0 <= r < len(family0) and family0[r] >= 0 else None for r in slot_refs],
         source_vertices=used.astype(np.int32),
         material_refs=slot_refs,

@@ -23,7 +23,7 @@ from ...formats.source.phy import PhyFile
 from ..axes import axis_conversion_matrix
 from ..bones import bone_frames
 from ..finite import replace_non_finite
-from ..names import unique_names
+from ..names import option_name, unique_names
 from ..rotations import compose, quaternion_to_matrix
 from ..slots import cap_material_slots
 from ..types import (
@@ -212,15 +212,8 @@ def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
 
 def _empty_body_part(name: str, options: list[str], base: int, index: int) -> CollectionData:
     name = name or f"bodypart{index}"
-    children = [CollectionData(_option_name(name, o, i), hidden=i > 0) for i, o in enumerate(options)]
+    children = [CollectionData(option_name(name, o, i), hidden=i > 0) for i, o in enumerate(options)]
     return CollectionData(name, children=children, props={"source_bodypart": index, "source_bodypart_base": base})
-
-
-def _option_name(part: str, model: str, index: int) -> str:
-    """``body: metal_box``: the body part says which choice this is (a model is often named like its part or its
-    file), and a blank choice says it is one (``hat: blank 0``)."""
-    model = os.path.splitext(model)[0]
-    return f"{part}: {model}" if model else f"{part}: blank {index}"
 
 
 def _model_stem(model: str, option: str) -> str:
