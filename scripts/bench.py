@@ -618,7 +618,7 @@ def legacy_animation(on: bool = True) -> Iterator[None]:
 
     patches = [
         (source_animation, "decode_animations", legacy_decode_animations),
-        (source_animation, "_actions", legacy_actions),
+        (source_animation, "build_channels", legacy_actions),
         (scene_builder, "build_actions", legacy_build_actions),
     ]
     saved = [(module, name, getattr(module, name)) for module, name, _ in patches]

@@ -80,7 +80,7 @@ def dense_and_reduced(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list
     options = SourceOptions(animations="ALL")
     reduced = load_source(str(path), options).actions
     with monkeypatch.context() as patch:
-        patch.setattr(source_animation, "_actions", legacy_actions)
+        patch.setattr(source_animation, "build_channels", legacy_actions)
         dense = load_source(str(path), options).actions
     return dense, reduced
 
@@ -255,9 +255,9 @@ def test_actions_made_together_equal_actions_made_alone():
     rest_rot = quaternion_to_matrix(mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]])
     rest = (rest_rot, mdl.bones["pos"].astype(np.float64), np.tile(np.eye(3), (len(mdl.bones), 1, 1)), 0.0254)
     scales = [30.0 / a.fps for a in anims]
-    together = source_animation._actions(anims, scales, *rest)
+    together = source_animation.build_channels(anims, scales, *rest)
     for anim, scale, built in zip(anims, scales, together, strict=True):
-        (alone,) = source_animation._actions([anim], [scale], *rest)
+        (alone,) = source_animation.build_channels([anim], [scale], *rest)
         assert (built.name, built.frame_range, built.additive) == (alone.name, alone.frame_range, alone.additive)
         assert [c.bone for c in built.channels] == [c.bone for c in alone.channels]
         for b, a in zip(built.channels, alone.channels, strict=True):
