@@ -129,6 +129,8 @@ class Confinement:
     # Where names from inside the model are looked up, in order: its game root, its game's search paths, the
     # mounted games and archives, the user's roots (folders and archive files).
     lookup: tuple[str, ...] = ()
+    # What the import should be told about its roots: the gameinfo.txt lines left out because a link leads outside.
+    notes: tuple[str, ...] = field(default=(), compare=False)
     # (folder, name as written) → the entry's path or None, for this import: material searches try the same
     # folders for every texture (and mostly miss), so each step is looked up once.
     _steps: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -154,7 +156,8 @@ class Confinement:
         lookup = [game, *mounts.model_game_roots(model_path), *mounts.mount_roots(mounted), *user_roots]
         lookup = [os.path.normpath(os.path.abspath(r)) for r in lookup if r]
         base = cls.for_roots([model_dir, *lookup], allow_absolute)
-        return cls(base.roots, allow_absolute, tuple(dict.fromkeys(lookup)))
+        notes = mounts.refused_links(model_path, mounted)
+        return cls(base.roots, allow_absolute, tuple(dict.fromkeys(lookup)), notes)
 
     @classmethod
     def for_roots(cls, candidates: list[str | None] | tuple[str, ...], allow_absolute: bool = False) -> Confinement:

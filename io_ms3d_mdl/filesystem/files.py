@@ -8,11 +8,37 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from ..budget import current_budget
 from ..errors import FormatError
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+_WINDOWS_REFUSED = frozenset('<>"|?*') | frozenset(chr(c) for c in range(1, 32))
+
+
+def refused_name(path: str) -> str | None:
+    """Why the operating system would refuse ``path`` before looking at the disk, or None: a NUL anywhere (every
+    OS; Python raises ``ValueError`` for it), on Windows also a control character or one of ``<>"|?*``. A name from
+    a file that holds one is left out with a warning instead of reaching an OS call."""
+    if "\0" in path:
+        return "it holds a NUL character, which no file system accepts"
+    if sys.platform == "win32" and not _WINDOWS_REFUSED.isdisjoint(path):
+        return "it holds a character Windows refuses in a file name"
+    return None
+
+
+def real_path(path: str) -> str | None:
+    """Where ``path`` leads, through every symlink (``realpath``), or None when the OS cannot say (a refused
+    character, a name too long)."""
+    if refused_name(path):
+        return None
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
 
 
 def kind(mode: int) -> str:

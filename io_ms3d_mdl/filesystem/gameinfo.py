@@ -11,7 +11,12 @@ their content in ``pak01``). Order is kept: the first path holding a file wins.
 A stranger's ``gameinfo.txt`` must not widen what an import may read: a path is mounted only when it lies inside
 the game folder, or inside a folder holding a ``gameinfo.txt`` of its own below the folder that holds the
 installs (``steamapps/common``): another game's install, as ``../Source SDK Base 2013 Singleplayer/ep2`` is.
-Absolute paths and paths that do not exist are left out and listed in ``skipped``.
+Absolute paths and paths that do not exist are left out and listed in ``skipped``. The spelling is not enough: a
+folder, ``custom/*`` entry or archive that is a symlink is mounted only when where it really leads (links followed)
+lies inside where that game folder, or that other install, really is; one that leads out is left out, listed in
+``skipped`` and in ``refused`` (each import warns once per such line), so the roots never grow through a link. The
+``gameinfo.txt`` itself is read only when it really lies in its folder, and a line holding a character the OS
+refuses (a NUL) never reaches an OS call.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from functools import lru_cache
 
 from ..errors import FormatError
 from . import keyvalues
-from .files import read_regular
+from .files import read_regular, real_path, refused_name
 
 GAMEINFO = "gameinfo.txt"
 MAX_GAMEINFO = 1 << 20
 MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
 AUTO_PAK = "pak01_dir.vpk"  # mounted with the folder holding it (Left 4 Dead and later keep all content in one)
+OUTSIDE = "outside the game folder and every other game's install"
+LINKED = "a link leading outside the game folder and every other game's install; not mounted"
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class GameInfo:
     search_paths: tuple[SearchPath, ...]
     skipped: tuple[str, ...] = ()  # lines not mounted, and why
     lines: tuple[tuple[str, str], ...] = ()  # every SearchPaths line as written: (ids, path)
+    refused: tuple[str, ...] = ()  # the skipped lines that were links leading outside (an import warns of them)
 
     def roots(self, ids: str = "game") -> tuple[str, ...]:
         """The folders and archives searched for the path id ``ids`` (``game`` for models and materials), in
@@ -71,12 +79,17 @@ def game_folder(path: str) -> str | None:
 
 def read_gameinfo(folder: str) -> GameInfo:
     """The game at ``folder``, cached per (path, size, modification time) of its gameinfo.txt."""
+    if refused_name(folder):
+        raise FormatError(folder, None, f"not a folder name: {refused_name(folder)}")
     folder = os.path.normpath(os.path.abspath(folder))
     path = os.path.join(folder, GAMEINFO)
     try:
         info = os.stat(path)
     except OSError as exc:
         raise FormatError(path, None, f"no gameinfo.txt in this folder ({exc.strerror or exc})") from exc
+    real, real_folder = real_path(path), real_path(folder)
+    if real is None or real_folder is None or os.path.dirname(real) != real_folder:
+        raise FormatError(path, None, "a link leading out of its game folder; not read")
     return _read_cached(folder, info.st_size, info.st_mtime_ns)
 
 
@@ -97,6 +110,7 @@ def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> G
     lines = keyvalues.first(system, "SearchPaths") if isinstance(system, list) else None
     out: list[SearchPath] = []
     skipped: list[str] = []
+    refused: list[str] = []
     written_lines: list[tuple[str, str]] = []
     for key, value in lines if isinstance(lines, list) else ():
         if not isinstance(value, str):
@@ -107,14 +121,19 @@ def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> G
         for target, why in _resolve(folder, value):
             if why:
                 skipped.append(f"{written}: {why}")
+                if LINKED in why:
+                    refused.append(skipped[-1])
             else:
                 out.append(SearchPath(ids, target, written))
-    return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines))
+    return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines), tuple(refused))
 
 
 def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
     """(path, "") for each place a SearchPaths value mounts, or (written, why not)."""
     text = written.strip().replace("\\", "/")
+    refused = refused_name(text)
+    if refused:
+        return [(written, f"not a path: {refused}")]
     base = os.path.dirname(folder)
     lower = text.lower()
     if lower.startswith("|gameinfo_path|"):
@@ -129,19 +148,7 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
         start, rest = base, text
     rest = rest.lstrip("/")
     if rest.endswith("*"):
-        parent = os.path.normpath(os.path.join(start, rest[:-1] or "."))
-        if not _permitted(folder, parent):
-            return [(written, "outside the game folder and every other game's install")]
-        try:
-            names = sorted(os.listdir(parent), key=str.lower)[:MAX_WILDCARD]
-        except OSError:
-            return [(written, "no such folder")]
-        out = []
-        for name in names:
-            full = os.path.join(parent, name)
-            if os.path.isdir(full) or (name.lower().endswith(".vpk") and not _is_part(name)):
-                out.append((full, ""))
-        return out
+        return _wildcard(folder, written, os.path.normpath(os.path.join(start, rest[:-1] or ".")))
     target = os.path.normpath(os.path.join(start, rest or "."))
     if target.lower().endswith(".vpk"):
         found = vpk_directory(target)
@@ -151,12 +158,39 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
         found = target
     else:
         return [(written, "no such folder")]
-    if not _permitted(folder, found):
-        return [(written, "outside the game folder and every other game's install")]
+    why = _judge(folder, found)
+    if why:
+        return [(written, why)]
     pak = os.path.join(found, AUTO_PAK)
     if os.path.isdir(found) and os.path.isfile(pak):  # a folder's own pak01_dir.vpk, searched before its files
-        return [(pak, ""), (found, "")]
+        why = _judge(folder, pak)
+        return [(written, f"{AUTO_PAK}: {why}"), (found, "")] if why else [(pak, ""), (found, "")]
     return [(found, "")]
+
+
+def _wildcard(folder: str, written: str, parent: str) -> list[tuple[str, str]]:
+    """Every sub-folder and VPK of ``parent`` (``custom/*``), each judged where it really leads; the entries that
+    are links leading outside are left out together, in one line of ``skipped``."""
+    why = _judge(folder, parent)
+    if why:
+        return [(written, why)]
+    try:
+        names = sorted(os.listdir(parent), key=str.lower)[:MAX_WILDCARD]
+    except OSError:
+        return [(written, "no such folder")]
+    out, linked = [], []
+    for name in names:
+        full = os.path.join(parent, name)
+        if refused_name(name) or not (os.path.isdir(full) or (name.lower().endswith(".vpk") and not _is_part(name))):
+            continue
+        if _judge(folder, full):
+            linked.append(name)
+        else:
+            out.append((full, ""))
+    if linked:
+        shown = ", ".join(linked[:3]) + (f" and {len(linked) - 3:,} more" if len(linked) > 3 else "")
+        out.append((written, f"{shown}: {LINKED}"))
+    return out
 
 
 def _is_part(name: str) -> bool:
@@ -178,17 +212,34 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _permitted(folder: str, target: str) -> bool:
-    """Inside the game folder, or inside another game's install (a folder holding gameinfo.txt) below the folder
-    that holds the installs."""
+def _anchor(folder: str, target: str) -> str | None:
+    """The folder ``target`` is spelled inside of that permits it: the game folder, or another game's install (a
+    folder holding gameinfo.txt below the folder that holds the installs); None when there is none."""
     if _inside(target, folder):
-        return True
+        return folder
     common = os.path.dirname(os.path.dirname(folder))
     if common == os.path.dirname(common) or not _inside(target, common) or target == common:
-        return False
+        return None
     step = target if os.path.isdir(target) else os.path.dirname(target)
     while _inside(step, common) and step != common:
         if has_gameinfo(step):
-            return True
+            return step
         step = os.path.dirname(step)
-    return False
+    return None
+
+
+def _judge(folder: str, target: str) -> str:
+    """Why ``target`` may not be mounted, or "": it must be spelled inside the game folder or another install, and
+    really lie (links followed) inside where that folder really is, or inside another install beside where the
+    game folder really is (a game's install moved to another drive through a link stays usable)."""
+    anchor = _anchor(folder, target)
+    if anchor is None:
+        return OUTSIDE
+    real = real_path(target)
+    if real is None:
+        return LINKED
+    real_anchor = real_path(anchor)
+    if real_anchor is not None and _inside(real, real_anchor):
+        return ""
+    real_folder = real_path(folder)
+    return "" if real_folder is not None and _anchor(real_folder, real) is not None else LINKED

@@ -142,6 +142,26 @@ def model_game_roots(model_path: str) -> tuple[str, ...]:
         return (folder,)
 
 
+def refused_links(model_path: str, mounted: Iterable[str] = ()) -> tuple[str, ...]:
+    """One warning per SearchPaths line that was left out because a link leads outside its game (see
+    ``gameinfo``): of the game the model lies in and of each mounted game; each names its gameinfo.txt and line."""
+    where = split(model_path)
+    folders = [game_folder(where[0] if where else model_path), *mounted]
+    out: dict[str, None] = {}
+    for folder in folders:
+        if not folder or is_archive_name(folder) or not has_gameinfo(folder):
+            continue
+        try:
+            info = read_gameinfo(folder)
+        except FormatError as exc:
+            if "link" in exc.message:
+                out[exc.message] = None
+            continue
+        for line in info.refused:
+            out[f"{os.path.join(info.folder, 'gameinfo.txt')}: SearchPaths line '{line}'"] = None
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     path: str  # what to import: a file on disk, or a virtual path through an archive

@@ -32,6 +32,7 @@ def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
     confinement = Confinement.for_model(path, options.search_roots, options.allow_absolute_paths, options.mounts)
     with confined(confinement, Budget(options.work_limit)):
         scene = ms3d_to_scene(read_ms3d(path), options)
+        scene.warnings.extend(confinement.notes)
         fit_property_names(scene)
         check_datablocks(scene, path)
         return scene
@@ -40,18 +41,19 @@ def load_ms3d(path: str, options: Ms3dOptions | None = None) -> SceneData:
 def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     """Read a model and whichever companions exist next to it (case-insensitively), then assemble it."""
     options = options or SourceOptions()
-    with confined(
-        Confinement.for_model(path, options.search_roots, mounted=options.mounts), Budget(options.work_limit)
-    ):
+    confinement = Confinement.for_model(path, options.search_roots, mounted=options.mounts)
+    with confined(confinement, Budget(options.work_limit)):
         data = read_file(path)
         if is_goldsrc_file(data):  # Half-Life 1's .mdl (or a companion of one): the same operator, another engine
-            return load_goldsrc(path, data, options)
+            scene = load_goldsrc(path, data, options)
+            scene.warnings.extend(confinement.notes)
+            return scene
         mdl = read_mdl_bytes(data, os.fspath(path))
         sidecars = find_sidecars(path)
         lod = options.lod if options.lod >= 0 else None  # only the level of detail that is built
         vvd, vtx, notes = read_mesh_companions(mdl, sidecars, lod)  # v53: from inside the .mdl
         warnings = Warnings()
-        for note in notes:
+        for note in (*confinement.notes, *notes):
             warnings.add(note)
         ani, includes = _animation_sources(path, mdl, options, warnings)
         phy = _physics(mdl, sidecars, options, warnings)

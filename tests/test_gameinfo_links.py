@@ -1,0 +1,260 @@
+"""A stranger's game folder cannot widen an import's roots through a link: a SearchPaths folder, a ``custom/*``
+entry, a VPK (or its ``pak01_dir.vpk``), a companion or a Steam install that is a symlink leading outside the game
+folder (and every other game's install beside it) is left out, with one warning naming the ``gameinfo.txt`` line,
+for MilkShape, Source and GoldSrc models alike (issue 31, item 1)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import hostile
+import pytest
+from archive_writer import WEntry, write_vpk
+from goldsrc_writer import character_spec as goldsrc_character
+from goldsrc_writer import write_model_files
+from source_writer import character_spec, write_source
+
+from io_ms3d_mdl import access
+from io_ms3d_mdl.filesystem import mounts, steam
+from io_ms3d_mdl.filesystem.gameinfo import read_gameinfo
+from io_ms3d_mdl.scene.load import load_ms3d, load_source
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "symlink") or sys.platform == "win32", reason="needs symlinks")
+
+_opened: list[str] = []
+
+
+def _audit(event: str, args: tuple) -> None:
+    """Records every file opened for reading (writes are the test building its files)."""
+    if event != "open" or not args or not isinstance(args[0], (str, bytes, os.PathLike)):
+        return
+    mode, flags = (*args, None, 0)[1:3]
+    reading = ("r" in mode or "+" in mode) if isinstance(mode, str) else (flags or 0) & os.O_ACCMODE != os.O_WRONLY
+    if reading and not (
+        isinstance(flags, int) and flags & getattr(os, "O_PATH", 0)
+    ):  # O_PATH: asks where, reads nothing
+        _opened.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    mounts.forget_archives()
+    access.clear_cache()
+    _opened.clear()
+    yield
+    mounts.forget_archives()
+    access.clear_cache()
+
+
+def outside_tree(tmp: Path) -> Path:
+    """The canary folder, laid out as a game folder would be (materials, models, textures, a VPK)."""
+    outside = hostile.canaries(tmp)
+    (outside / "materials").mkdir(exist_ok=True)
+    (outside / "materials" / "secret.vmt").write_text(f'"VertexLitGeneric" {{ "$basetexture" "{hostile.SECRET}" }}')
+    (outside / "materials" / "secret.vtf").write_bytes(hostile.vtf(8, 8, fill=b"\x00\xff\x00\xff"))
+    (outside / "models").mkdir(exist_ok=True)
+    (outside / "models" / "secret.mdl").write_bytes(hostile.SECRET.encode() * 20)
+    write_vpk(outside, "secret", [WEntry("materials/secret.vmt", b'"VertexLitGeneric" { "$basetexture" "x" }')])
+    return outside
+
+
+def game_with(tmp: Path, lines: list[str]) -> Path:
+    """``tmp/steamapps/common/Game/mod`` holding a gameinfo.txt with these SearchPaths lines (the first mounts the
+    folder itself)."""
+    mod = tmp / "steamapps" / "common" / "Game" / "mod"
+    mod.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(["game |gameinfo_path|.", *lines])
+    (mod / "gameinfo.txt").write_text('"GameInfo" { game "Mod" FileSystem { SearchPaths {\n' + text + "\n} } }")
+    return mod
+
+
+def linked(link: Path, target: Path) -> Path:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(target, link.parent), link)
+    return link
+
+
+def attack(tmp: Path, kind: str) -> tuple[Path, Path]:
+    """(the game folder, the canary folder) of each way a link could lead a root outside."""
+    outside = outside_tree(tmp)
+    if kind == "folder":
+        mod = game_with(tmp, ["game |gameinfo_path|stolen"])
+        linked(mod / "stolen", outside)
+    elif kind == "custom":
+        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
+        (mod / "custom" / "honest").mkdir(parents=True)
+        linked(mod / "custom" / "evil", outside)
+    elif kind == "custom_folder":  # the folder ``custom/*`` lists is itself the link
+        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
+        linked(mod / "custom", outside / "..")
+    elif kind == "vpk":
+        mod = game_with(tmp, ["game |gameinfo_path|evil.vpk"])
+        linked(mod / "evil_dir.vpk", outside / "secret_dir.vpk")
+    elif kind == "pak01":
+        mod = game_with(tmp, ["game |gameinfo_path|sub"])
+        linked(mod / "sub" / "pak01_dir.vpk", outside / "secret_dir.vpk")
+    elif kind == "all_source_engine_paths":
+        mod = game_with(tmp, ["game |all_source_engine_paths|mod/stolen"])
+        linked(mod / "stolen", outside)
+    else:
+        raise AssertionError(kind)
+    return mod, outside
+
+
+KINDS = ["folder", "custom", "custom_folder", "vpk", "pak01", "all_source_engine_paths"]
+
+
+def nothing_read_from(outside: Path) -> None:
+    real = os.path.realpath(outside)
+    touched = [p for p in _opened if os.path.realpath(p).startswith(real + os.sep)]
+    assert not touched, f"opened outside the roots: {touched}"
+
+
+def one_link_warning(scene, line: str) -> None:
+    said = [w for w in scene.warnings if "gameinfo.txt" in w and line in w]
+    assert len(said) == 1, list(scene.warnings)
+    assert "link" in said[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_link_in_a_search_path_never_becomes_a_root(tmp_path, kind):
+    mod, outside = attack(tmp_path, kind)
+    info = read_gameinfo(str(mod))
+    real = os.path.realpath(outside)
+    assert all(not os.path.realpath(r).startswith(real) for r in info.roots()), info.roots()
+    assert any("link" in s for s in info.skipped), info.skipped
+    confinement = access.Confinement.for_model(str(mod / "models" / "x.mdl"))
+    assert not confinement.allows(str(outside / "secret.png"))
+    assert not any(os.path.realpath(r).startswith(real) for r in confinement.roots)
+
+
+@pytest.mark.parametrize("kind", ["folder", "custom", "all_source_engine_paths"])
+def test_source_materials_cdmaterials_and_includes_never_reach_through_the_link(tmp_path, kind):
+    mod, outside = attack(tmp_path, kind)
+    spec = character_spec(
+        includes=["models/secret.mdl"], cd_materials=["", "..\\..\\outside\\"], textures=["secret"] * 3
+    )
+    model = write_source(spec, mod / "models", "model")
+    scene = load_source(str(model))
+    assert hostile.SECRET not in repr([m.props for m in scene.materials]) + repr(list(scene.warnings))
+    assert all(m.props.get("source_missing") for m in scene.materials)
+    nothing_read_from(outside)
+    one_link_warning(scene, {"folder": "stolen", "custom": "custom/*"}.get(kind, "stolen"))
+
+
+@pytest.mark.parametrize("kind", ["vpk", "pak01"])
+def test_source_materials_never_come_from_a_linked_archive(tmp_path, kind):
+    mod, outside = attack(tmp_path, kind)
+    spec = character_spec(includes=[], cd_materials=[""], textures=["secret"] * 3)
+    scene = load_source(str(write_source(spec, mod / "models", "model")))
+    assert all(m.props.get("source_missing") for m in scene.materials), [m.props for m in scene.materials]
+    nothing_read_from(outside)
+    one_link_warning(scene, "evil.vpk" if kind == "vpk" else "sub")
+
+
+def test_a_source_companion_linked_to_the_outside_stays_refused(tmp_path):
+    mod, outside = attack(tmp_path, "folder")
+    model = write_source(character_spec(includes=[]), mod / "models", "model")
+    vvd = model.with_suffix(".vvd")
+    os.replace(vvd, outside / "model.vvd")
+    linked(vvd, outside / "model.vvd")
+    scene = load_source(str(model))
+    assert any(".vvd file is missing" in w for w in scene.warnings), list(scene.warnings)
+    assert scene.triangle_count == 0
+    nothing_read_from(outside)
+
+
+@pytest.mark.parametrize("kind", ["folder", "custom", "all_source_engine_paths"])
+def test_a_milkshape_texture_never_comes_through_the_link(tmp_path, kind):
+    mod, outside = attack(tmp_path, kind)
+    model = hostile.ms3d_textured(mod / "models", "secret.png")
+    scene = load_ms3d(str(model))
+    found = [m.base_texture.resolved_path for m in scene.materials if m.base_texture]
+    assert found == [None], found
+    nothing_read_from(outside)
+    one_link_warning(scene, {"folder": "stolen", "custom": "custom/*"}.get(kind, "stolen"))
+
+
+def test_a_goldsrc_texture_file_linked_to_the_outside_is_not_read(tmp_path):
+    mod, outside = attack(tmp_path, "folder")
+    model = write_model_files(goldsrc_character(), mod / "models", "guy", textures_apart=True)
+    texture_file = model.with_name("guyT.mdl")
+    os.replace(texture_file, outside / "guyT.mdl")
+    linked(texture_file, outside / "guyT.mdl")
+    scene = load_source(str(model))
+    assert not any(m.base_texture and m.base_texture.pixels is not None for m in scene.materials)
+    assert any("guyT.mdl" in w for w in scene.warnings), list(scene.warnings)
+    nothing_read_from(outside)
+    one_link_warning(scene, "stolen")
+
+
+def test_links_inside_the_game_folder_and_to_another_install_still_mount(tmp_path):
+    """An honest link stays usable: one that leads inside the game folder, or into another game's install."""
+    mod = game_with(tmp_path, ["game |gameinfo_path|alias", "game |gameinfo_path|custom/*", "game |gameinfo_path|base"])
+    (mod / "real").mkdir()
+    linked(mod / "alias", mod / "real")
+    (mod / "custom").mkdir()
+    linked(mod / "custom" / "also", mod / "real")
+    other = mod.parent.parent / "Base Game" / "base"
+    other.mkdir(parents=True)
+    (other / "gameinfo.txt").write_text('"GameInfo" { game "Base" }')
+    linked(mod / "base", other)
+    info = read_gameinfo(str(mod))
+    assert info.roots() == (str(mod), str(mod / "alias"), str(mod / "custom" / "also"), str(mod / "base"))
+    assert info.skipped == ()
+
+
+def test_a_game_folder_that_is_a_link_mounts_what_lies_inside_it(tmp_path):
+    """The game folder (or its whole install) may be a link, as to another drive: what it holds still mounts, and
+    links inside it are judged against where it really is."""
+    real = tmp_path / "drive" / "mod"
+    outside = outside_tree(tmp_path)
+    (real / "sub").mkdir(parents=True)
+    (real / "gameinfo.txt").write_text(
+        '"GameInfo" { FileSystem { SearchPaths { game |gameinfo_path|sub game |gameinfo_path|stolen } } }'
+    )
+    linked(real / "stolen", outside)
+    mod = linked(tmp_path / "steamapps" / "common" / "Game" / "mod", real)
+    info = read_gameinfo(str(mod))
+    assert info.roots() == (str(mod / "sub"),)
+    assert len(info.skipped) == 1 and "link" in info.skipped[0]
+
+
+def test_a_gameinfo_that_is_a_link_out_of_its_folder_is_not_read(tmp_path):
+    outside = outside_tree(tmp_path)
+    (outside / "gameinfo.txt").write_text(
+        '"GameInfo" { game "' + hostile.SECRET + '" FileSystem { SearchPaths { game |gameinfo_path|. } } }'
+    )
+    mod = tmp_path / "steamapps" / "common" / "Game" / "mod"
+    mod.mkdir(parents=True)
+    linked(mod / "gameinfo.txt", outside / "gameinfo.txt")
+    assert mounts.label(str(mod)) == "mod"
+    assert mounts.mount_roots([str(mod)]) == (str(mod),)
+    nothing_read_from(outside)
+
+
+def test_a_steam_install_moved_through_a_link_is_listed_and_judged_where_it_really_is(tmp_path):
+    """Steam's library list is the user's (Steam writes it) and users move installs to other drives through links:
+    such an install is still listed, once; its gameinfo.txt is then judged against where it really is."""
+    steam_dir = tmp_path / "Steam"
+    common = steam_dir / "steamapps" / "common"
+    (common / "Honest" / "hl2").mkdir(parents=True)
+    (common / "Honest" / "hl2" / "gameinfo.txt").write_text('"GameInfo" { game "Honest" }')
+    moved = tmp_path / "drive" / "Moved" / "mod"
+    moved.mkdir(parents=True)
+    (moved / "gameinfo.txt").write_text(
+        '"GameInfo" { game "Moved" FileSystem { SearchPaths { game |gameinfo_path|. game |gameinfo_path|stolen } } }'
+    )
+    outside = outside_tree(tmp_path)
+    linked(moved / "stolen", outside)
+    linked(common / "Moved", moved.parent)
+    linked(common / "Again", moved.parent)
+    found = steam.find_games([str(steam_dir)])
+    assert [g.title for g in found] == ["Honest", "Moved"]  # "Again" and "Moved" are one install
+    roots = mounts.mount_roots([found[1].folder])
+    assert roots == (found[1].folder,), roots
