@@ -13,9 +13,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-from ..errors import FormatError
+from ..errors import FormatError, printable
 from . import keyvalues
-from .files import read_regular
+from .files import read_regular, refused_name
 from .gameinfo import GAMEINFO, read_gameinfo
 
 MAX_LIBRARIES = 64
@@ -52,8 +52,9 @@ def default_steam_folders(home: str | None = None, platform: str | None = None) 
     return out
 
 
-def libraries(steam: str) -> list[str]:
-    """The library folders a Steam installation lists (itself first), each once."""
+def libraries(steam: str, notes: list[str] | None = None) -> list[str]:
+    """The library folders a Steam installation lists (itself first), each once. A listed path the OS would refuse
+    (a NUL) is left out, and ``notes`` (when given) says why."""
     out = [steam]
     for vdf in (
         os.path.join(steam, "steamapps", "libraryfolders.vdf"),
@@ -71,6 +72,11 @@ def libraries(steam: str) -> list[str]:
         break
     seen, unique = set(), []
     for path in out[:MAX_LIBRARIES]:
+        why = refused_name(path)
+        if why:
+            if notes is not None:
+                notes.append(f"Steam library '{printable(path, 200)}' left out: {why}")
+            continue
         key = os.path.normcase(os.path.realpath(path))
         if key not in seen and os.path.isdir(path):
             seen.add(key)
@@ -78,12 +84,19 @@ def libraries(steam: str) -> list[str]:
     return unique
 
 
-def find_games(steam_folders: list[str] | None = None) -> list[InstalledGame]:
+def find_games(steam_folders: list[str] | None = None, notes: list[str] | None = None) -> list[InstalledGame]:
     """Every installed game folder (holding gameinfo.txt) in every library of the given Steam installations
-    (the platform's default ones when None), sorted by title."""
+    (the platform's default ones when None), sorted by title; ``notes`` collects what was left out and why.
+
+    An install that is a link (moved to another drive) is listed, once per real folder: Steam's list and its
+    libraries are the user's; what a game's gameinfo.txt may mount is judged where it really is (``gameinfo``)."""
     games: dict[str, InstalledGame] = {}
     for steam in default_steam_folders() if steam_folders is None else steam_folders:
-        for library in libraries(steam):
+        if refused_name(steam):
+            if notes is not None:
+                notes.append(f"Steam folder '{printable(steam, 200)}' left out: {refused_name(steam)}")
+            continue
+        for library in libraries(steam, notes):
             common = os.path.join(library, "steamapps", "common")
             try:
                 installs = sorted(os.listdir(common))[:MAX_INSTALLS]
