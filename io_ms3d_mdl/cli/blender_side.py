@@ -22,7 +22,15 @@ from .needs_blender import require_bpy
 from .no_links import Folder, output_folder
 from .output_log import Identity, identity_of, log_output
 from .reports import describe, new_record, one_line
-from .safe_write import discard_in, partial_path, publish_in, refuse_existing_in
+from .safe_write import (
+    PATH_MAX,
+    NameTooLong,
+    check_name_lengths,
+    discard_in,
+    partial_path,
+    publish_in,
+    refuse_existing_in,
+)
 from .settings import Settings
 
 ImportFile = Callable[[Path, Path | None], Any]  # (model, folder for PNG textures or None) -> ImportResult
@@ -106,12 +114,12 @@ def importer(settings: Settings, command: str = "batch") -> ImportFile:
     return import_file
 
 
-def inside_archive(path: str) -> bool:
-    """A path through an archive file: the import itself says what is wrong with it (a malformed archive, no such
-    entry), in the archive's words."""
+def inside_archive(path: str) -> tuple[str, str] | None:
+    """A path through an archive file, as (archive, entry): the import itself says what is wrong with it (a
+    malformed archive, no such entry), in the archive's words."""
     from ..filesystem import mounts
 
-    return mounts.split(path) is not None
+    return mounts.split(path)
 
 
 def texture_folder(settings: Settings, target: Path | None, folder: Folder | None = None) -> Path | None:
@@ -174,6 +182,9 @@ def convert_one(
     start = time.perf_counter()
     record = new_record(task.source)
     try:
+        check_input_length(task.source)
+        if task.target is not None:
+            check_name_lengths(task.target, settings.output_root)
         with blender_messages(settings.verbose):
             if task.target is None:
                 _convert(import_file, task, settings, record, None, single_folder)
@@ -189,6 +200,15 @@ def convert_one(
         record.update(status="failed", error=one_line(describe(exc)))
     record["seconds"] = round(time.perf_counter() - start, 3)
     return record
+
+
+def check_input_length(source: Path) -> None:
+    """An input whose path (on disk: up to the archive, for a model inside one) the OS would refuse to open."""
+    where = inside_archive(str(source))
+    disk = where[0] if where else str(source)
+    size = len(os.fsencode(disk))
+    if size >= PATH_MAX:
+        raise NameTooLong(f"the path is {size:,} bytes; the OS opens paths of at most {PATH_MAX:,} bytes")
 
 
 def _convert(

@@ -15,7 +15,9 @@ through its virtual path (``<archive>/models/x.mdl``) and its output mirrors the
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 import unicodedata
 from collections import Counter
@@ -98,9 +100,7 @@ def collect(inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | No
         elif item in virtual:
             found.append(Found(absolute(item), Path(mounts.split(os.path.abspath(item))[1])))
         elif path.is_dir():
-            models = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
-            models = [p for p in models if not is_goldsrc_companion(p)]  # read by their model
-            found += [Found(p.resolve(), p.relative_to(path)) for p in models]
+            found += models_below(path)
         else:  # a missing file is kept: it is reported as failed
             found.append(Found(path.resolve(), below(absolute(item), base)))
     if exclude is not None:
@@ -158,6 +158,33 @@ def common_folder(files: list[Path]) -> Path | None:
         return Path(os.path.commonpath([f.parent for f in files])) if files else None
     except ValueError:  # on different drives (Windows): nothing in common
         return None
+
+
+def models_below(folder: Path) -> list[Found]:
+    """The model files below ``folder`` (links to folders not followed), GoldSrc companions left to their model.
+    A file or folder whose path the OS refuses (past ``PATH_MAX``) is kept as it is, to fail with a row that names
+    the limit, rather than end the listing or be left out unsaid."""
+    refused: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:
+        if exc.errno == errno.ENAMETOOLONG and exc.filename:
+            refused.append(Path(os.fsdecode(exc.filename)))
+
+    models: list[Path] = []
+    for parent, _, names in os.walk(folder, onerror=unreadable):
+        for name in names:
+            if os.path.splitext(name)[1].lower() not in EXTENSIONS:
+                continue
+            full = Path(parent, name)
+            try:
+                regular = stat.S_ISREG(os.stat(full).st_mode)
+            except OSError as exc:
+                regular = False
+                unreadable(exc)
+            if regular:
+                models.append(full)
+    models = [p for p in sorted(models) if not is_goldsrc_companion(p)]  # read by their model
+    return [Found(p.resolve(), p.relative_to(folder)) for p in sorted(models + refused)]
 
 
 def below(path: Path, base: Path | None) -> Path:

@@ -9,6 +9,7 @@ date.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -21,7 +22,7 @@ from typing import Any
 from ..filesystem import mounts
 from .files import NotAModel, Task, parse_shard
 from .no_links import LinkInTheWay
-from .safe_write import OutputExists, write_text
+from .safe_write import NAME_MAX, PATH_MAX, NameTooLong, OutputExists, write_text
 
 KIND = "io_ms3d_mdl batch report"
 CHECKPOINT_SECONDS = 10.0  # how far behind the report on disk may fall during a run (a killed run resumes from it)
@@ -37,7 +38,17 @@ def one_line(message: str, limit: int = 500) -> str:
 
 def describe(exc: BaseException) -> str:
     """Our own refusals as they stand; anything else with its type, which says more than its text alone."""
-    return str(exc) if isinstance(exc, OutputExists | NotAModel | LinkInTheWay) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, OutputExists | NotAModel | LinkInTheWay | NameTooLong):
+        return str(exc)
+    if too_long(exc):  # the OS (or Blender, in its words) refused a name we did not check ourselves
+        return f"a name or path too long for the file system (at most {NAME_MAX} bytes a name, {PATH_MAX:,} a path)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def too_long(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        return True
+    return isinstance(exc, RuntimeError) and "name too long" in str(exc).lower()
 
 
 def new_record(source: Path) -> dict[str, Any]:

@@ -3,6 +3,7 @@ replaced unless asked: each output is written under a temporary name beside its 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -15,6 +16,8 @@ from .no_links import Folder, output_folder
 from .output_log import Identity, identity_of
 
 TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")  # where Blender (and Python) put temporary files, per platform
+NAME_MAX = 255  # bytes in one file name (ext4, XFS, APFS, Btrfs; NTFS counts 255 UTF-16 units, never fewer bytes)
+PATH_MAX = 4096  # bytes in a path the OS takes in one call (Linux; macOS takes 1,024, Windows 32,767 units)
 
 
 class OutputExists(Exception):
@@ -24,8 +27,34 @@ class OutputExists(Exception):
 
 def partial_path(target: Path, token: str) -> Path:
     """The temporary name a target is written under: beside it (so the rename stays on one file system), hidden,
-    and ending in the target's extension (the glTF exporter would otherwise append one)."""
-    return target.with_name(f".{target.name}.{token}.partial{target.suffix}")
+    and ending in the target's extension (the glTF exporter would otherwise append one). Where the target's name
+    is so long that this would pass the file system's limit (Blender also adds ``@`` or ``1``), the name is stood
+    for by a digest of it instead, so a legal output name never gets an illegal temporary one."""
+    name = f".{target.name}.{token}.partial{target.suffix}"
+    if len(os.fsencode(name)) + 1 > NAME_MAX:
+        digest = hashlib.sha256(os.fsencode(target.name)).hexdigest()[:16]
+        name = f".{digest}.{token}.partial{target.suffix}"
+    return target.with_name(name)
+
+
+class NameTooLong(Exception):
+    """An output name or path the file system refuses; its message names the limit and is reported as it stands."""
+
+
+def check_name_lengths(target: Path, root: Path | None) -> None:
+    """Refuse, before any work, an output whose name (or a folder on its way below ``root``) is longer than a file
+    system takes, or whose whole path is longer than the OS takes in one call."""
+    below = target.relative_to(root).parts if root is not None and root in target.parents else (target.name,)
+    for part in below:
+        size = len(os.fsencode(part))
+        if size > NAME_MAX:
+            shown = part if len(part) <= 60 else part[:40] + "…" + part[-12:]
+            raise NameTooLong(
+                f"the output name '{shown}' is {size:,} bytes; a file system takes at most {NAME_MAX} bytes in a name"
+            )
+    size = len(os.fsencode(str(target)))
+    if size >= PATH_MAX:
+        raise NameTooLong(f"the output path is {size:,} bytes; the OS takes paths of at most {PATH_MAX:,} bytes")
 
 
 def refuse_existing(target: Path, overwrite: bool, replaces: Identity | None = None, root: Path | None = None) -> None:

@@ -1,0 +1,128 @@
+"""Batch with the longest names a file system accepts (issue 31, item 5): the temporary name an output is written
+under never makes a legal name illegal, and a name or path the file system refuses (a name over 255 bytes, a path
+over 4,096) is one failed row naming the limit, never an internal error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from archive_writer import WEntry, write_vpk
+from conftest import ROOT, bpy
+from ms3d_writer import quad_spec, write_ms3d
+
+from io_ms3d_mdl.cli.safe_write import NAME_MAX, partial_path
+
+SCRIPT = ROOT / "scripts" / "batch_import.py"
+needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
+QUAD = write_ms3d(quad_spec())
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    return tmp_path.resolve()
+
+
+def run(*args, cwd=None, timeout=600):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd
+    )
+
+
+def report_of(path: Path) -> dict[str, dict]:
+    return {r["file"]: r for r in json.loads(path.read_text())["files"]}
+
+
+def leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.rglob("*") if p.name.startswith(".") or p.name.endswith(("@", ".blend1"))]
+
+
+@pytest.mark.parametrize("length", [230, 245, 249, 250, 251, 254, 255])
+def test_the_temporary_name_fits_wherever_the_final_one_does(length):
+    for suffix in (".blend", ".glb"):
+        target = Path("out") / ("é" * ((length - len(suffix)) // 2) + "a" * ((length - len(suffix)) % 2) + suffix)
+        assert len(os.fsencode(target.name)) == length
+        partial = partial_path(target, "0123456789ab").name
+        # Blender saves a .blend through ``<name>@`` and may leave ``<name>1``: those must fit too
+        assert len(os.fsencode(partial)) + 1 <= NAME_MAX, (length, partial)
+        assert partial.startswith(".") and partial.endswith(suffix)
+        assert partial_path(target, "0123456789ab") == partial_path(target, "0123456789ab")  # found again after a kill
+    assert partial_path(Path("a" * 240 + ".blend"), "t") != partial_path(Path("a" * 239 + "b.blend"), "t")
+
+
+@needs_blender
+def test_names_of_230_to_249_bytes_convert_and_longer_ones_fail_cleanly(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    names = {n: "m" * (n - len(".ms3d")) + ".ms3d" for n in (230, 240, 245, 249, 250, 255)}
+    for name in names.values():
+        (folder / name).write_bytes(QUAD)
+    out = tmp_path / "out"
+    result = run(folder, "-o", out, "--jobs", 1)
+    records = report_of(out / "report.json")
+    for length, name in names.items():
+        record = records[str(folder / name)]
+        if length + 1 <= NAME_MAX:  # ".ms3d" → ".blend": one byte more
+            assert record["status"] == "ok", record
+            assert Path(record["output"]).name == name[: -len(".ms3d")] + ".blend"
+        else:
+            assert record["status"] == "failed"
+            assert "255 bytes" in record["error"] and "Error" not in record["error"], record["error"]
+    assert result.returncode == 1
+    assert leftovers(out) == []
+
+
+@needs_blender
+def test_an_archive_entry_in_a_300_character_folder_fails_cleanly(tmp_path):
+    deep = "d" * 300
+    archive = write_vpk(
+        tmp_path / "game", "pak01", [WEntry(f"models/{deep}/x.mdl", b"IDST"), WEntry("models/y.ms3d", QUAD)]
+    )
+    out = tmp_path / "out"
+    result = run("--vpk", archive, "-o", out)
+    records = report_of(out / "report.json")
+    failed = records[os.path.join(str(archive), "models", deep, "x.mdl")]
+    assert failed["status"] == "failed"
+    assert "255 bytes" in failed["error"] and "Error" not in failed["error"], failed["error"]
+    assert records[os.path.join(str(archive), "models", "y.ms3d")]["status"] == "ok"
+    assert result.returncode == 1
+
+
+def deep_tree(top: Path, depth: int, step: str) -> Path:
+    """``top/step/step/…/model.ms3d``, made one folder at a time (the whole path is past what the OS takes)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(step, dir_fd=fd)
+            inner = os.open(step, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        model = os.open("model.ms3d", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(model, QUAD)
+        os.close(model)
+    finally:
+        os.close(fd)
+    return top.joinpath(*[step] * depth, "model.ms3d")
+
+
+@needs_blender
+@pytest.mark.skipif(not hasattr(os, "O_DIRECTORY"), reason="made through folder descriptors (POSIX)")
+def test_a_path_over_4096_characters_fails_cleanly(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "short.ms3d").write_bytes(QUAD)
+    deep = deep_tree(folder, 20, "p" * 220)
+    assert len(str(deep)) > 4096
+    out = tmp_path / "out"
+    result = run(folder, "-o", out)
+    records = report_of(out / "report.json")
+    assert records[str(folder / "short.ms3d")]["status"] == "ok"
+    (row,) = [r for f, r in records.items() if f != str(folder / "short.ms3d")]
+    assert str(deep).startswith(row["file"])  # the first folder past the limit: nothing below it can be listed
+    assert row["status"] == "failed" and "4,096 bytes" in row["error"] and "Error" not in row["error"], row
+    assert result.returncode == 1
+    assert "internal error" not in result.stdout + result.stderr
