@@ -52,7 +52,7 @@ def listing(folder: str) -> dict[str, str]:
         return archive[0].listing(archive[1])
     try:
         return {name.lower(): name for name in os.listdir(folder)}
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL, which no folder's name holds
         return {}
 
 

@@ -258,3 +258,83 @@ def test_a_steam_install_moved_through_a_link_is_listed_and_judged_where_it_real
     assert [g.title for g in found] == ["Honest", "Moved"]  # "Again" and "Moved" are one install
     roots = mounts.mount_roots([found[1].folder])
     assert roots == (found[1].folder,), roots
+
+
+# --- a red-team pass over the same paths: loops, the root of the disk, chains, depth, case, many links ---------
+
+
+def test_links_to_the_disk_root_loops_and_chains_are_left_out(tmp_path):
+    outside = outside_tree(tmp_path)
+    mod = game_with(
+        tmp_path,
+        [
+            "game |gameinfo_path|root",
+            "game |gameinfo_path|loop_a",
+            "game |gameinfo_path|chain",
+            "game |gameinfo_path|self/../../../outside",
+            "game |gameinfo_path|STOLEN",
+            "game |gameinfo_path|./custom/../stolen",
+        ],
+    )
+    os.symlink("/", mod / "root")
+    os.symlink("loop_b", mod / "loop_a")
+    os.symlink("loop_a", mod / "loop_b")
+    os.symlink("hop", mod / "chain")  # inside, then out: judged where the last link leads
+    linked(mod / "hop", outside)
+    os.symlink(".", mod / "self")
+    linked(mod / "stolen", outside)
+    info = read_gameinfo(str(mod))
+    assert info.roots() == (str(mod),), info.roots()
+    assert len(info.skipped) == 6, info.skipped
+    scene = load_ms3d(str(hostile.ms3d_textured(mod / "models", "secret.png")))
+    assert [m.base_texture.resolved_path for m in scene.materials if m.base_texture] == [None]
+    nothing_read_from(outside)
+
+
+def test_a_link_loop_inside_custom_is_mounted_once_and_walks_nowhere(tmp_path):
+    mod = game_with(tmp_path, ["game |gameinfo_path|custom/*"])
+    (mod / "custom" / "real" / "models").mkdir(parents=True)
+    (mod / "custom" / "real" / "models" / "x.mdl").write_bytes(b"IDST")
+    os.symlink(".", mod / "custom" / "real" / "models" / "again")  # a junction-like loop under models/
+    os.symlink("..", mod / "custom" / "up")  # custom/up is the game folder: inside it, honest
+    names = [e.name for e in mounts.list_models([str(mod)])]
+    assert names == ["models/x.mdl"]
+
+
+def test_thousands_of_links_in_custom_cost_one_warning(tmp_path):
+    outside = outside_tree(tmp_path)
+    mod = game_with(tmp_path, ["game |gameinfo_path|custom/*"])
+    (mod / "custom").mkdir()
+    for i in range(2000):
+        os.symlink(os.path.relpath(outside, mod / "custom"), mod / "custom" / f"evil{i:04d}")
+    info = read_gameinfo(str(mod))
+    assert info.roots() == (str(mod),)
+    assert len(info.refused) == 1 and "1,997 more" in info.refused[0]
+    scene = load_ms3d(str(hostile.ms3d_textured(mod / "models", "secret.png")))
+    assert sum("custom/*" in w for w in scene.warnings) == 1
+
+
+def test_a_line_longer_than_any_path_is_answered_at_once(tmp_path):
+    import time
+
+    mod = game_with(tmp_path, ["game |gameinfo_path|" + "a/" * 200_000 + "*", "game " + "../" * 100_000 + "x"])
+    start = time.perf_counter()
+    info = read_gameinfo(str(mod))
+    assert time.perf_counter() - start < 1.0
+    assert info.roots() == (str(mod),) and len(info.skipped) == 2
+
+
+def test_an_archive_part_linked_to_the_outside_stays_refused(tmp_path):
+    """The part a mounted VPK's entry lies in is ``<stem>_NNN.vpk`` beside it, really: a link to a part outside is
+    refused even when a SearchPaths line also tries to link the outside in."""
+    mod, outside = attack(tmp_path, "folder")
+    vmt = b'"VertexLitGeneric" { "$basetexture" "' + hostile.SECRET.encode() + b'" }'
+    write_vpk(outside, "pak01", [WEntry("materials/secret.vmt", vmt, part=0)])
+    os.replace(outside / "pak01_dir.vpk", mod / "pak01_dir.vpk")
+    linked(mod / "pak01_000.vpk", outside / "pak01_000.vpk")
+    spec = character_spec(includes=[], cd_materials=[""], textures=["secret"] * 3)
+    scene = load_source(str(write_source(spec, mod / "models", "model")))
+    assert hostile.SECRET not in repr([m.props for m in scene.materials]) + repr(list(scene.warnings))
+    # (the part is opened, then judged by where that very descriptor leads, so a swap cannot slip past; no byte
+    # of it is read)
+    assert any("outside the archive's folder" in w for w in scene.warnings), list(scene.warnings)

@@ -32,6 +32,7 @@ from .files import read_regular, real_path, refused_name
 GAMEINFO = "gameinfo.txt"
 MAX_GAMEINFO = 1 << 20
 MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
+MAX_PATH = 4096  # PATH_MAX on Linux; longer lines name nothing that can be opened
 AUTO_PAK = "pak01_dir.vpk"  # mounted with the folder holding it (Left 4 Dead and later keep all content in one)
 OUTSIDE = "outside the game folder and every other game's install"
 LINKED = "a link leading outside the game folder and every other game's install; not mounted"
@@ -134,6 +135,8 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
     refused = refused_name(text)
     if refused:
         return [(written, f"not a path: {refused}")]
+    if len(text) > MAX_PATH:  # no folder the OS opens: answered without a walk up its thousands of steps
+        return [(written, f"longer than any path the OS opens ({MAX_PATH:,} bytes)")]
     base = os.path.dirname(folder)
     lower = text.lower()
     if lower.startswith("|gameinfo_path|"):

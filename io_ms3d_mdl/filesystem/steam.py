@@ -71,8 +71,9 @@ def libraries(steam: str, notes: list[str] | None = None) -> list[str]:
                 out.append(path.replace("\\\\", "\\"))
         break
     seen, unique = set(), []
-    for path in out[:MAX_LIBRARIES]:
-        why = refused_name(path)
+    for n, path in enumerate(out[:MAX_LIBRARIES]):
+        # a listed library is absolute (Steam writes it so); a relative one would mean the current folder's
+        why = refused_name(path) or (None if n == 0 or os.path.isabs(path) else "not an absolute path")
         if why:
             if notes is not None:
                 notes.append(f"Steam library '{printable(path, 200)}' left out: {why}")
