@@ -338,3 +338,26 @@ def test_an_archive_part_linked_to_the_outside_stays_refused(tmp_path):
     # (the part is opened, then judged by where that very descriptor leads, so a swap cannot slip past; no byte
     # of it is read)
     assert any("outside the archive's folder" in w for w in scene.warnings), list(scene.warnings)
+
+
+def test_a_model_listed_in_a_mounted_game_is_the_games_own_not_a_links(tmp_path):
+    """The game browser and ``batch --game`` list a game's loose models: a model file or ``models`` folder that is
+    a link leading out of the game is not listed (it would be imported from there, companions and all)."""
+    from io_ms3d_mdl.cli.files import in_mounts
+
+    outside = outside_tree(tmp_path)
+    mod = game_with(tmp_path, [])
+    (mod / "models" / "sub").mkdir(parents=True)
+    (mod / "models" / "sub" / "x.mdl").write_bytes(b"IDST")
+    linked(mod / "models" / "sub" / "evil.mdl", outside / "models" / "secret.mdl")
+    linked(mod / "models" / "sub" / "evil_dir", outside / "models")
+    linked(mod / "models" / "sub" / "also.mdl", mod / "models" / "sub" / "x.mdl")  # inside: still the game's
+    assert [e.name for e in mounts.list_models([str(mod)])] == ["models/sub/also.mdl", "models/sub/x.mdl"]
+    found = in_mounts("models", (str(mod),))
+    assert sorted(f.relative.as_posix() for f in found) == ["models/sub/also.mdl", "models/sub/x.mdl"]
+    assert {f.source for f in found} == {(mod / "models" / "sub" / "x.mdl").resolve()}
+    assert in_mounts("models/sub/evil_dir", (str(mod),))[0].source == mod / "models" / "sub" / "evil_dir"  # missing
+
+    other = game_with(tmp_path / "second", [])
+    linked(other / "models", outside / "models")
+    assert list(mounts.list_models([str(other)])) == []

@@ -142,9 +142,10 @@ def in_mounts(name: str, mounted: tuple[str, ...]) -> list[Found]:
             names = [n for e in sorted(EXTENSIONS) for n in archive.entries(e) if n.lower().startswith(prefix)]
             return [Found(Path(archive.path, *n.split("/")), Path(n)) for n in sorted(names)]
         folder = Path(root, *parts)
-        if archive is None and folder.is_dir():
-            models = sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in EXTENSIONS)
-            return [Found(p.resolve(), p.relative_to(root)) for p in models]
+        if archive is None and folder.is_dir() and confinement.allows(str(folder)):
+            # what a link there leads to is not the mount's: a model (or folder) that leads out is left out
+            models = [f for f in models_below(folder) if confinement.allows(str(f.source))]
+            return [Found(f.source, Path(*parts, f.relative)) for f in models]
     first = roots[0] if roots else os.getcwd()
     return [Found(Path(first, *parts), Path(*parts) if parts else Path(name))]
 

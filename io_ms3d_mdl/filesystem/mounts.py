@@ -208,18 +208,29 @@ def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str,
                 yield os.path.join(archive.path, *name.split("/")), name, archive.path
         return
     models = os.path.join(root, "models")
-    if not os.path.isdir(models):
+    real_root = os.path.realpath(root)
+    if not os.path.isdir(models) or not _really_inside(models, real_root):
         return
     count = 0
-    for folder, dirs, files in os.walk(models):
+    for folder, dirs, files in os.walk(models):  # links to folders are not walked into
         dirs.sort()
         for name in sorted(files):
             if name.lower().endswith(suffixes):
                 full = os.path.join(folder, name)
+                if os.path.islink(full) and not _really_inside(full, real_root):  # a link to a model elsewhere
+                    continue
                 yield full, os.path.relpath(full, root).replace(os.sep, "/"), None
                 count += 1
                 if count >= MAX_LOOSE_MODELS:
                     return
+
+
+def _really_inside(path: str, real_root: str) -> bool:
+    """``path``, links followed, lies in ``real_root`` (itself a real path): a model listed under a mounted folder
+    is that folder's, not one a link there leads to."""
+    real = os.path.normcase(os.path.realpath(path))
+    root = os.path.normcase(real_root)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def read_entry(path: str) -> bytes:
