@@ -79,8 +79,8 @@ class TreeSeed:
 def snapshot(root: Path) -> Files:
     """Every file below ``root`` (links and pipes as such), so a seed can be written again anywhere."""
     files: Files = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
+    for folder, dirs, names in os.walk(root):  # (a link to a folder is listed with the folders, and not walked)
+        for name in names + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
             path = Path(folder) / name
             mode = os.lstat(path).st_mode
             relative = path.relative_to(root).as_posix()

@@ -88,4 +88,10 @@ BUILDERS = {
     "hostile phy text.mdl": source_phy_text,
     "hostile padded pcx.ms3d": ms3d_pcx_skin,
     "hostile bc6h infinity.mdl": source_bc6h_infinity,
+    # issue 31: search paths and ``custom/*`` entries linked to the canary, for each format
+    "hostile gameinfo folder link.ms3d": lambda t: hostile.gameinfo_link_seed(t, "folder", "ms3d"),
+    "hostile gameinfo folder link.mdl": lambda t: hostile.gameinfo_link_seed(t, "folder", "mdl"),
+    "hostile gameinfo custom link.mdl": lambda t: hostile.gameinfo_link_seed(t, "custom", "mdl"),
+    "hostile gameinfo custom link goldsrc.mdl": lambda t: hostile.gameinfo_link_seed(t, "custom", "goldsrc"),
+    "hostile gameinfo vpk link.mdl": lambda t: hostile.gameinfo_link_seed(t, "vpk", "mdl"),
 }

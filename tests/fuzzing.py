@@ -151,6 +151,50 @@ def check_archive(parts: Parts) -> SceneData | None:
         return scene
 
 
+GAMEINFO_SEED = (
+    b'"GameInfo"\n{\n game "Mod"\n FileSystem\n {\n  SearchPaths\n  {\n'
+    b"   game+mod |gameinfo_path|.\n   game |gameinfo_path|stolen\n   game |gameinfo_path|custom/*\n"
+    b"   game |all_source_engine_paths|mod/stolen/materials\n   game |gameinfo_path|evil.vpk\n"
+    b"   game |gameinfo_path|sub\n   game ../outside\n   platform |all_source_engine_paths|platform\n"
+    b"  }\n }\n}\n"
+)
+
+
+def check_gameinfo(parts: Parts) -> SceneData | None:
+    """A game folder whose ``gameinfo.txt`` (the mutated part) sits among links to a canary folder (``stolen``, a
+    ``custom/*`` entry, a VPK, a folder's ``pak01_dir.vpk``): whatever the text, no root of the import lies in the
+    canary (links followed) and the MilkShape model's texture, named as the canary's file, is not found there."""
+    import os
+    import tempfile
+
+    import hostile
+
+    from io_ms3d_mdl import access
+    from io_ms3d_mdl.filesystem import mounts
+    from io_ms3d_mdl.filesystem.gameinfo import read_gameinfo
+    from io_ms3d_mdl.scene.load import load_ms3d
+
+    with tempfile.TemporaryDirectory() as tmp:
+        mod, outside = hostile.gameinfo_link(Path(tmp), "custom")
+        for link, target in (("stolen", outside), ("evil_dir.vpk", outside / "secret_dir.vpk")):
+            hostile.linked(mod / link, target)
+        hostile.linked(mod / "sub" / "pak01_dir.vpk", outside / "secret_dir.vpk")
+        (mod / "gameinfo.txt").write_bytes(parts["gameinfo"])
+        model = hostile.ms3d_textured(mod / "models", "secret.png")
+        mounts.forget_archives()
+        access.clear_cache()
+        real = os.path.realpath(outside) + os.sep
+        read_gameinfo(str(mod))  # FormatError for text that is not KeyValues
+        roots = access.Confinement.for_model(str(model), mounted=(str(mod),)).roots
+        if any((os.path.realpath(r) + os.sep).startswith(real) for r in roots):
+            raise AssertionError(f"a root leads into the canary: {roots}")
+        scene = load_ms3d(str(model))
+        found = [m.base_texture.resolved_path for m in scene.materials if m.base_texture]
+        if any(p and os.path.realpath(p).startswith(real) for p in found):
+            raise AssertionError(f"a texture was read from the canary: {found}")
+        return scene
+
+
 def expected_errors() -> tuple[type[Exception], ...]:
     from io_ms3d_mdl.errors import FormatError
     from io_ms3d_mdl.formats.source.vtf import UnsupportedTexture
@@ -223,6 +267,7 @@ def synthetic_seeds() -> list[Seed]:
     )
     return [
         *archive_seeds(),
+        Seed("synthetic gameinfo.txt", check_gameinfo, {"gameinfo": GAMEINFO_SEED}),
         Seed("synthetic arm.ms3d", check_ms3d, {"ms3d": write_ms3d(arm_spec())}),
         Seed("synthetic full.ms3d", check_ms3d, {"ms3d": write_ms3d(full_spec(3))}),
         Seed(

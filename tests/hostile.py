@@ -414,6 +414,85 @@ def gameinfo_widening(tmp: Path) -> Path:
     return write_source(spec, mod / "models", "model")
 
 
+# --- links in a stranger's game folder (issue 31) ------------------------------------------------------------------
+
+
+def outside_tree(tmp: Path) -> Path:
+    """The canary folder, laid out as a game folder would be (materials, models, textures, a VPK)."""
+    outside = canaries(tmp)
+    (outside / "materials").mkdir(exist_ok=True)
+    (outside / "materials" / "secret.vmt").write_text(f'"VertexLitGeneric" {{ "$basetexture" "{SECRET}" }}')
+    (outside / "materials" / "secret.vtf").write_bytes(vtf(8, 8, fill=b"\x00\xff\x00\xff"))
+    (outside / "models").mkdir(exist_ok=True)
+    (outside / "models" / "secret.mdl").write_bytes(SECRET.encode() * 20)
+    write_vpk(outside, "secret", [WEntry("materials/secret.vmt", b'"VertexLitGeneric" { "$basetexture" "x" }')])
+    return outside
+
+
+def game_with(tmp: Path, lines: list[str]) -> Path:
+    """``tmp/steamapps/common/Game/mod`` holding a gameinfo.txt with these SearchPaths lines (the first mounts the
+    folder itself)."""
+    mod = tmp / "steamapps" / "common" / "Game" / "mod"
+    mod.mkdir(parents=True, exist_ok=True)
+    text = "\n".join(["game |gameinfo_path|.", *lines])
+    (mod / "gameinfo.txt").write_text('"GameInfo" { game "Mod" FileSystem { SearchPaths {\n' + text + "\n} } }")
+    return mod
+
+
+def linked(link: Path, target: Path) -> Path:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(target, link.parent), link)
+    return link
+
+
+def gameinfo_link(tmp: Path, kind: str) -> tuple[Path, Path]:
+    """(the game folder, the canary folder) of each way a link could lead a root outside."""
+    outside = outside_tree(tmp)
+    if kind == "folder":
+        mod = game_with(tmp, ["game |gameinfo_path|stolen"])
+        linked(mod / "stolen", outside)
+    elif kind == "custom":
+        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
+        (mod / "custom" / "honest").mkdir(parents=True)
+        linked(mod / "custom" / "evil", outside)
+    elif kind == "custom_folder":  # the folder ``custom/*`` lists is itself the link
+        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
+        linked(mod / "custom", outside / "..")
+    elif kind == "vpk":
+        mod = game_with(tmp, ["game |gameinfo_path|evil.vpk"])
+        linked(mod / "evil_dir.vpk", outside / "secret_dir.vpk")
+    elif kind == "pak01":
+        mod = game_with(tmp, ["game |gameinfo_path|sub"])
+        linked(mod / "sub" / "pak01_dir.vpk", outside / "secret_dir.vpk")
+    elif kind == "all_source_engine_paths":
+        mod = game_with(tmp, ["game |all_source_engine_paths|mod/stolen"])
+        linked(mod / "stolen", outside)
+    else:
+        raise AssertionError(kind)
+    return mod, outside
+
+
+def gameinfo_link_seed(tmp: Path, kind: str, fmt: str) -> Path:
+    """A model of each format in a game whose search paths link to the canary (``gameinfo_link``), naming the
+    canary's files as it would its own: MilkShape ``secret.png``, Source ``materials/secret.vmt`` (and a
+    ``cdmaterials`` climb), GoldSrc a texture file linked out of the model's folder."""
+    mod, outside = gameinfo_link(tmp, kind)
+    if fmt == "ms3d":
+        return ms3d_textured(mod / "models", "secret.png")
+    if fmt == "mdl":
+        spec = character_spec(includes=["models/secret.mdl"], cd_materials=["", "..\\..\\outside\\"])
+        spec.textures = ["secret"] * 3
+        return write_source(spec, mod / "models", "model")
+    from goldsrc_writer import character_spec as goldsrc_character
+    from goldsrc_writer import write_model_files
+
+    model = write_model_files(goldsrc_character(), mod / "models", "guy", textures_apart=True)
+    texture_file = model.with_name("guyT.mdl")
+    os.replace(texture_file, outside / "guyT.mdl")
+    linked(texture_file, outside / "guyT.mdl")
+    return model
+
+
 def archive_bombs() -> list[tuple[str, bytes, str]]:
     """(file name, bytes, what the refusal says) of crafted archives: each is refused at mount or at the read."""
     good, _ = vpk_bytes([WEntry("models/x.mdl", b"IDST" * 8)])

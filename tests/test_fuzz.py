@@ -36,6 +36,7 @@ CASES = {
     "synthetic archive.vpk": 400,
     "synthetic addon.gma": 300,
     "knife.vpk": 300,
+    "synthetic gameinfo.txt": 300,  # issue 31: links beside a mutated gameinfo.txt never widen the roots
 }
 VTF_CASES, VMT_CASES = 400, 250
 

@@ -51,60 +51,7 @@ def fresh():
     access.clear_cache()
 
 
-def outside_tree(tmp: Path) -> Path:
-    """The canary folder, laid out as a game folder would be (materials, models, textures, a VPK)."""
-    outside = hostile.canaries(tmp)
-    (outside / "materials").mkdir(exist_ok=True)
-    (outside / "materials" / "secret.vmt").write_text(f'"VertexLitGeneric" {{ "$basetexture" "{hostile.SECRET}" }}')
-    (outside / "materials" / "secret.vtf").write_bytes(hostile.vtf(8, 8, fill=b"\x00\xff\x00\xff"))
-    (outside / "models").mkdir(exist_ok=True)
-    (outside / "models" / "secret.mdl").write_bytes(hostile.SECRET.encode() * 20)
-    write_vpk(outside, "secret", [WEntry("materials/secret.vmt", b'"VertexLitGeneric" { "$basetexture" "x" }')])
-    return outside
-
-
-def game_with(tmp: Path, lines: list[str]) -> Path:
-    """``tmp/steamapps/common/Game/mod`` holding a gameinfo.txt with these SearchPaths lines (the first mounts the
-    folder itself)."""
-    mod = tmp / "steamapps" / "common" / "Game" / "mod"
-    mod.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(["game |gameinfo_path|.", *lines])
-    (mod / "gameinfo.txt").write_text('"GameInfo" { game "Mod" FileSystem { SearchPaths {\n' + text + "\n} } }")
-    return mod
-
-
-def linked(link: Path, target: Path) -> Path:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(os.path.relpath(target, link.parent), link)
-    return link
-
-
-def attack(tmp: Path, kind: str) -> tuple[Path, Path]:
-    """(the game folder, the canary folder) of each way a link could lead a root outside."""
-    outside = outside_tree(tmp)
-    if kind == "folder":
-        mod = game_with(tmp, ["game |gameinfo_path|stolen"])
-        linked(mod / "stolen", outside)
-    elif kind == "custom":
-        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
-        (mod / "custom" / "honest").mkdir(parents=True)
-        linked(mod / "custom" / "evil", outside)
-    elif kind == "custom_folder":  # the folder ``custom/*`` lists is itself the link
-        mod = game_with(tmp, ["game |gameinfo_path|custom/*"])
-        linked(mod / "custom", outside / "..")
-    elif kind == "vpk":
-        mod = game_with(tmp, ["game |gameinfo_path|evil.vpk"])
-        linked(mod / "evil_dir.vpk", outside / "secret_dir.vpk")
-    elif kind == "pak01":
-        mod = game_with(tmp, ["game |gameinfo_path|sub"])
-        linked(mod / "sub" / "pak01_dir.vpk", outside / "secret_dir.vpk")
-    elif kind == "all_source_engine_paths":
-        mod = game_with(tmp, ["game |all_source_engine_paths|mod/stolen"])
-        linked(mod / "stolen", outside)
-    else:
-        raise AssertionError(kind)
-    return mod, outside
-
+outside_tree, game_with, linked, attack = hostile.outside_tree, hostile.game_with, hostile.linked, hostile.gameinfo_link
 
 KINDS = ["folder", "custom", "custom_folder", "vpk", "pak01", "all_source_engine_paths"]
 
