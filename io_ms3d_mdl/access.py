@@ -38,7 +38,8 @@ from functools import lru_cache
 from .budget import Budget, current_budget, using_budget
 from .errors import FormatError, printable
 from .filesystem import mounts
-from .filesystem.files import read_regular
+from .filesystem.files import kernel_paths as _kernel_paths
+from .filesystem.files import read_regular, real_path
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -161,13 +162,14 @@ class Confinement:
 
     @classmethod
     def for_roots(cls, candidates: list[str | None] | tuple[str, ...], allow_absolute: bool = False) -> Confinement:
-        roots: list[str] = []
+        roots: dict[str, None] = {}  # (a dict: a game with 4,096 ``custom/*`` entries made a list lookup quadratic)
         for root in candidates:
             if not root:
                 continue
-            for form in (os.path.normpath(os.path.abspath(root)), os.path.realpath(root)):
-                if form not in roots:
-                    roots.append(form)
+            roots[os.path.normpath(os.path.abspath(root))] = None
+            real = real_path(root)
+            if real is not None:
+                roots[real] = None
         return cls(tuple(roots), allow_absolute)
 
     def allows(self, path: str) -> bool:
@@ -274,23 +276,6 @@ def _regular_real_path(path: str) -> str | None:
         return None
     finally:
         os.close(fd)
-
-
-@lru_cache(maxsize=1)
-def _kernel_paths() -> bool:
-    """Whether this system names an open descriptor's file in ``/proc/self/fd`` as ``realpath`` would (Linux with
-    ``/proc`` mounted; checked once on this module's own folder, not assumed)."""
-    if not hasattr(os, "O_PATH"):
-        return False
-    folder = os.path.dirname(os.path.abspath(__file__))
-    try:
-        fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
-        try:
-            return os.readlink(f"/proc/self/fd/{fd}") == os.path.realpath(folder)
-        finally:
-            os.close(fd)
-    except OSError:
-        return False
 
 
 _current: ContextVar[Confinement | None] = ContextVar("io_ms3d_mdl_confinement", default=None)

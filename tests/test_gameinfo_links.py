@@ -308,3 +308,22 @@ def test_a_model_listed_in_a_mounted_game_is_the_games_own_not_a_links(tmp_path)
     other = game_with(tmp_path / "second", [])
     linked(other / "models", outside / "models")
     assert list(mounts.list_models([str(other)])) == []
+
+
+def test_a_folder_swapped_for_a_link_after_the_game_was_read_is_judged_again(tmp_path):
+    """The game is cached by its gameinfo.txt (path, size, time); a folder it mounts that has become a link to
+    the outside since (an update extracted over it keeps gameinfo.txt as it was) is not a root."""
+    outside = outside_tree(tmp_path)
+    mod = game_with(tmp_path, ["game |gameinfo_path|stolen"])
+    (mod / "stolen").mkdir()
+    assert read_gameinfo(str(mod)).roots() == (str(mod), str(mod / "stolen"))
+    stamp = os.stat(mod / "gameinfo.txt")
+    (mod / "stolen").rmdir()
+    linked(mod / "stolen", outside)
+    os.utime(mod / "gameinfo.txt", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert read_gameinfo(str(mod)).roots() == (str(mod),)
+    model = hostile.ms3d_textured(mod / "models", "secret.png")
+    scene = load_ms3d(str(model))
+    assert [m.base_texture.resolved_path for m in scene.materials if m.base_texture] == [None]
+    one_link_warning(scene, "stolen")
+    nothing_read_from(outside)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from functools import lru_cache
 
 from ..budget import current_budget
 from ..errors import FormatError
@@ -31,14 +32,44 @@ def refused_name(path: str) -> str | None:
 
 
 def real_path(path: str) -> str | None:
-    """Where ``path`` leads, through every symlink (``realpath``), or None when the OS cannot say (a refused
-    character, a name too long)."""
+    """Where ``path`` leads, through every symlink (``realpath``'s answer), or None when the OS cannot say (a
+    refused character). On Linux the kernel names the object a path-only descriptor opened, in three system calls
+    instead of an ``lstat`` per step (a game with 4,096 ``custom/*`` entries asks for each, on every import)."""
     if refused_name(path):
         return None
+    if kernel_paths():
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            pass  # missing: ``realpath`` resolves what exists and keeps the rest
+        else:
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                pass  # past PATH_MAX: ``realpath`` still can
+            finally:
+                os.close(fd)
     try:
         return os.path.realpath(path)
     except (OSError, ValueError):
         return None
+
+
+@lru_cache(maxsize=1)
+def kernel_paths() -> bool:
+    """Whether this system names an open descriptor's file in ``/proc/self/fd`` as ``realpath`` would (Linux with
+    ``/proc`` mounted; checked once on this module's own folder, not assumed)."""
+    if not hasattr(os, "O_PATH"):
+        return False
+    folder = os.path.dirname(os.path.abspath(__file__))
+    try:
+        fd = os.open(folder, os.O_PATH | os.O_CLOEXEC)
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}") == os.path.realpath(folder)
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
 
 
 def kind(mode: int) -> str:

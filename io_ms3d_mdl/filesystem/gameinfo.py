@@ -43,6 +43,7 @@ class SearchPath:
     ids: tuple[str, ...]  # lower case: ("game", "mod")
     path: str  # absolute: a folder or a VPK directory file
     written: str  # the line as written
+    real: str = ""  # where it led (links followed) when it was judged
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,17 @@ class GameInfo:
 
     def roots(self, ids: str = "game") -> tuple[str, ...]:
         """The folders and archives searched for the path id ``ids`` (``game`` for models and materials), in
-        order, each once; the game folder itself when gameinfo.txt names none."""
-        out = dict.fromkeys(p.path for p in self.search_paths if ids in p.ids)
+        order, each once; the game folder itself when gameinfo.txt names none. Each is judged again where it
+        leads now: the game is cached by its gameinfo.txt, but a folder may have become a link since."""
+        out = dict.fromkeys(p.path for p in self.search_paths if ids in p.ids and not self.changed(p))
         return tuple(out) or (self.folder,)
+
+    def changed(self, path: SearchPath) -> str:
+        """Why a search path judged when the game was read may not be used now (it leads elsewhere, and out), or
+        "". One ``realpath`` each: the same answer as when it was read is the usual case."""
+        if real_path(path.path) == path.real:
+            return ""
+        return _judge(self.folder, path.path)
 
 
 def has_gameinfo(folder: str) -> bool:
@@ -125,7 +134,7 @@ def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> G
                 if LINKED in why:
                     refused.append(skipped[-1])
             else:
-                out.append(SearchPath(ids, target, written))
+                out.append(SearchPath(ids, target, written, real_path(target) or ""))
     return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines), tuple(refused))
 
 

@@ -157,7 +157,8 @@ def refused_links(model_path: str, mounted: Iterable[str] = ()) -> tuple[str, ..
             if "link" in exc.message:
                 out[exc.message] = None
             continue
-        for line in info.refused:
+        now = [f"{p.written}: {why}" for p in info.search_paths if (why := info.changed(p))]  # links made since
+        for line in (*info.refused, *now):
             out[f"{os.path.join(info.folder, 'gameinfo.txt')}: SearchPaths line '{line}'"] = None
     return tuple(out)
 
