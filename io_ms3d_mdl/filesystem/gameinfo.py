@@ -33,6 +33,7 @@ GAMEINFO = "gameinfo.txt"
 MAX_GAMEINFO = 1 << 20
 MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
 MAX_PATH = 4096  # PATH_MAX on Linux; longer lines name nothing that can be opened
+MAX_LINES = 1024  # SearchPaths lines read (real games write under 50; each may cost a few system calls)
 AUTO_PAK = "pak01_dir.vpk"  # mounted with the folder holding it (Left 4 Dead and later keep all content in one)
 OUTSIDE = "outside the game folder and every other game's install"
 LINKED = "a link leading outside the game folder and every other game's install; not mounted"
@@ -122,19 +123,24 @@ def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> G
     skipped: list[str] = []
     refused: list[str] = []
     written_lines: list[tuple[str, str]] = []
-    for key, value in lines if isinstance(lines, list) else ():
-        if not isinstance(value, str):
-            continue
+    resolved: dict[str, list[tuple[str, str, str]]] = {}
+    lines = [(k, v) for k, v in lines if isinstance(v, str)] if isinstance(lines, list) else []
+    if len(lines) > MAX_LINES:
+        skipped.append(f"{len(lines) - MAX_LINES:,} SearchPaths lines past the first {MAX_LINES:,}: not read")
+        lines = lines[:MAX_LINES]
+    for key, value in lines:
         written_lines.append((key, value))
         ids = tuple(i for i in key.lower().split("+") if i)
         written = f"{key} {value}"
-        for target, why in _resolve(folder, value):
+        if value not in resolved:  # a line repeated is judged once
+            resolved[value] = [(t, why, "" if why else real_path(t) or "") for t, why in _resolve(folder, value)]
+        for target, why, real in resolved[value]:
             if why:
                 skipped.append(f"{written}: {why}")
                 if LINKED in why:
                     refused.append(skipped[-1])
             else:
-                out.append(SearchPath(ids, target, written, real_path(target) or ""))
+                out.append(SearchPath(ids, target, written, real))
     return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines), tuple(refused))
 
 
@@ -183,6 +189,8 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
 def _wildcard(folder: str, written: str, parent: str) -> list[tuple[str, str]]:
     """Every sub-folder and VPK of ``parent`` (``custom/*``), each judged where it really leads; the entries that
     are links leading outside are left out together, in one line of ``skipped``."""
+    if not os.path.isdir(parent):  # (one stat, before the judgement's real paths)
+        return [(written, "no such folder")]
     why = _judge(folder, parent)
     if why:
         return [(written, why)]
