@@ -34,6 +34,7 @@ MAX_GAMEINFO = 1 << 20
 MAX_WILDCARD = 4096  # entries one ``custom/*`` line may mount
 MAX_PATH = 4096  # PATH_MAX on Linux; longer lines name nothing that can be opened
 MAX_LINES = 1024  # SearchPaths lines read (real games write under 50; each may cost a few system calls)
+MAX_SEARCH_PATHS = 2 * MAX_WILDCARD  # places mounted in all: ``custom/*`` spelled 1,000 ways made 4 M of them
 AUTO_PAK = "pak01_dir.vpk"  # mounted with the folder holding it (Left 4 Dead and later keep all content in one)
 OUTSIDE = "outside the game folder and every other game's install"
 LINKED = "a link leading outside the game folder and every other game's install; not mounted"
@@ -60,8 +61,11 @@ class GameInfo:
         """The folders and archives searched for the path id ``ids`` (``game`` for models and materials), in
         order, each once; the game folder itself when gameinfo.txt names none. Each is judged again where it
         leads now: the game is cached by its gameinfo.txt, but a folder may have become a link since."""
-        out = dict.fromkeys(p.path for p in self.search_paths if ids in p.ids and not self.changed(p))
-        return tuple(out) or (self.folder,)
+        usable: dict[str, bool] = {}
+        for p in self.search_paths:
+            if ids in p.ids and p.path not in usable:  # each place judged once, however many lines name it
+                usable[p.path] = not self.changed(p)
+        return tuple(path for path, ok in usable.items() if ok) or (self.folder,)
 
     def changed(self, path: SearchPath) -> str:
         """Why a search path judged when the game was read may not be used now (it leads elsewhere, and out), or
@@ -124,28 +128,34 @@ def parse_gameinfo(data: bytes | str, folder: str, path: str | None = None) -> G
     refused: list[str] = []
     written_lines: list[tuple[str, str]] = []
     resolved: dict[str, list[tuple[str, str, str]]] = {}
+    listed: dict[str, list[tuple[str, str]]] = {}
     lines = [(k, v) for k, v in lines if isinstance(v, str)] if isinstance(lines, list) else []
     if len(lines) > MAX_LINES:
         skipped.append(f"{len(lines) - MAX_LINES:,} SearchPaths lines past the first {MAX_LINES:,}: not read")
         lines = lines[:MAX_LINES]
-    for key, value in lines:
+    for n, (key, value) in enumerate(lines):
+        if len(out) >= MAX_SEARCH_PATHS:
+            skipped.append(f"{len(lines) - n:,} SearchPaths lines after {MAX_SEARCH_PATHS:,} places: not mounted")
+            break
         written_lines.append((key, value))
         ids = tuple(i for i in key.lower().split("+") if i)
         written = f"{key} {value}"
         if value not in resolved:  # a line repeated is judged once
-            resolved[value] = [(t, why, "" if why else real_path(t) or "") for t, why in _resolve(folder, value)]
+            found = _resolve(folder, value, listed)
+            resolved[value] = [(t, why, "" if why else real_path(t) or "") for t, why in found]
         for target, why, real in resolved[value]:
             if why:
                 skipped.append(f"{written}: {why}")
                 if LINKED in why:
                     refused.append(skipped[-1])
-            else:
+            elif len(out) < MAX_SEARCH_PATHS:
                 out.append(SearchPath(ids, target, written, real))
     return GameInfo(folder, title.strip(), tuple(out), tuple(skipped), tuple(written_lines), tuple(refused))
 
 
-def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
-    """(path, "") for each place a SearchPaths value mounts, or (written, why not)."""
+def _resolve(folder: str, written: str, listed: dict | None = None) -> list[tuple[str, str]]:
+    """(path, "") for each place a SearchPaths value mounts, or (written, why not). ``listed``: the ``/*`` folders
+    already listed and judged while reading this file, by folder (however each line spells it)."""
     text = written.strip().replace("\\", "/")
     refused = refused_name(text)
     if refused:
@@ -166,7 +176,13 @@ def _resolve(folder: str, written: str) -> list[tuple[str, str]]:
         start, rest = base, text
     rest = rest.lstrip("/")
     if rest.endswith("*"):
-        return _wildcard(folder, written, os.path.normpath(os.path.join(start, rest[:-1] or ".")))
+        parent = os.path.normpath(os.path.join(start, rest[:-1] or "."))
+        if listed is None or parent not in listed:
+            found = _wildcard(folder, "\0", parent)
+            if listed is None:
+                return [(written if t == "\0" else t, why) for t, why in found]
+            listed[parent] = found
+        return [(written if t == "\0" else t, why) for t, why in listed[parent]]
     target = os.path.normpath(os.path.join(start, rest or "."))
     if target.lower().endswith(".vpk"):
         found = vpk_directory(target)

@@ -157,7 +157,8 @@ def refused_links(model_path: str, mounted: Iterable[str] = ()) -> tuple[str, ..
             if "link" in exc.message:
                 out[exc.message] = None
             continue
-        now = [f"{p.written}: {why}" for p in info.search_paths if (why := info.changed(p))]  # links made since
+        unique = {p.path: p for p in reversed(info.search_paths)}.values()  # each place once (its first line)
+        now = [f"{p.written}: {why}" for p in unique if (why := info.changed(p))]  # links made since it was read
         for line in (*info.refused, *now):
             out[f"{os.path.join(info.folder, 'gameinfo.txt')}: SearchPaths line '{line}'"] = None
     return tuple(out)
