@@ -126,3 +126,23 @@ def test_a_path_over_4096_characters_fails_cleanly(tmp_path):
     assert row["status"] == "failed" and "4,096 bytes" in row["error"] and "Error" not in row["error"], row
     assert result.returncode == 1
     assert "internal error" not in result.stdout + result.stderr
+
+
+def test_an_input_the_os_would_refuse_is_left_out_saying_why(tmp_path, capsys):
+    """``--files-from`` is text: a line may hold a NUL. It is left out with a note, not "embedded null byte"."""
+    from io_ms3d_mdl.cli.files import collect
+
+    (tmp_path / "real.ms3d").write_bytes(QUAD)
+    found = collect([str(tmp_path / "a\0b.ms3d"), str(tmp_path / "real.ms3d")])
+    assert [f.source.name for f in found] == ["real.ms3d"]
+    assert "NUL" in capsys.readouterr().err
+
+
+def test_an_output_name_the_os_would_refuse_is_a_clean_failure(tmp_path):
+    from io_ms3d_mdl.cli.safe_write import NameTooLong, check_name_lengths
+
+    with pytest.raises(NameTooLong, match="NUL"):
+        check_name_lengths(tmp_path / "out" / "a\0b.blend", tmp_path / "out")
+    with pytest.raises(NameTooLong, match="255 bytes"):
+        check_name_lengths(tmp_path / "out" / ("x" * 256) / "m.blend", tmp_path / "out")
+    check_name_lengths(tmp_path / "out" / ("x" * 255) / ("y" * 249 + ".blend"), tmp_path / "out")

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import FormatError
+from ..errors import FormatError, printable
 from ..filesystem import mounts
+from ..filesystem.files import refused_name
 from .goldsrc_info import is_goldsrc_companion
 
 EXTENSIONS = {".ms3d", ".mdl"}
@@ -77,6 +78,10 @@ def collect(inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | No
     ``mounted``: archives and game folders that names not on disk are looked up in (``ValueError`` for an archive
     that cannot be read). Nothing in ``exclude`` (the output folder, resolved, when it lies inside the inputs) is
     read as input."""
+    refused = [item for item in inputs if refused_name(item)]
+    for item in refused:  # (from --files-from: a NUL, which no OS call takes)
+        print(f"{printable(item, 200)}: left out: {refused_name(item)}", file=sys.stderr)
+    inputs = [item for item in inputs if item not in refused]
     if mounted:
         for mount in mounted:  # a broken or missing archive is a usage error, said before any work
             if mounts.is_archive_name(mount):

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from ..errors import printable
+from ..filesystem.files import refused_name
 from .no_links import Folder, output_folder
 from .output_log import Identity, identity_of
 
@@ -46,6 +48,8 @@ def check_name_lengths(target: Path, root: Path | None) -> None:
     system takes, or whose whole path is longer than the OS takes in one call."""
     below = target.relative_to(root).parts if root is not None and root in target.parents else (target.name,)
     for part in below:
+        if refused_name(part):  # an archive's entry named with a character this OS refuses (on Windows: <>:"|?*)
+            raise NameTooLong(f"the output name '{printable(part, 60)}' cannot be made here: {refused_name(part)}")
         size = len(os.fsencode(part))
         if size > NAME_MAX:
             shown = part if len(part) <= 60 else part[:40] + "…" + part[-12:]
