@@ -183,6 +183,11 @@ def test_a_gameinfo_that_is_a_link_out_of_its_folder_is_not_read(tmp_path):
     assert mounts.label(str(mod)) == "mod"
     assert mounts.mount_roots([str(mod)]) == (str(mod),)
     nothing_read_from(outside)
+    (mod / "gameinfo.txt").unlink()  # a link to a file inside the game folder is still its gameinfo.txt
+    (mod / "cfg").mkdir()
+    (mod / "cfg" / "gameinfo.txt").write_text('"GameInfo" { game "Kept" }')
+    linked(mod / "gameinfo.txt", mod / "cfg" / "gameinfo.txt")
+    assert mounts.label(str(mod)) == "Kept"
 
 
 def test_a_steam_install_moved_through_a_link_is_listed_and_judged_where_it_really_is(tmp_path):

@@ -103,7 +103,7 @@ def read_gameinfo(folder: str) -> GameInfo:
     except OSError as exc:
         raise FormatError(path, None, f"no gameinfo.txt in this folder ({exc.strerror or exc})") from exc
     real, real_folder = real_path(path), real_path(folder)
-    if real is None or real_folder is None or os.path.dirname(real) != real_folder:
+    if real is None or real_folder is None or not _inside(real, real_folder):  # a link within it is fine
         raise FormatError(path, None, "a link leading out of its game folder; not read")
     return _read_cached(folder, info.st_size, info.st_mtime_ns)
 
