@@ -201,6 +201,8 @@ def synthetic_trees(textures: list[bytes]) -> list[TreeSeed]:
     seeds = []
     for seed in synthetic_seeds():
         stem = seed.name.removeprefix("synthetic ").rsplit(".", 1)[0]
+        if "gameinfo" in seed.parts:  # a game's text among links: its tree seeds are ``fuzz_seeds``' link cases
+            continue
         if set(seed.parts) & set(ARCHIVE_FILES):  # an archive: the model imported from its path inside it
             files = {f"game/{ARCHIVE_FILES[key]}": data for key, data in seed.parts.items()}
             main = f"game/{ARCHIVE_FILES['gma' if 'gma' in seed.parts else 'dir']}"
