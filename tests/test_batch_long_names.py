@@ -146,3 +146,21 @@ def test_an_output_name_the_os_would_refuse_is_a_clean_failure(tmp_path):
     with pytest.raises(NameTooLong, match="255 bytes"):
         check_name_lengths(tmp_path / "out" / ("x" * 256) / "m.blend", tmp_path / "out")
     check_name_lengths(tmp_path / "out" / ("x" * 255) / ("y" * 249 + ".blend"), tmp_path / "out")
+
+
+def test_a_link_in_an_input_folder_to_a_model_elsewhere_is_left_out(tmp_path, capsys):
+    """A pack converted whole cannot ship a link to a user's own model and have it converted into the outputs; a
+    link to a model inside the pack is still converted."""
+    from io_ms3d_mdl.cli.files import collect
+
+    pack, private = tmp_path / "pack", tmp_path / "private"
+    pack.mkdir()
+    private.mkdir()
+    (private / "mine.ms3d").write_bytes(QUAD)
+    (pack / "theirs.ms3d").write_bytes(QUAD)
+    (pack / "stolen.ms3d").symlink_to(private / "mine.ms3d")
+    (pack / "alias.ms3d").symlink_to(pack / "theirs.ms3d")
+    (pack / "away").symlink_to(private)  # a linked folder is not walked
+    found = collect([str(pack)])
+    assert [f.source for f in found] == [(pack / "theirs.ms3d").resolve()]  # (alias.ms3d is theirs.ms3d: once)
+    assert "1 links below" in capsys.readouterr().err

@@ -167,7 +167,8 @@ def common_folder(files: list[Path]) -> Path | None:
 
 
 def models_below(folder: Path) -> list[Found]:
-    """The model files below ``folder`` (links to folders not followed), GoldSrc companions left to their model.
+    """The model files below ``folder`` (links to folders not followed, links to files only when they lead to a
+    file inside it), GoldSrc companions left to their model.
     A file or folder whose path the OS refuses (past ``PATH_MAX``) is kept as it is, to fail with a row that names
     the limit, rather than end the listing or be left out unsaid."""
     refused: list[Path] = []
@@ -177,6 +178,8 @@ def models_below(folder: Path) -> list[Found]:
             refused.append(Path(os.fsdecode(exc.filename)))
 
     models: list[Path] = []
+    real_folder = os.path.realpath(folder) + os.sep
+    elsewhere = 0
     for parent, _, names in os.walk(folder, onerror=unreadable):
         for name in names:
             if os.path.splitext(name)[1].lower() not in EXTENSIONS:
@@ -187,8 +190,12 @@ def models_below(folder: Path) -> list[Found]:
             except OSError as exc:
                 regular = False
                 unreadable(exc)
-            if regular:
+            if regular and os.path.islink(full) and not os.path.realpath(full).startswith(real_folder):
+                elsewhere += 1  # a link in a pack to a model elsewhere (a user's own): not the pack's to give
+            elif regular:
                 models.append(full)
+    if elsewhere:
+        print(f"{elsewhere:,} links below {folder} to models outside it were left out", file=sys.stderr)
     models = [p for p in sorted(models) if not is_goldsrc_companion(p)]  # read by their model
     return [Found(p.resolve(), p.relative_to(folder)) for p in sorted(models + refused)]
 
