@@ -164,3 +164,21 @@ def test_a_link_in_an_input_folder_to_a_model_elsewhere_is_left_out(tmp_path, ca
     found = collect([str(pack)])
     assert [f.source for f in found] == [(pack / "theirs.ms3d").resolve()]  # (alias.ms3d is theirs.ms3d: once)
     assert "1 links below" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "O_DIRECTORY"), reason="made through folder descriptors (POSIX)")
+def test_a_tree_3000_folders_deep_is_listed_without_recursion(tmp_path):
+    """``os.walk`` recursed on Python 3.11 (Blender 4.2–5.0): 3,000 one-letter folders raised RecursionError in the
+    batch's folder search and the game browser's listing. What lies past PATH_MAX is a row naming the limit."""
+    from io_ms3d_mdl.cli.files import models_below
+    from io_ms3d_mdl.filesystem import mounts
+
+    game = tmp_path / "game"
+    (game / "models").mkdir(parents=True)
+    (game / "gameinfo.txt").write_text('"GameInfo" { game "Deep" }')
+    (game / "models" / "top.mdl").write_bytes(b"IDST")
+    deep_tree(game / "models", 3000, "a")
+    found = models_below(game)
+    assert [f.relative.as_posix() for f in found][-1] == "models/top.mdl"
+    assert len(found) == 2 and len(str(found[0].source)) >= 4000  # the first folder past PATH_MAX
+    assert [e.name for e in mounts.list_models([str(game)])] == ["models/top.mdl"]

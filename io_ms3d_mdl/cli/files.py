@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import FormatError, printable
 from ..filesystem import mounts
-from ..filesystem.files import refused_name
+from ..filesystem.files import refused_name, walk
 from .goldsrc_info import is_goldsrc_companion
 
 EXTENSIONS = {".ms3d", ".mdl"}
@@ -180,7 +180,7 @@ def models_below(folder: Path) -> list[Found]:
     models: list[Path] = []
     real_folder = os.path.realpath(folder) + os.sep
     elsewhere = 0
-    for parent, _, names in os.walk(folder, onerror=unreadable):
+    for parent, _, names in walk(str(folder), onerror=unreadable):
         for name in names:
             if os.path.splitext(name)[1].lower() not in EXTENSIONS:
                 continue

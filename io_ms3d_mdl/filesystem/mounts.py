@@ -17,6 +17,7 @@ from functools import lru_cache
 
 from ..errors import FormatError
 from .archive import Archive
+from .files import walk
 from .gameinfo import GameInfo, game_folder, has_gameinfo, read_gameinfo, vpk_directory
 from .gma import read_gma
 from .vpk import read_vpk
@@ -214,8 +215,7 @@ def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str,
     if not os.path.isdir(models) or not _really_inside(models, real_root):
         return
     count = 0
-    for folder, dirs, files in os.walk(models):  # links to folders are not walked into
-        dirs.sort()
+    for folder, _, files in walk(models):  # links to folders are not walked into
         for name in sorted(files):
             if name.lower().endswith(suffixes):
                 full = os.path.join(folder, name)
