@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -248,3 +249,9 @@ def character_spec2531() -> BSpec:
         attachments=[("eyes", 2, (1.0, 0.0, 2.0))],
         hitboxes=[(1, (-1.0, -1.0, 0.0), (1.0, 1.0, 10.0))],
     )
+
+
+def tth_pair(vtf: bytes, head: int, mips: int = 1) -> tuple[bytes, bytes]:
+    """A ``.tth``/``.ttz`` pair holding ``vtf``: its first ``head`` bytes in the header, the rest zlib-compressed."""
+    tth = b"TTH\0" + bytes([1, 0, mips, 0]) + struct.pack("<I", head) + bytes(4) + bytes(8 * mips) + bytes(4)
+    return tth + vtf[:head], zlib.compress(vtf[head:])

@@ -11,13 +11,23 @@ import subprocess
 from pathlib import Path
 
 import bloodlines_reference as ref
+import hostile
 import numpy as np
 import pytest
-from bloodlines_writer import character_spec2531, prop_spec, write_bloodlines, write_mdl2531, write_vtx107
+from bloodlines_writer import (
+    character_spec2531,
+    prop_spec,
+    tth_pair,
+    write_bloodlines,
+    write_mdl2531,
+    write_vtx107,
+)
 from conftest import ROOT, samples_dir
 
-from io_ms3d_mdl.errors import FormatError
+from io_ms3d_mdl.budget import Budget, using_budget
+from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_mdl_bytes, read_mesh_companions, read_vtx_bytes
+from io_ms3d_mdl.formats.source.tth import tth_to_vtf
 from io_ms3d_mdl.scene.load import load_source
 from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world
 
@@ -39,7 +49,9 @@ FETCHED = [
     "Basic_Patch/models/scenery/structural/malkavian/malkmazedrc.mdl",
     "Basic_Patch/models/scenery/structural/warrens/warr_00_map.mdl",
     "Basic_Patch/models/scenery/misc/plates/plate4.mdl",
+    "Basic_Patch/models/weapons/handleclaws/wield/w_m_handleclaws.mdl",  # with its VMTs and .tth/.ttz textures
 ]
+MATERIALS = ["Basic_Patch/materials/models/weapons/handleclaws/"]
 ONE = SourceOptions(scale=1.0, find_materials=False)
 WITH_BOXES = SourceOptions(scale=1.0, find_materials=False, import_hitboxes=True)
 
@@ -64,9 +76,9 @@ def fetched(tmp_path_factory) -> Path:
     names = subprocess.run(
         ["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    for model in FETCHED:
-        stem = model[:-4]
-        for name in (n for n in names if n.startswith(stem + ".")):
+    for model in FETCHED + MATERIALS:
+        stem = model[:-4] + "." if model.endswith(".mdl") else model
+        for name in (n for n in names if n.startswith(stem)):
             blob = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{name}"], capture_output=True, check=True)
             target = out / name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -114,7 +126,9 @@ def check_against_reference(path: Path) -> int:
         triangles += len(ours)
         if r.weights is not None and obj.skin is not None:
             dense_ours = np.zeros((len(local), len(scene.skeleton.bones)))
-            np.add.at(dense_ours, (np.arange(len(local))[:, None], np.maximum(obj.skin.bone_indices, 0)), obj.skin.weights)
+            np.add.at(
+                dense_ours, (np.arange(len(local))[:, None], np.maximum(obj.skin.bone_indices, 0)), obj.skin.weights
+            )
             dense_ref = np.zeros_like(dense_ours)
             np.add.at(dense_ref, (np.arange(len(local))[:, None], r.bones[local]), r.weights[local])
             np.testing.assert_allclose(dense_ours, dense_ref, atol=1e-6)
@@ -268,3 +282,42 @@ def test_info_reports_version_and_companions():
     assert info["version"] == 2531
     assert info["companions"]["vtx"].endswith(".dx80.vtx") and info["companions"]["vvd"] is None
     assert info["physics"]["solids"] > 0
+
+
+def test_fetched_weapon_textures_come_from_tth_and_ttz(fetched):
+    scene = load_source(str(fetched / FETCHED[-1]))
+    textured = {m.name: m.base_texture for m in scene.materials if m.base_texture is not None}
+    claws = textured["handleclaws"]
+    assert claws.resolved_path.endswith("handleclaws.tth")
+    assert claws.blocks is not None and (claws.blocks.width, claws.blocks.height) == (512, 512)
+    assert not [w for w in scene.warnings if "texture" in w]
+
+
+def test_synthetic_tth_texture_decodes(tmp_path):
+    game = tmp_path / "game"
+    path = write_bloodlines(prop_spec(0), game / "models" / "test", "box")
+    folder = game / "materials" / "models" / "test"
+    folder.mkdir(parents=True)
+    (folder / "skin.vmt").write_text('VertexLitGeneric\n{\n"$basetexture" "models\\test\\skin"\n}\n')
+    tth, ttz = tth_pair(hostile.vtf(8, 8, fill=b"\xff\x00\x00\xff"), 80 + 4)
+    (folder / "skin.tth").write_bytes(tth)
+    (folder / "skin.ttz").write_bytes(ttz)
+    scene = load_source(str(path))
+    (material,) = scene.materials
+    pixels = material.base_texture.pixels
+    assert pixels.shape == (8, 8, 4) and (pixels[..., 0] == 255).all() and (pixels[..., 1] == 0).all()
+
+
+def test_tth_bomb_and_damage_fail_clearly():
+    vtf = hostile.vtf(64, 64)
+    tth, ttz = tth_pair(vtf, 80)
+    assert tth_to_vtf(tth, ttz, "t.tth") == vtf
+    with using_budget(Budget(scale=1e-5)), pytest.raises(BudgetExceeded, match="decompressed texture"):
+        tth_to_vtf(tth, ttz, "t.tth")
+    with pytest.raises(FormatError, match="damaged") as info:
+        tth_to_vtf(tth, ttz[:10] + b"garbage", "t.tth")
+    assert "t.ttz" in str(info.value)
+    with pytest.raises(FormatError, match="TTH"):
+        tth_to_vtf(b"VTF\0" + bytes(40), ttz, "t.tth")
+    with pytest.raises(FormatError, match=r"t\.tth"):
+        tth_to_vtf(tth[:30], ttz, "t.tth")
