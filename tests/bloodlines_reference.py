@@ -137,3 +137,29 @@ def canonical(triangles: np.ndarray) -> np.ndarray:
     shift = np.argmin(t, axis=1)
     rolled = np.stack([np.roll(row, -s) for row, s in zip(t, shift, strict=True)]) if len(t) else t
     return rolled[np.lexsort(rolled.T[::-1])] if len(t) else rolled
+
+
+def first_frame(data: bytes, index: int) -> tuple[np.ndarray, np.ndarray]:
+    """Frame 0 of animation ``index``: (B, 3) positions and (B, 4) x,y,z,w rotations, from the facts: descriptors of
+    72 bytes at the header's offset 268 (count at 264), data offset at 48 of each (relative to it); per bone 32
+    bytes: a float and seven int32 stream offsets (relative to the entry: position x y z, quaternion x y z w, 0 =
+    the rest value); a stream's first run holds frame 0 (``valid`` and ``total`` bytes, then int16 values);
+    position = rest + value * posscale, quaternion component = value * rotscale."""
+    count, bone_at = _i(data, 240, 2)
+    desc = _i(data, 268) + 72 * index
+    base = desc + _i(data, desc + 48)
+    positions, rotations = np.zeros((count, 3)), np.zeros((count, 4))
+    for b in range(count):
+        bone = bone_at + 160 * b
+        rest = struct.unpack_from("<7f", data, bone + 32)
+        scale = struct.unpack_from("<3f4f", data, bone + 60)
+        entry = base + 32 * b
+        offsets = struct.unpack_from("<7i", data, entry + 4)
+        out = list(rest)
+        for c, off in enumerate(offsets):
+            if off > 0:
+                valid = data[entry + off]
+                value = struct.unpack_from("<h", data, entry + off + 2)[0] if valid else 0
+                out[c] = (rest[c] if c < 3 else 0.0) + value * scale[c]
+        positions[b], rotations[b] = out[:3], out[3:]
+    return positions, rotations

@@ -27,8 +27,9 @@ from conftest import ROOT, samples_dir
 from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_mdl_bytes, read_mesh_companions, read_vtx_bytes
+from io_ms3d_mdl.formats.source.animation import decode_animation
 from io_ms3d_mdl.formats.source.tth import tth_to_vtf
-from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.load import load_source, load_source_animation
 from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world
 
 SHARED = [
@@ -321,3 +322,29 @@ def test_tth_bomb_and_damage_fail_clearly():
         tth_to_vtf(b"VTF\0" + bytes(40), ttz, "t.tth")
     with pytest.raises(FormatError, match=r"t\.tth"):
         tth_to_vtf(tth[:30], ttz, "t.tth")
+
+
+@pytest.mark.parametrize("relative", SHARED[:2] + SHARED[4:])
+def test_first_frames_match_the_test_decoder(relative):
+    path = shared_model(relative)
+    mdl = read_mdl(path)
+    data = path.read_bytes()
+    assert mdl.animations
+    for index in range(min(len(mdl.animations), 3)):
+        decoded = decode_animation(mdl, index)
+        positions, rotations = ref.first_frame(data, index)
+        np.testing.assert_allclose(decoded.positions[0], positions, atol=1e-4)
+        wxyz = rotations[:, [3, 0, 1, 2]]
+        wxyz /= np.linalg.norm(wxyz, axis=1, keepdims=True)
+        np.testing.assert_allclose(np.abs(np.einsum("bi,bi->b", decoded.rotations[0], wxyz)), 1.0, atol=1e-6)
+        assert decoded.rotations.shape == (mdl.animations[index].num_frames, len(mdl.bones), 4)
+
+
+def test_animations_build_as_actions_and_on_demand():
+    path = str(shared_model(SHARED[1]))
+    scene = load_source(path, SourceOptions(scale=1.0, find_materials=False, animations="ALL"))
+    assert [a.name for a in scene.animations] == ["@ragdoll", "@repel_into", "@repel_loop", "@repel_outof"]
+    assert scene.actions and all(a.channels for a in scene.actions)
+    one = load_source_animation(path, "@repel_loop", SourceOptions(scale=1.0, find_materials=False), 30.0)
+    (action,) = one.actions
+    assert action.frame_range[1] - action.frame_range[0] == 41

@@ -3,7 +3,8 @@
 Bloodlines has no ``.vvd``: each model keeps its own vertices, so the reader decodes them into a pool shaped like
 a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene assembly) works as for later Source.
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
-``mdl``. Animation data and eyeballs of this version are not read (their layouts differ; none is guessed).
+``mdl``. Animations are listed here and decoded on demand (``animation2531``); eyeballs, sequences and included
+models of this version are not read (their layouts differ; none is guessed).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ..binary import Cursor
 from . import structs as S
 from . import structs2531 as B
 from .model import (
+    MdlAnimation,
     MdlAttachment,
     MdlBodyPart,
     MdlFile,
@@ -72,7 +74,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         attachments=_attachments(cur, raw, len(bones)),
         hitbox_sets=_hitbox_sets(cur, raw, len(bones)),
         include_models=[],
-        animations=[],
+        animations=_animations(cur, raw),
         sequences=[],
         flex_names=[],
         anim_block_name="",
@@ -90,10 +92,6 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
     )
     if int(raw["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(raw['length'])} bytes but it is {cur.size}")
-    if int(raw["numlocalanim"]) > 0:
-        mdl.warnings.add(
-            f"its {int(raw['numlocalanim'])} animations were not imported: Bloodlines animation data is not read yet"
-        )
     return mdl
 
 
@@ -228,3 +226,21 @@ def _hitbox_sets(cur: Cursor, header: np.void, num_bones: int) -> dict[str, list
             MdlHitbox(int(b["bone"]), int(b["group"]), b["bbmin"].copy(), b["bbmax"].copy(), "") for b in boxes
         ]
     return out
+
+
+def _animations(cur: Cursor, header: np.void) -> list[MdlAnimation]:
+    """The descriptors (decoded on demand by ``animation2531``); offsets are relative to each descriptor."""
+    return [
+        MdlAnimation(
+            cur.string_at(rel(cur, off, a["sznameindex"]), "animation name"),
+            float(a["fps"]),
+            0,  # 2531's flag 0x1 is looping; nothing here is a delta
+            int(a["numframes"]),
+            0,
+            0,
+            off,
+            int(a["animindex"]),
+            0,
+        )
+        for off, a in records_at(cur, header, "numlocalanim", "localanimindex", B.ANIMDESC, "animations")
+    ]

@@ -133,6 +133,23 @@ TEXTURE = np.dtype([("sznameindex", "<i4"), ("flags", "<i4"), ("width", "<f4"), 
 ATTACHMENT = np.dtype([("sznameindex", "<i4"), ("flags", "<u4"), ("localbone", "<i4"), ("local", "<f4", (3, 4))])
 BBOX = np.dtype([("bone", "<i4"), ("group", "<i4"), ("bbmin", *V3), ("bbmax", *V3)])
 
+ANIMDESC = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("fps", "<f4"),
+        ("flags", "<i4"),  # 0x1: looping; no delta animations were seen
+        ("numframes", "<i4"),
+        ("nummovements", "<i4"),
+        ("movementindex", "<i4"),
+        ("bbmin", *V3),
+        ("bbmax", *V3),
+        ("animindex", "<i4"),  # relative to the descriptor: one 32-byte entry per bone (animation2531.py)
+        ("numikrules", "<i4"),
+        ("ikruleindex", "<i4"),
+        ("unused", "<i4", 3),
+    ]
+)
+
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
 # (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a one-byte normal
@@ -198,6 +215,7 @@ for _dtype, _size in (
     (TEXTURE, 20),
     (ATTACHMENT, 60),
     (BBOX, 32),
+    (ANIMDESC, 72),
     (VERTEX_SKINNED, 44),
     (VERTEX_UNSKINNED, 12),
     (VERTEX_COMPRESSED, 8),
