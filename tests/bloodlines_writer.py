@@ -45,6 +45,7 @@ class BSpec:
     hitboxes: list[tuple[int, tuple[float, float, float], tuple[float, float, float]]] = field(default_factory=list)
     flags: int = 0
     name: str = "test/bloodlines.mdl"
+    animations: list[tuple[str, int]] = field(default_factory=list)  # (name, frames ≤ 255): root slides along x
 
 
 def _quat_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
@@ -120,6 +121,20 @@ def write_mdl2531(spec: BSpec) -> bytes:
         name_at(at, at, name)
         blob.put("2i12f", at + 4, 0, bone, 1, 0, 0, pos[0], 0, 1, 0, pos[1], 0, 0, 1, pos[2])
 
+    anim_at = blob.add(b"\0" * (72 * len(spec.animations)))
+    for k, (name, frames) in enumerate(spec.animations):
+        desc = anim_at + 72 * k
+        name_at(desc, desc, name)
+        blob.put("fii", desc + 4, 30.0, 0, frames)
+        entries = blob.add(b"\0" * (32 * len(spec.bones)))
+        blob.put("i", desc + 48, entries - desc)
+        for b in range(len(spec.bones)):
+            entry = entries + 32 * b
+            blob.put("f", entry, 1.0)
+            slide = blob.add(struct.pack(f"<2B{frames}h", frames, frames, *range(frames)), 2)
+            turn = blob.add(struct.pack("<2Bh", 1, frames, 32767), 2)
+            blob.put("i", entry + 4, slide - entry)  # position x: rest + frame / 256
+            blob.put("i", entry + 28, turn - entry)  # quaternion w; x, y, z absent: the rest value
     bp_at = blob.add(b"\0" * 16)
     name_at(bp_at, bp_at, "body")
     model_at = blob.add(b"\0" * 224)
@@ -155,6 +170,7 @@ def write_mdl2531(spec: BSpec) -> bytes:
         (300, len(spec.cd_materials), cd_at),
         (320, 1, bp_at),
         (328, len(spec.attachments), att_at),
+        (264, len(spec.animations), anim_at),
     ]
     for at, n, off in pairs:
         struct.pack_into("<2i", header, at, n, off)
@@ -247,6 +263,7 @@ def character_spec2531() -> BSpec:
         0,
         owners,
         attachments=[("eyes", 2, (1.0, 0.0, 2.0))],
+        animations=[("slide", 12)],
         hitboxes=[(1, (-1.0, -1.0, 0.0), (1.0, 1.0, 10.0))],
     )
 

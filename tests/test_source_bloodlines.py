@@ -348,3 +348,17 @@ def test_animations_build_as_actions_and_on_demand():
     one = load_source_animation(path, "@repel_loop", SourceOptions(scale=1.0, find_materials=False), 30.0)
     (action,) = one.actions
     assert action.frame_range[1] - action.frame_range[0] == 41
+
+
+def test_synthetic_animation_and_fuzz_seeds_import(tmp_path):
+    import fuzz_seeds
+
+    path = fuzz_seeds.bloodlines_character(tmp_path / "a")
+    mdl = read_mdl(path)
+    decoded = decode_animation(mdl, 0)
+    np.testing.assert_allclose(decoded.positions[:, 0, 0], np.arange(12) / 256, atol=1e-6)
+    np.testing.assert_allclose(decoded.rotations[:, 2], [[1.0, 0.0, 0.0, 0.0]] * 12, atol=1e-6)
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    assert [a.name for a in scene.actions] == ["slide"]
+    prop = load_source(str(fuzz_seeds.bloodlines_textured_prop(tmp_path / "b")))
+    assert prop.materials[0].base_texture.pixels.shape == (16, 16, 4)
