@@ -328,7 +328,7 @@ def sample_seeds(samples: Path) -> list[Seed]:
     film = "miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/items/garys_film/ground/garys_film"
     seeds.append(  # Bloodlines: 8-bit vertices, VTX 107 with static-prop vertices, a .phy
         Seed(
-            film + ".mdl",
+            "vtmb garys_film.mdl",
             check_source,
             _read(samples / "vtmb", mdl=film + ".mdl", vtx=film + ".dx80.vtx", phy=film + ".phy"),
         )
