@@ -49,6 +49,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             f"bone {bad} ('{bone_names[bad]}') has parent {int(parents[bad])}; parents must come first",
             base + bad * B.BONE.itemsize + 4,
         )
+    moved = _skinned_bind_pose(bones)
     pool: list[np.ndarray] = []
     tangents: list[np.ndarray] = []
     body_parts = _body_parts(cur, raw, len(bones), pool, tangents)
@@ -90,9 +91,85 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             np.concatenate(tangents) if tangents else np.zeros((0, 4), np.float32),
         ),
     )
+    if len(moved):
+        names = ", ".join(f"'{bone_names[i]}'" for i in moved[:5].tolist())
+        mdl.warnings.add(
+            f"{len(moved)} bones ({names}) rest where their vertices were skinned (poseToBone), not where their "
+            "stored position puts them"
+        )
     if int(raw["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(raw['length'])} bytes but it is {cur.size}")
     return mdl
+
+
+BIND_TOLERANCE = 1e-3  # model units and rotation-matrix entries; bones that agree do so to 1e-5
+
+
+def _skinned_bind_pose(bones: np.ndarray) -> np.ndarray:
+    """Bones whose stored rest pose disagrees with the inverse of their poseToBone (some characters' teeth sit 60
+    units from where their vertices were skinned) take the pose the vertices were skinned to, as the engine skins
+    them with poseToBone: armature, attachments and animation channels then share one bind pose. The animation
+    decoder reads the file's own values. Returns the indices of the bones changed."""
+    count = len(bones)
+    if not count:
+        return np.zeros(0, np.int64)
+    pose = np.zeros((count, 4, 4))
+    pose[:, :3, :] = bones["posetobone"]
+    pose[:, 3, 3] = 1.0
+    rot = pose[:, :3, :3]
+    rigid = np.isfinite(pose).all(axis=(1, 2))
+    rigid &= (
+        np.abs(np.einsum("bij,bkj->bik", np.nan_to_num(rot), np.nan_to_num(rot)) - np.eye(3)).max(axis=(1, 2))
+        < BIND_TOLERANCE
+    )
+    bind = np.zeros_like(pose)  # inverse of a rigid poseToBone
+    bind[:, :3, :3] = np.swapaxes(rot, 1, 2)
+    bind[:, :3, 3] = -np.einsum("bji,bj->bi", rot, pose[:, :3, 3])
+    bind[:, 3, 3] = 1.0
+    stored = np.zeros_like(pose)
+    local = np.zeros_like(pose)
+    local[:, :3, :3] = _quaternion_matrix(bones["quat"].astype(np.float64))
+    local[:, :3, 3] = bones["pos"]
+    local[:, 3, 3] = 1.0
+    for i, parent in enumerate(bones["parent"].tolist()):
+        stored[i] = stored[parent] @ local[i] if parent >= 0 else local[i]
+    with np.errstate(invalid="ignore"):
+        differs = rigid & (np.abs(bind - stored).max(axis=(1, 2)) > BIND_TOLERANCE)
+    moved = np.flatnonzero(differs)
+    for i in moved.tolist():
+        parent = int(bones["parent"][i])
+        own = np.linalg.inv(bind[parent]) @ bind[i] if parent >= 0 else bind[i]
+        bones["pos"][i] = own[:3, 3]
+        bones["quat"][i] = _matrix_quaternion(own[:3, :3])
+    return moved
+
+
+def _quaternion_matrix(q: np.ndarray) -> np.ndarray:
+    """(N, 4) x, y, z, w → (N, 3, 3)."""
+    x, y, z, w = (q[:, i] for i in range(4))
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
+
+
+def _matrix_quaternion(m: np.ndarray) -> np.ndarray:
+    """A rotation matrix → x, y, z, w (the largest component first, for precision)."""
+    trace = m[0, 0] + m[1, 1] + m[2, 2]
+    if trace > 0:
+        s = 2.0 * np.sqrt(1.0 + trace)
+        q = [(m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s, s / 4]
+    else:
+        i = int(np.argmax(np.diag(m)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * np.sqrt(max(1.0 + m[i, i] - m[j, j] - m[k, k], 1e-12))
+        q = [0.0, 0.0, 0.0, (m[k, j] - m[j, k]) / s]
+        q[i], q[j], q[k] = s / 4, (m[j, i] + m[i, j]) / s, (m[k, i] + m[i, k]) / s
+    return np.array(q) / np.linalg.norm(q)
 
 
 def _body_parts(

@@ -16,7 +16,6 @@ import numpy as np
 
 from ...access import current, game_root
 from ...budget import current_budget
-from ...errors import Warnings
 from ...formats.binary import renumbered
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
@@ -94,7 +93,7 @@ def source_to_scene(
         if other is not None and other.checksum != mdl.checksum:
             scene.warnings.add(f"the {what} checksum {other.checksum} does not match the model's {mdl.checksum}")
 
-    world = _bone_world(mdl, scene.warnings)
+    world = _bone_world(mdl)
     wants_armature = len(mdl.bones) > 1 or options.armature_for_static_props  # one bone: a static prop
     if len(mdl.bones) and wants_armature:
         scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
@@ -161,12 +160,8 @@ def _stored_normals(normals: np.ndarray) -> np.ndarray | None:
     return np.ascontiguousarray(normals, dtype=np.float32)
 
 
-def _bone_world(mdl: MdlFile, notes: Warnings | None = None) -> np.ndarray:
-    """Bind pose: ``world = world[parent]·T(pos)·R(quat)`` (equal to inverse(poseToBone), notes §1.4).
-
-    Where a bone's stored rest pose disagrees with the inverse of its poseToBone (Bloodlines' teeth bones sit 60
-    units from where their vertices were skinned), the vertices follow poseToBone in the engine, so it is the bind
-    pose: the mesh then deforms in Blender as in the game."""
+def _bone_world(mdl: MdlFile) -> np.ndarray:
+    """Bind pose: ``world = world[parent]·T(pos)·R(quat)`` (equal to inverse(poseToBone), notes §1.4)."""
     bones = mdl.bones
     quat = bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]  # stored x, y, z, w
     local = compose(quaternion_to_matrix(quat), bones["pos"].astype(np.float64)) if len(bones) else np.zeros((0, 4, 4))
@@ -174,36 +169,7 @@ def _bone_world(mdl: MdlFile, notes: Warnings | None = None) -> np.ndarray:
     for i, parent in enumerate(bones["parent"].tolist()):
         if parent >= 0:
             world[i] = world[parent] @ local[i]
-    if mdl.version == BLOODLINES and len(bones):
-        _skinned_bind_pose(mdl, world, notes)
     return world
-
-
-BLOODLINES = 2531
-BIND_TOLERANCE = 1e-3  # model units and rotation-matrix entries; files agree to 4e-5 (notes §1.4)
-
-
-def _skinned_bind_pose(mdl: MdlFile, world: np.ndarray, notes: Warnings | None) -> None:
-    """Bones whose inverse poseToBone differs from the composed rest pose take the inverse (when it is rigid)."""
-    pose = np.zeros((len(world), 4, 4))
-    pose[:, :3, :] = mdl.bones["posetobone"]
-    pose[:, 3, 3] = 1.0
-    rot = pose[:, :3, :3]
-    rigid = np.abs(np.einsum("bij,bkj->bik", rot, rot) - np.eye(3)).max(axis=(1, 2)) < BIND_TOLERANCE
-    rigid &= np.isfinite(pose).all(axis=(1, 2))
-    inverse = np.zeros_like(pose)
-    inverse[:, :3, :3] = np.swapaxes(rot, 1, 2)
-    inverse[:, :3, 3] = -np.einsum("bji,bj->bi", rot, pose[:, :3, 3])
-    inverse[:, 3, 3] = 1.0
-    differs = rigid & (np.abs(inverse - world).max(axis=(1, 2)) > BIND_TOLERANCE)
-    if differs.any():
-        world[differs] = inverse[differs]
-    if differs.any() and notes is not None:
-        names = ", ".join(f"'{mdl.bone_names[i]}'" for i in np.flatnonzero(differs)[:5].tolist())
-        notes.add(
-            f"{int(differs.sum())} bones ({names}) rest where their vertices were skinned (poseToBone), not where "
-            "their stored position puts them"
-        )
 
 
 def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str) -> tuple[SkeletonData, np.ndarray]:
