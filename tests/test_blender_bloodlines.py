@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from bloodlines_writer import character_spec2531, write_bloodlines
 from conftest import ROOT, samples_dir
+from test_blender_game_browser import preference_classes, prefs  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.blender
 
@@ -79,3 +80,23 @@ def test_batch_reads_2531(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     (entry,) = json.loads((out / "report.json").read_text())["files"]
     assert entry["status"] == "ok" and entry["bones"] == 3
+
+
+def test_game_browser_lists_and_imports_a_loose_bloodlines_folder(blender, tmp_path, request):
+    """Bloodlines keeps loose files in ``Vampire/`` (no gameinfo.txt): added as a game folder, its models list and
+    import through the browser (its own ``pack###.vpk`` archives are Troika's format, not Valve's: not read)."""
+    pytest.importorskip("vpk")
+    request.getfixturevalue("prefs")
+    from test_blender_game_browser import catalog
+
+    game = tmp_path / "Vampire"
+    write_bloodlines(character_spec2531(), game / "models" / "character", "ghoul")
+    assert bpy_ops(blender).add_game(filepath="", directory=str(game)) == {"FINISHED"}
+    assert bpy_ops(blender).refresh_game_models() == {"FINISHED"}
+    (row,) = [m for m in catalog().models if m.name == "ghoul.mdl"]
+    assert bpy_ops(blender).import_game_models(path=row.path) == {"FINISHED"}
+    assert blender.data.collections["ghoul"]["source_version"] == 2531
+
+
+def bpy_ops(bpy):
+    return bpy.ops.io_ms3d_mdl
