@@ -362,3 +362,13 @@ def test_synthetic_animation_and_fuzz_seeds_import(tmp_path):
     assert [a.name for a in scene.actions] == ["slide"]
     prop = load_source(str(fuzz_seeds.bloodlines_textured_prop(tmp_path / "b")))
     assert prop.materials[0].base_texture.pixels.shape == (16, 16, 4)
+
+
+def test_sequences_name_their_animation_and_activity():
+    mdl = read_mdl(shared_model(SHARED[1]))
+    assert [(q.name, q.activity, q.animations) for q in mdl.sequences] == [
+        ("ragdoll", "ACT_DIERAGDOLL", [0]),
+        ("repel_into", "ACT_SWAT_REPEL_INTO", [1]),
+        ("repel_loop", "ACT_SWAT_REPEL_LOOP", [2]),
+        ("repel_outof", "ACT_SWAT_REPEL_OUTOF", [3]),
+    ]

@@ -3,8 +3,8 @@
 Bloodlines has no ``.vvd``: each model keeps its own vertices, so the reader decodes them into a pool shaped like
 a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene assembly) works as for later Source.
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
-``mdl``. Animations are listed here and decoded on demand (``animation2531``); eyeballs, sequences and included
-models of this version are not read (their layouts differ; none is guessed).
+``mdl``. Animations and sequences are listed here, animations decoded on demand (``animation2531``); eyeballs,
+flexes, sequence events and included models of this version are not read (their layouts differ; none is guessed).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from .model import (
     MdlHitbox,
     MdlMesh,
     MdlModel,
+    MdlSequence,
     VvdFile,
 )
 from .records import as_layout, records, records_at, rel
@@ -76,7 +77,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         hitbox_sets=_hitbox_sets(cur, raw, len(bones)),
         include_models=[],
         animations=_animations(cur, raw),
-        sequences=[],
+        sequences=_sequences(cur, raw),
         flex_names=[],
         anim_block_name="",
         num_anim_blocks=0,
@@ -321,3 +322,21 @@ def _animations(cur: Cursor, header: np.void) -> list[MdlAnimation]:
         )
         for off, a in records_at(cur, header, "numlocalanim", "localanimindex", B.ANIMDESC, "animations")
     ]
+
+
+def _sequences(cur: Cursor, header: np.void) -> list[MdlSequence]:
+    """Names, activities and animation grids (inline in 2531: ``groupsize[0]`` × ``groupsize[1]`` cells of a 16 × 16
+    table; only single-cell grids were seen); events are not read (their 2531 layout is not known here)."""
+    out = []
+    for off, q in records_at(cur, header, "numlocalseq", "localseqindex", B.SEQDESC, "sequences"):
+        rows, cols = (min(max(int(v), 0), 16) for v in q["groupsize"])
+        out.append(
+            MdlSequence(
+                cur.string_at(rel(cur, off, q["szlabelindex"]), "sequence name"),
+                cur.string_at(rel(cur, off, q["szactivitynameindex"]), "activity name", optional=True),
+                int(q["flags"]),
+                q["anim"][:rows, :cols].ravel().tolist(),
+                [],
+            )
+        )
+    return out

@@ -150,6 +150,25 @@ ANIMDESC = np.dtype(
     ]
 )
 
+SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16), not behind an offset as in 44–49
+    [
+        ("szlabelindex", "<i4"),
+        ("szactivitynameindex", "<i4"),
+        ("flags", "<i4"),
+        ("activity", "<i4"),
+        ("actweight", "<i4"),
+        ("numevents", "<i4"),
+        ("eventindex", "<i4"),
+        ("bbmin", *V3),
+        ("bbmax", *V3),
+        ("numblends", "<i4"),
+        ("anim", "<i2", (16, 16)),
+        ("movementindex", "<i4"),
+        ("groupsize", "<i4", 2),
+        ("rest", "V184"),  # blend parameters, sequence group, fades, transitions ... (not read)
+    ]
+)
+
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
 # (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a one-byte normal
@@ -216,6 +235,7 @@ for _dtype, _size in (
     (ATTACHMENT, 60),
     (BBOX, 32),
     (ANIMDESC, 72),
+    (SEQDESC, 764),
     (VERTEX_SKINNED, 44),
     (VERTEX_UNSKINNED, 12),
     (VERTEX_COMPRESSED, 8),
