@@ -100,3 +100,15 @@ def test_game_browser_lists_and_imports_a_loose_bloodlines_folder(blender, tmp_p
 
 def bpy_ops(bpy):
     return bpy.ops.io_ms3d_mdl
+
+
+def test_convert_and_info_read_2531(tmp_path):
+    from test_cli import run
+
+    model = write_bloodlines(character_spec2531(), tmp_path / "in" / "models", "guy")
+    info = run("info", model, "--json", cwd=tmp_path, block_bpy=True)
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert '"version": 2531' in info.stdout
+    out = run("convert", model, "-o", tmp_path / "guy.glb", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "guy.glb").read_bytes()[:4] == b"glTF"
