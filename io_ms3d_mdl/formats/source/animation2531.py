@@ -44,18 +44,20 @@ def decode_2531_animation(mdl: MdlFile, index: int) -> DecodedAnimation:
     offsets = entries["offsets"].astype(np.int64)
     rest = np.concatenate([bones["pos"], bones["quat"]], axis=1).astype(np.float64)  # (B, 7): x y z, qx qy qz qw
     scale = np.concatenate([bones["posscale"], bones["rotscale"]], axis=1).astype(np.float64)
-    values = np.repeat(rest[:, :, None], frames, axis=2)  # (B, 7, F)
+    values = np.empty((frames, count, 7))  # frame-major, as the decoded arrays are laid out
+    values[:] = rest
     which, channel = np.nonzero(offsets > 0)
     if len(which):
         tracks = rle_tracks(cur, base + ENTRY.itemsize * which + offsets[which, channel], frames)
         tracks *= scale[which, channel][:, None]
         moved = channel < 3  # positions add to the rest position; rotation components are absolute
         tracks[moved] += rest[which[moved], channel[moved]][:, None]
-        values[which, channel] = tracks
-    rotations = values[:, [6, 3, 4, 5]].transpose(2, 0, 1)  # (F, B, 4) w, x, y, z
-    norm = np.linalg.norm(rotations, axis=2, keepdims=True)
-    rotations = np.divide(rotations, norm, out=np.tile([1.0, 0.0, 0.0, 0.0], (frames, count, 1)), where=norm > 1e-9)
-    positions = np.ascontiguousarray(values[:, :3].transpose(2, 0, 1))
+        values[:, which, channel] = tracks.T
+    rotations = values[:, :, [6, 3, 4, 5]]  # w, x, y, z
+    norm = np.sqrt(np.einsum("fbi,fbi->fb", rotations, rotations))[:, :, None]
+    rotations /= np.where(norm > 1e-9, norm, 1.0)
+    rotations[norm[:, :, 0] <= 1e-9] = (1.0, 0.0, 0.0, 0.0)
+    positions = np.ascontiguousarray(values[:, :, :3])
     animated = (offsets > 0).any(axis=1)
     fps = anim.fps if anim.fps > 0 else 30.0
     return DecodedAnimation(anim.name, fps, False, rotations, positions, animated)
