@@ -372,3 +372,14 @@ def test_sequences_name_their_animation_and_activity():
         ("repel_loop", "ACT_SWAT_REPEL_LOOP", [2]),
         ("repel_outof", "ACT_SWAT_REPEL_OUTOF", [3]),
     ]
+
+
+def test_animation_only_model_imports_as_an_armature_with_actions(tmp_path):
+    spec = character_spec2531()
+    spec.positions, spec.triangles = np.zeros((0, 3)), np.zeros((0, 3), int)
+    spec.uvs, spec.bone_of_vertex = np.zeros((0, 2)), np.zeros(0, int)
+    path = write_bloodlines(spec, tmp_path / "models" / "test", "sequences", vtx=False)
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    assert scene.skeleton is not None and [a.name for a in scene.actions] == ["slide"]
+    assert not [o for o in scene.objects if o.mesh is not None]
+    assert not [w for w in scene.warnings if "missing" in w]
