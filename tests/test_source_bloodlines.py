@@ -383,3 +383,12 @@ def test_animation_only_model_imports_as_an_armature_with_actions(tmp_path):
     assert scene.skeleton is not None and [a.name for a in scene.actions] == ["slide"]
     assert not [o for o in scene.objects if o.mesh is not None]
     assert not [w for w in scene.warnings if "missing" in w]
+
+
+def test_stored_vertices_count_against_the_vertex_budget(tmp_path):
+    class FourVertices(Budget):
+        vertices = property(lambda self: 4)
+
+    data = write_mdl2531(prop_spec(2))
+    with using_budget(FourVertices()), pytest.raises(BudgetExceeded, match="vertices stored"):
+        read_mdl_bytes(data, "crate.mdl")  # 8 vertices against a budget of 4

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...budget import current_budget
 from ..binary import Cursor
 from . import structs as S
 from . import structs2531 as B
@@ -212,6 +213,9 @@ def _body_parts(
             if count < 0:
                 raise cur.error(f"{what} declares {count} vertices", m_off + 144)
             if count:
+                # Decoded vertices take up to 6× their stored bytes: bounded like the vertices an import builds.
+                budget = current_budget()
+                budget.check(cur.path, "vertices stored in the model", first + count, budget.vertices)
                 pool.append(_vertices(cur, m_off, rec, num_bones, what))
                 tangents.append(_tangents(cur, m_off, rec, what))
             models.append(
