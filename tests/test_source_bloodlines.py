@@ -392,3 +392,14 @@ def test_stored_vertices_count_against_the_vertex_budget(tmp_path):
     data = write_mdl2531(prop_spec(2))
     with using_budget(FourVertices()), pytest.raises(BudgetExceeded, match="vertices stored"):
         read_mdl_bytes(data, "crate.mdl")  # 8 vertices against a budget of 4
+
+
+@pytest.mark.parametrize("relative", SHARED[:2])
+def test_winding_agrees_with_the_stored_normals(relative):
+    """Triangles come out counter-clockwise about the file's own vertex normals (the file's are clockwise)."""
+    scene = load_source(str(shared_model(relative)), ONE)
+    (obj,) = [o for o in scene.objects if o.mesh is not None and "source_option" in o.props]
+    p, t = obj.mesh.positions.astype(np.float64), obj.mesh.triangles
+    face = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
+    along = np.einsum("ti,ti->t", face, obj.mesh.vertex_normals[t].sum(axis=1))
+    assert (along > 0).mean() > 0.95
