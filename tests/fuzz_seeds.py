@@ -8,6 +8,7 @@ from pathlib import Path
 
 import hostile
 import numpy as np
+from bloodlines_writer import character_spec2531, prop_spec, tth_pair, write_bloodlines
 from pcx_writer import write_pcx
 from phy_writer import PhySpec, PSolid, box, solid_text, write_phy
 from source_writer import character_spec, write_mdl, write_source
@@ -83,6 +84,23 @@ def source_bc6h_infinity(tmp: Path) -> Path:
     return hostile.source(tmp)
 
 
+def bloodlines_character(tmp: Path) -> Path:
+    """A Bloodlines (MDL 2531) character: skinned float vertices, VTX 107, an attachment, a hit box, an animation."""
+    return write_bloodlines(character_spec2531(), models(tmp), "vampire")
+
+
+def bloodlines_textured_prop(tmp: Path) -> Path:
+    """A Bloodlines prop of 8-bit vertices whose texture is a .tth header with a zlib .ttz body."""
+    path = write_bloodlines(prop_spec(2), models(tmp), "crate")
+    folder = hostile.game(tmp) / "materials" / "models" / "test"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "skin.vmt").write_text('VertexLitGeneric\n{\n"$basetexture" "models\\test\\skin"\n}\n')
+    tth, ttz = tth_pair(hostile.vtf(16, 16, mips=3), 100)
+    (folder / "skin.tth").write_bytes(tth)
+    (folder / "skin.ttz").write_bytes(ttz)
+    return path
+
+
 BUILDERS = {
     "hostile flex rules.mdl": source_flex_rules,
     "hostile phy text.mdl": source_phy_text,
@@ -94,4 +112,6 @@ BUILDERS = {
     "hostile gameinfo custom link.mdl": lambda t: hostile.gameinfo_link_seed(t, "custom", "mdl"),
     "hostile gameinfo custom link goldsrc.mdl": lambda t: hostile.gameinfo_link_seed(t, "custom", "goldsrc"),
     "hostile gameinfo vpk link.mdl": lambda t: hostile.gameinfo_link_seed(t, "vpk", "mdl"),
+    "bloodlines character.mdl": bloodlines_character,
+    "bloodlines textured prop.mdl": bloodlines_textured_prop,
 }

@@ -77,6 +77,7 @@ def check_source(parts: Parts) -> SceneData:
         return reader(data, f"mutant.{kind}") if data is not None else None
 
     vvd, vtx, phy = part("vvd", read_vvd_bytes), part("vtx", read_vtx_bytes), part("phy", read_phy_bytes)
+    vvd = mdl.own_vertices or vvd  # Bloodlines (2531): the vertices are the model's own
     ani = (parts["ani"], "mutant.ani") if "ani" in parts else None
     includes = [Included("inc.mdl", read_mdl_bytes(parts["include"], "inc.mdl"), None)] if "include" in parts else []
     return source_to_scene(mdl, vvd, vtx, ani=ani, includes=includes, phy=phy)
@@ -276,8 +277,17 @@ def synthetic_seeds() -> list[Seed]:
             {"mdl": write_mdl(spec), "vvd": write_vvd(spec), "vtx": write_vtx(spec)},
         ),
         Seed("synthetic titanfall2.mdl", check_source, {"mdl": write_mdl(titanfall)}),
+        Seed("synthetic bloodlines.mdl", check_source, _bloodlines_parts()),
         Seed("synthetic goldsrc.mdl", check_goldsrc, _goldsrc_parts()),
     ]
+
+
+def _bloodlines_parts() -> Parts:
+    """A Bloodlines (MDL 2531) character with an animation, and its VTX 107."""
+    from bloodlines_writer import character_spec2531, write_mdl2531, write_vtx107
+
+    spec = character_spec2531()
+    return {"mdl": write_mdl2531(spec), "vtx": write_vtx107(spec)}
 
 
 def _goldsrc_parts() -> Parts:
@@ -359,6 +369,14 @@ def sample_seeds(samples: Path) -> list[Seed]:
     )
     seeds.append(
         Seed("MORBO.pcx", check_pcx, _read(coverage / "ms3d/akadjoker__IrrlichtGameObject/morbo", pcx="MORBO.pcx"))
+    )
+    film = "miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/items/garys_film/ground/garys_film"
+    seeds.append(  # Bloodlines: 8-bit vertices, VTX 107 with static-prop vertices, a .phy
+        Seed(
+            "vtmb garys_film.mdl",
+            check_source,
+            _read(samples / "vtmb", mdl=film + ".mdl", vtx=film + ".dx80.vtx", phy=film + ".phy"),
+        )
     )
     postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
     seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))

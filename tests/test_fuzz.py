@@ -24,6 +24,8 @@ CASES = {
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": 300,
     "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl": 15,
     "synthetic titanfall2.mdl": 600,
+    "synthetic bloodlines.mdl": 800,
+    "vtmb garys_film.mdl": 600,
     "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": 300,
     "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": 60,
     "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": 600,

@@ -51,7 +51,8 @@ CIVILIAN = "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"
 GOLDSRC = "goldsrc/Pi0h1__halflife/models/hgrunt.mdl"
 DWARF = "ms3d/akadjoker__H3DView/media/dwarf.ms3d"
 KNIFE_VPK = "vpk/SirPlease__L4D2-Competitive-Rework/addons/knife.vpk"  # an L4D2 add-on: two models, textured
-GUN = "coverage/ms3d/akadjoker__IrrlichtGameObject/gun.ms3d"  # a PCX skin, decoded by us and packed as a PNG
+GUN = "coverage/ms3d/akadjoker__IrrlichtGameObject/gun.ms3d"
+VTMB = "vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/character/npc/common/"  # a PCX skin, decoded by us and packed as a PNG
 
 
 def _wheel_version() -> str | None:
@@ -281,6 +282,23 @@ def test_operators_import_real_files(blender, installed, tmp_path):
     assert dwarf["armatures"] == 1 and dwarf["bones"] == 44 and dwarf["actions"] == 1, dwarf
     assert dwarf["triangles"] == 1664 and dwarf["images"].get("dwarf.jpg") == [512, 512], dwarf
     assert gun["images"] == {"new skin.png": [256, 256]}, gun  # our PNG, decoded by this Blender
+    assert not crash_files(installed)
+
+
+def test_operators_import_bloodlines(blender, installed, tmp_path):
+    """Bloodlines (MDL 2531) characters through the installed extension: mesh from the model's own vertices, VTX
+    107 strips, the skeleton bound at rest, the default sequence's animation built, the .phy as collision."""
+    models = [sample(VTMB + "citizen/female3/female_citizen_3.mdl"), sample(VTMB + "swat/swat3.mdl")]
+    out = tmp_path / "imports.json"
+    command = [blender, "--background", "--python-exit-code", "1", "--python", SCRIPTS / "import_samples.py", "--"]
+    code, log = run([*command, out, *models], installed)
+    assert code == 0 and out.is_file(), log
+    result = json.loads(out.read_text())
+    female, swat = (result["models"][m.name] for m in models)
+    for model in (female, swat):
+        assert model["result"] == ["FINISHED"] and model["armatures"] == 1 and model["actions"] >= 1, model
+    assert (female["bones"], female["triangles"], swat["bones"], swat["triangles"]) == (77, 6080, 63, 5804)
+    assert female["collision"] and swat["collision"], (female["collision"], swat["collision"])
     assert not crash_files(installed)
 
 

@@ -206,7 +206,10 @@ def header_bytes(magic: bytes, version: int) -> bytes:
     [
         (header_bytes(b"IDST", 10), "GoldSrc \\(Half-Life 1\\) model, version 10"),
         (header_bytes(b"IDSQ", 10), "GoldSrc \\(Half-Life 1\\) sequence group"),
-        (header_bytes(b"IDST", 50), "MDL version 50 is not supported; this importer reads 44–49, 52 and 53"),
+        (
+            header_bytes(b"IDST", 50),
+            "MDL version 50 is not supported; this importer reads 44–49, 52, 53 and 2531",
+        ),
         (header_bytes(b"IDST", 37), "MDL version 37 is not supported"),
         (header_bytes(b"DST1", 48), "mangled by GMAD"),
         (header_bytes(b"IDSV", 4), "a Source vertex file \\(.vvd\\), not a model"),

@@ -162,12 +162,15 @@ def test_v53_broken_embedded_data_names_the_model_and_where_it_sits(tmp_path):
     assert caught.value.path == f"guy.mdl (.vvd embedded at offset {vvd:,})" and "IDSV" in caught.value.reason
 
 
-@pytest.mark.parametrize("version", [43, 50, 51, 54, 2531])
+@pytest.mark.parametrize("version", [43, 50, 51, 54, 2530])
 def test_versions_outside_the_range_are_refused_by_name(version):
     data = b"IDST" + struct.pack("<i", version) + bytes(800)
     with pytest.raises(FormatError) as caught:
         read_mdl_bytes(data, "x.mdl")
-    assert caught.value.reason == f"MDL version {version} is not supported; this importer reads 44–49, 52 and 53"
+    assert (
+        caught.value.reason
+        == f"MDL version {version} is not supported; this importer reads 44–49, 52, 53 and 2531 (Bloodlines)"
+    )
     assert caught.value.offset == 4
 
 

@@ -1,5 +1,5 @@
-"""Read a Source ``.mdl`` (versions 44–49, and Respawn's 52 and 53). Foreign files get a refusal that says what
-they are.
+"""Read a Source ``.mdl`` (versions 44–49, Respawn's 52 and 53; Bloodlines' 2531 in ``mdl2531``). Foreign files
+get a refusal that says what they are.
 
 Offsets in the MDL are relative to the struct that holds them (notes §1.1); every one is checked against the
 file size before it is followed, and every count against the bytes its records would need. The version picks
@@ -11,14 +11,15 @@ header, never guessed.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import numpy as np
 
 from ...access import read_file
 from ..binary import Cursor
 from . import structs as S
+from . import structs2531 as S2531
 from .animation_values import half_to_float
+from .mdl2531 import read_mdl2531_bytes
 from .model import (
     MdlAnimation,
     MdlAttachment,
@@ -33,6 +34,10 @@ from .model import (
     MdlModel,
     MdlSequence,
 )
+from .records import as_layout as _as_layout
+from .records import records as _records
+from .records import records_at as _records_at
+from .records import rel as _rel
 
 # Refusals for files that share the extension (notes §6.18, §6.20).
 FOREIGN = {
@@ -48,11 +53,13 @@ def read_mdl(path: str | os.PathLike[str]) -> MdlFile:
     return read_mdl_bytes(read_file(path), os.fspath(path))
 
 
-VERSIONS_TEXT = "44–49, 52 and 53"
+VERSIONS_TEXT = "44–49, 52, 53 and 2531 (Bloodlines)"
 
 
 def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
     cur = Cursor(data, path)
+    if _identify(cur) == S2531.VERSION:  # told apart by the version field; its own layout throughout
+        return read_mdl2531_bytes(data, path)
     header, raw = _header(cur)
     version = int(header["version"])
     layout = S.LAYOUTS[version]
@@ -106,8 +113,8 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
     return mdl
 
 
-def _header(cur: Cursor) -> tuple[np.void, np.void]:
-    """The header in the 44–49 layout (fields v53 lacks are zero), and as the file's version lays it out."""
+def _identify(cur: Cursor) -> int:
+    """The version of a Source model; anything else is refused with what it is."""
     if cur.size < 8:
         raise cur.error(f"not a Source model: {cur.size} bytes is too short for a header", 0)
     magic = bytes(cur.data[:4])
@@ -122,22 +129,17 @@ def _header(cur: Cursor) -> tuple[np.void, np.void]:
         raise cur.error(
             f"this is a GoldSrc (Half-Life 1) model, version 10; only Source models ({VERSIONS_TEXT}) are supported", 4
         )
-    if version not in S.SUPPORTED_MDL_VERSIONS:
+    if version not in S.SUPPORTED_MDL_VERSIONS and version != S2531.VERSION:
         raise cur.error(f"MDL version {version} is not supported; this importer reads {VERSIONS_TEXT}", 4)
+    return version
+
+
+def _header(cur: Cursor) -> tuple[np.void, np.void]:
+    """The header in the 44–49 layout (fields v53 lacks are zero), and as the file's version lays it out."""
+    version = _identify(cur)
     layout = S.LAYOUTS[version]
     raw = cur.array_at(layout.header, 0, 1, f"version {version} studiohdr_t header")
     return _as_layout(raw, S.STUDIOHDR)[0], raw[0]
-
-
-def _as_layout(records: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """``records`` in the 44–49 layout ``dtype``: fields of the same name and type are copied, others stay zero."""
-    if records.dtype == dtype:
-        return records
-    out = np.zeros(len(records), dtype=dtype)
-    for name in dtype.names:
-        if name in records.dtype.names and records.dtype.fields[name][0] == dtype.fields[name][0]:
-            out[name] = records[name]
-    return out
 
 
 def _name(cur: Cursor, header: np.void, raw_header: np.void) -> str:
@@ -151,37 +153,6 @@ def _name(cur: Cursor, header: np.void, raw_header: np.void) -> str:
         if int(hdr2["sznameindex"]):
             name = cur.string_at(index + int(hdr2["sznameindex"]), "long model name") or name
     return name
-
-
-def _rel(cur: Cursor, base: int, offset: int | np.integer) -> int:
-    """An offset relative to a struct at ``base``; 0 stays 0 ("none")."""
-    offset = int(offset)
-    return base + offset if offset else 0
-
-
-def _table(
-    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, what: str, owner_off: int
-) -> tuple[int, int]:
-    """(offset, count) of a table its owner points at; the offset of an empty table is never looked at."""
-    count = int(owner[count_field])
-    if count < 0:
-        raise cur.error(f"negative {what} count {count}")
-    return owner_off + int(owner[index_field]), count
-
-
-def _records(
-    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, owner_off: int = 0
-) -> np.ndarray:
-    offset, count = _table(cur, owner, count_field, index_field, what, owner_off)
-    return cur.array_at(dtype, offset, count, what) if count else np.zeros(0, dtype=dtype)
-
-
-def _records_at(
-    cur: Cursor, owner: np.ndarray, count_field: str, index_field: str, dtype: np.dtype, what: str, owner_off: int = 0
-) -> Iterator[tuple[int, np.void]]:
-    """``_records``, each with its own file offset."""
-    offset, count = _table(cur, owner, count_field, index_field, what, owner_off)
-    return cur.records_at(dtype, offset, count, what) if count else iter(())
 
 
 def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:

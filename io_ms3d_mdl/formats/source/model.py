@@ -144,6 +144,8 @@ class MdlFile:
     # v53 (Titanfall 2) keeps its .vtx/.vvd/.vvc/.phy inside the .mdl: name → (offset, size) in ``data``, checked
     # against the file; ``formats.source.mdl.embedded_bytes`` slices one out
     embedded: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # v2531 (Bloodlines) has no .vvd: each model's own vertices, decoded into a VVD-shaped pool
+    own_vertices: VvdFile | None = None
 
     @property
     def is_static_prop(self) -> bool:

@@ -18,8 +18,9 @@ from .vtx import read_vtx, read_vtx_bytes
 from .vvc import read_vvc, read_vvc_bytes
 from .vvd import read_vvd, read_vvd_bytes
 
-# preference order (notes §1.1); Titanfall (MDL v52) ships only ``.dx11.vtx``
-VTX_SUFFIXES = (".dx90.vtx", ".dx11.vtx", ".vtx", ".dx80.vtx", ".sw.vtx")
+# preference order (notes §1.1); Titanfall (MDL v52) ships only ``.dx11.vtx``, Bloodlines (2531) ``.dx80.vtx``
+# and ``.dx7_2bone.vtx`` (the DirectX 7 fallback, split for two bones per vertex: last)
+VTX_SUFFIXES = (".dx90.vtx", ".dx11.vtx", ".vtx", ".dx80.vtx", ".sw.vtx", ".dx7_2bone.vtx")
 
 
 @dataclass
@@ -66,7 +67,7 @@ def read_mesh_companions(
     """The vertex pool and triangle lists: from inside a v53 model where its header says they are, else from the
     files beside it; Titanfall's vertex colours and second UV set (``.vvc``) ride on the pool; and notes on what was
     read but could not be used. ``lod``: the one level of detail to read (see ``read_vtx``), None for all."""
-    vvd = _companion(mdl, "vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
+    vvd = mdl.own_vertices or _companion(mdl, "vvd", read_vvd_bytes, read_vvd, sidecars.vvd)
     vtx = _companion(
         mdl, "vtx", lambda data, name: read_vtx_bytes(data, name, lod), lambda path: read_vtx(path, lod), sidecars.vtx
     )

@@ -1,4 +1,5 @@
-"""Read a ``.vtx`` (OptimizedModel version 7, packed): the triangle lists per body part, model, LOD, mesh.
+"""Read a ``.vtx`` (OptimizedModel version 7, packed; Bloodlines' 107): the triangle lists per body part, model,
+LOD, mesh.
 
 Later v49 games grew the strip-group and strip headers from 25/27 to 33/35 bytes, and some v49 files do not
 (notes §1.12), so the size is found from the layout: the file is walked with each candidate and the one whose
@@ -8,6 +9,8 @@ every offset, count and index checks out is used.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,6 +18,7 @@ from ...access import read_file
 from ...errors import FormatError
 from ..binary import Cursor
 from . import structs as S
+from . import structs2531 as B
 from .model import VtxFile, VtxLod, VtxMesh, VtxStripGroup
 
 
@@ -29,12 +33,18 @@ def read_vtx_bytes(data: bytes, path: str | None = None, lod: int | None = None)
     if cur.size < S.VTX_HEADER.itemsize:
         raise cur.error(f"not a Source mesh file: {cur.size} bytes is too short for a header", 0)
     (header,) = cur.array_at(S.VTX_HEADER, 0, 1, "FileHeader_t")
+    if int(header["version"]) == B.VTX_VERSION:  # Bloodlines: 16-bit counts, 20-byte strip groups, 16-byte strips
+        layout = _Layout(B.VTX_MESH, B.VTX_STRIPGROUP, B.VTX_STRIP, _vertex_dtype_107)
+        parts = _walk(cur, header, layout, lod)
+        return VtxFile(path, int(header["checksum"]), int(header["numlods"]), B.VTX_STRIPGROUP.itemsize, parts)
     if int(header["version"]) != S.VTX_VERSION:
-        raise cur.error(f"unsupported mesh file (.vtx) version {int(header['version'])} (7 is supported)", 0)
+        raise cur.error(f"unsupported mesh file (.vtx) version {int(header['version'])} (7 and 107 are supported)", 0)
     errors = []
     for size in _sizes_by_layout(cur, header):
         try:
-            parts = _walk(cur, header, size, lod)
+            parts = _walk(
+                cur, header, _Layout(S.VTX_MESH, S.VTX_STRIPGROUP[size], S.VTX_STRIP[size], _vertex_dtype_7), lod
+            )
         except FormatError as exc:
             errors.append(exc)
             continue
@@ -66,8 +76,26 @@ def _sizes_by_layout(cur: Cursor, header: np.ndarray) -> list[int]:
     return sorted((25, 33), key=lambda size: not fits(size))
 
 
-def _walk(cur: Cursor, header: np.ndarray, size: int, only: int | None) -> list[list[list[VtxLod | None]]]:
-    sg_dtype, strip_dtype = S.VTX_STRIPGROUP[size], S.VTX_STRIP[size]
+@dataclass(frozen=True)
+class _Layout:
+    """The record layouts of one VTX version; fields this reader uses keep their names in every one."""
+
+    mesh: np.dtype
+    strip_group: np.dtype
+    strip: np.dtype
+    vertex: Callable[[int], np.dtype]  # by the strip group's flags
+
+
+def _vertex_dtype_7(flags: int) -> np.dtype:
+    return S.VTX_VERTEX
+
+
+def _vertex_dtype_107(flags: int) -> np.dtype:
+    return B.VTX_STATIC_VERTEX if flags & B.VTX_STATIC_PROP_VERTICES else B.VTX_VERTEX
+
+
+def _walk(cur: Cursor, header: np.ndarray, layout: _Layout, only: int | None) -> list[list[list[VtxLod | None]]]:
+    sg_dtype, strip_dtype = layout.strip_group, layout.strip
     parts = []
     bp_base = int(header["bodypartoffset"])
     for bp_off, bp in cur.records_at(S.VTX_BODYPART, bp_base, _count(cur, header["numbodyparts"]), "body parts"):
@@ -84,12 +112,12 @@ def _walk(cur: Cursor, header: np.ndarray, size: int, only: int | None) -> list[
                     continue
                 meshes = []
                 me_base = l_off + int(lod["meshoffset"])
-                for me_off, mesh in cur.records_at(S.VTX_MESH, me_base, _count(cur, lod["nummeshes"]), "meshes"):
+                for me_off, mesh in cur.records_at(layout.mesh, me_base, _count(cur, lod["nummeshes"]), "meshes"):
                     sg_base = me_off + int(mesh["stripgroupheaderoffset"])
                     groups = cur.records_at(sg_dtype, sg_base, _count(cur, mesh["numstripgroups"]), "strip groups")
                     meshes.append(
                         VtxMesh(
-                            [_strip_group(cur, g_off, sg, strip_dtype) for g_off, sg in groups],
+                            [_strip_group(cur, g_off, sg, strip_dtype, layout.vertex) for g_off, sg in groups],
                             int(mesh["flags"]),
                         )
                     )
@@ -106,9 +134,13 @@ def _count(cur: Cursor, value: np.integer) -> int:
     return count
 
 
-def _strip_group(cur: Cursor, offset: int, group: np.ndarray, strip_dtype: np.dtype) -> VtxStripGroup:
+def _strip_group(
+    cur: Cursor, offset: int, group: np.ndarray, strip_dtype: np.dtype, vertex: Callable[[int], np.dtype]
+) -> VtxStripGroup:
     num_verts, num_indices = _count(cur, group["numverts"]), _count(cur, group["numindices"])
-    vertices = cur.view_at(S.VTX_VERTEX, offset + int(group["vertoffset"]), num_verts, "strip group vertices")
+    vertices = cur.view_at(
+        vertex(int(group["flags"])), offset + int(group["vertoffset"]), num_verts, "strip group vertices"
+    )
     indices = cur.view_at(np.dtype("<u2"), offset + int(group["indexoffset"]), num_indices, "strip group indices")
     strips = cur.view_at(strip_dtype, offset + int(group["stripoffset"]), _count(cur, group["numstrips"]), "strips")
     triangles = []

@@ -152,6 +152,14 @@ def _model_props(mdl: MdlFile) -> dict:
     }
 
 
+def _stored_normals(normals: np.ndarray) -> np.ndarray | None:
+    """The pool's normals, or None (Blender computes them) where the file keeps none it can read: Bloodlines'
+    compressed vertices leave them zero."""
+    if len(normals) and not normals.any():
+        return None
+    return np.ascontiguousarray(normals, dtype=np.float32)
+
+
 def _bone_world(mdl: MdlFile) -> np.ndarray:
     """Bind pose: ``world = world[parent]·T(pos)·R(quat)`` (equal to inverse(poseToBone), notes §1.4)."""
     bones = mdl.bones
@@ -327,7 +335,7 @@ def _model_object(
         positions=np.ascontiguousarray(verts["pos"] * options.scale, dtype=np.float32),
         triangles=triangles,
         uvs=np.take(_flipped_uvs(verts["uv"]), corners, axis=0),  # flipped per vertex, spread over the corners
-        vertex_normals=np.ascontiguousarray(verts["normal"], dtype=np.float32),
+        vertex_normals=_stored_normals(verts["normal"]),
         material_indices=slot_of_triangle,
         materials=slots,
         source_vertices=used.astype(np.int32),

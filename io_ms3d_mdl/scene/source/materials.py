@@ -1,6 +1,9 @@
 """Source materials resolved from the game tree: VMT → Principled values, VTF → RGBA pixels (or compressed blocks
 that Blender decodes itself). No ``bpy``.
 
+Bloodlines (MDL 2531) keeps each texture as a ``.tth`` header and a zlib-compressed ``.ttz`` body
+(``formats.source.tth``) where later games have a ``.vtf``; its VMTs are the same KeyValues text.
+
 Lookup as the engine does it: for a texture name, the first ``materials/<cdmaterials dir>/<name>.vmt`` that exists,
 trying the material folders in order, under the model's game root (the folder holding ``models/``) and then under
 extra search roots (game or mod folders the user lists), case-insensitively with ``\\`` normalised, and never
@@ -18,6 +21,7 @@ import numpy as np
 
 from ...access import Confinement, read_file, shown
 from ...errors import BudgetExceeded, FormatError
+from ...formats.source.tth import tth_to_vtf
 from ...formats.source.vmt import Vmt, parse_vmt
 from ...formats.source.vtf import UnsupportedTexture, read_vtf_bytes
 from ..decoded_textures import PixelAllowance
@@ -59,17 +63,22 @@ class Finder:
         if not name:
             return None
         path = self.find(f"materials/{name}.vtf")
+        body = None
+        if path is None:  # Bloodlines: a .tth header and a zlib .ttz body hold the VTF
+            path, body = self.find(f"materials/{name}.tth"), self.find(f"materials/{name}.ttz")
+            path = path if body else None
         key = path or name
         if key in cache:
             return cache[key]
-        ref = ImageRef(name + ".vtf", path, loadable=False)
+        ref = ImageRef(name + (".tth" if body else ".vtf"), path, loadable=False)
         if path is None:
             warnings.append(f"texture 'materials/{shown(name)}.vtf' was not found")
         elif refusal := self.pixels.refusal(os.path.basename(path)):
             warnings.append(refusal)
         else:
             try:
-                image = read_vtf_bytes(read_file(path), path, self.pixels.limit(), keep_blocks=True)
+                data = tth_to_vtf(read_file(path), read_file(body), path) if body else read_file(path)
+                image = read_vtf_bytes(data, path, self.pixels.limit(), keep_blocks=True)
                 if image.blocks:
                     ref.blocks = image.blocks[0]
                 else:

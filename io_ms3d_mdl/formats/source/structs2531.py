@@ -1,0 +1,249 @@
+"""Record layouts of Vampire: The Masquerade – Bloodlines models (Troika's early Source, MDL version 2531, VTX
+version 107), as measured on the Unofficial Patch's 276 models and matching the public readers' facts (Crowbar's
+``SourceModel2531``, SourceIO's ``v2531``). Sizes are asserted at import.
+
+What differs from 44–49: the header is 424 bytes (a 128-byte name, one unknown vector after the illumination
+position, sequence groups instead of nodes); bones are 160 bytes (no Euler angles, a four-float rotation scale,
+no alignment quaternion); a model is 224 bytes and keeps its OWN vertices (no ``.vvd``) in one of three layouts
+named by its ``vertexlisttype``; meshes are 60 bytes; textures 20; attachments 60; hit boxes 32 (no name).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VERSION = 2531
+VTX_VERSION = 107
+V3 = ("<f4", 3)
+
+HEADER = np.dtype(
+    [
+        ("id", "S4"),
+        ("version", "<i4"),
+        ("checksum", "<i4"),
+        ("name", "V128"),
+        ("length", "<i4"),
+        ("eyeposition", *V3),
+        ("illumposition", *V3),
+        ("unknown_vector", *V3),
+        ("hull_min", *V3),
+        ("hull_max", *V3),
+        ("view_bbmin", *V3),
+        ("view_bbmax", *V3),
+        ("flags", "<i4"),
+        ("unknown", "<i4", 2),
+        ("numbones", "<i4"),
+        ("boneindex", "<i4"),
+        ("numbonecontrollers", "<i4"),
+        ("bonecontrollerindex", "<i4"),
+        ("numhitboxsets", "<i4"),
+        ("hitboxsetindex", "<i4"),
+        ("numlocalanim", "<i4"),
+        ("localanimindex", "<i4"),
+        ("numlocalseq", "<i4"),
+        ("localseqindex", "<i4"),
+        ("sequencesindexed", "<i4"),
+        ("numseqgroups", "<i4"),
+        ("seqgroupindex", "<i4"),
+        ("numtextures", "<i4"),
+        ("textureindex", "<i4"),
+        ("numcdtextures", "<i4"),
+        ("cdtextureindex", "<i4"),
+        ("numskinref", "<i4"),
+        ("numskinfamilies", "<i4"),
+        ("skinindex", "<i4"),
+        ("numbodyparts", "<i4"),
+        ("bodypartindex", "<i4"),
+        ("numlocalattachments", "<i4"),
+        ("localattachmentindex", "<i4"),
+        ("numtransitions", "<i4"),
+        ("transitionindex", "<i4"),
+        ("numflexdesc", "<i4"),
+        ("flexdescindex", "<i4"),
+        ("numflexcontrollers", "<i4"),
+        ("flexcontrollerindex", "<i4"),
+        ("numflexrules", "<i4"),
+        ("flexruleindex", "<i4"),
+        ("numikchains", "<i4"),
+        ("ikchainindex", "<i4"),
+        ("nummouths", "<i4"),
+        ("mouthindex", "<i4"),
+        ("numlocalposeparameters", "<i4"),
+        ("localposeparamindex", "<i4"),
+        ("surfacepropindex", "<i4"),
+        ("keyvalueindex", "<i4"),
+        ("keyvaluesize", "<i4"),
+        ("numincludemodels", "<i4"),
+        ("includemodelindex", "<i4"),
+        ("unknown_tail", "<i4", 3),
+    ]
+)
+BONE = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("parent", "<i4"),
+        ("bonecontroller", "<i4", 6),
+        ("pos", *V3),
+        ("quat", "<f4", 4),  # x, y, z, w, as 44–49 (the bind pose: checked against poseToBone in the tests)
+        ("posscale", *V3),
+        ("rotscale", "<f4", 4),
+        ("posetobone", "<f4", (3, 4)),
+        ("flags", "<i4"),
+        ("proctype", "<i4"),
+        ("procindex", "<i4"),
+        ("physicsbone", "<i4"),
+        ("surfacepropidx", "<i4"),
+        ("contents", "<i4"),
+    ]
+)
+MODEL = np.dtype(
+    [
+        ("name", "V128"),
+        ("type", "<i4"),
+        ("boundingradius", "<f4"),
+        ("nummeshes", "<i4"),
+        ("meshindex", "<i4"),
+        ("numvertices", "<i4"),
+        ("vertexindex", "<i4"),  # bytes from this model record to its vertices
+        ("tangentsindex", "<i4"),
+        ("vertexlisttype", "<i4"),  # 0: skinned floats (44 B), 1: unskinned 16-bit (12 B), 2: compressed 8-bit (8 B)
+        ("vertexoffset", *V3),  # compressed positions: offset + scale · stored value
+        ("vertexscale", *V3),
+        ("numattachments", "<i4"),
+        ("attachmentindex", "<i4"),
+        ("numeyeballs", "<i4"),
+        ("eyeballindex", "<i4"),
+        ("unknown", "<i4", 6),
+    ]
+)
+MESH = np.dtype(
+    [
+        ("material", "<i4"),
+        ("modelindex", "<i4"),
+        ("numvertices", "<i4"),
+        ("vertexoffset", "<i4"),
+        ("numflexes", "<i4"),
+        ("flexindex", "<i4"),
+        ("materialtype", "<i4"),
+        ("materialparam", "<i4"),
+        ("unknown", "<i4", 7),
+    ]
+)
+TEXTURE = np.dtype([("sznameindex", "<i4"), ("flags", "<i4"), ("width", "<f4"), ("height", "<f4"), ("unknown", "<f4")])
+ATTACHMENT = np.dtype([("sznameindex", "<i4"), ("flags", "<u4"), ("localbone", "<i4"), ("local", "<f4", (3, 4))])
+BBOX = np.dtype([("bone", "<i4"), ("group", "<i4"), ("bbmin", *V3), ("bbmax", *V3)])
+
+ANIMDESC = np.dtype(
+    [
+        ("sznameindex", "<i4"),
+        ("fps", "<f4"),
+        ("flags", "<i4"),  # 0x1: looping; no delta animations were seen
+        ("numframes", "<i4"),
+        ("nummovements", "<i4"),
+        ("movementindex", "<i4"),
+        ("bbmin", *V3),
+        ("bbmax", *V3),
+        ("animindex", "<i4"),  # relative to the descriptor: one 32-byte entry per bone (animation2531.py)
+        ("numikrules", "<i4"),
+        ("ikruleindex", "<i4"),
+        ("unused", "<i4", 3),
+    ]
+)
+
+SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16), not behind an offset as in 44–49
+    [
+        ("szlabelindex", "<i4"),
+        ("szactivitynameindex", "<i4"),
+        ("flags", "<i4"),
+        ("activity", "<i4"),
+        ("actweight", "<i4"),
+        ("numevents", "<i4"),
+        ("eventindex", "<i4"),
+        ("bbmin", *V3),
+        ("bbmax", *V3),
+        ("numblends", "<i4"),
+        ("anim", "<i2", (16, 16)),
+        ("movementindex", "<i4"),
+        ("groupsize", "<i4", 2),
+        ("rest", "V184"),  # blend parameters, sequence group, fades, transitions ... (not read)
+    ]
+)
+
+# The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
+# 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
+# (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a one-byte normal
+# code (an index into a table of directions this reader does not know: normals are left to Blender), 16-bit UVs.
+VERTEX_SKINNED = np.dtype(
+    [
+        ("weights", "u1", 3),
+        ("unknown", "u1"),
+        ("bones", "<i2", 3),
+        ("unknown2", "<i2"),
+        ("pos", *V3),
+        ("normal", *V3),
+        ("uv", "<f4", 2),
+    ]
+)
+VERTEX_UNSKINNED = np.dtype([("pos", "<u2", 3), ("normal", "u1"), ("unknown", "u1"), ("uv", "<u2", 2)])
+VERTEX_COMPRESSED = np.dtype([("pos", "u1", 3), ("normal", "u1"), ("uv", "<u2", 2)])
+VERTEX_LAYOUTS = {0: VERTEX_SKINNED, 1: VERTEX_UNSKINNED, 2: VERTEX_COMPRESSED}
+TANGENT_SIZE = 16
+
+# The pool a 2531 model's vertices are decoded into: the VVD vertex's fields (the scene reads these names), with
+# 16-bit bone indices as the file stores them.
+POOL_VERTEX = np.dtype(
+    [("weights", "<f4", 3), ("bones", "<i2", 3), ("numbones", "u1"), ("pos", *V3), ("normal", *V3), ("uv", "<f4", 2)]
+)
+
+# VTX 107 (packed): the 7 layout's tree with 16-bit counts in meshes, strip groups and strips.
+VTX_MESH = np.dtype([("numstripgroups", "<u2"), ("flags", "u1"), ("unknown", "u1"), ("stripgroupheaderoffset", "<i4")])
+VTX_STRIPGROUP = np.dtype(
+    [
+        ("numverts", "<u2"),
+        ("numindices", "<u2"),
+        ("numstrips", "<u2"),
+        ("flags", "u1"),
+        ("unknown", "u1"),
+        ("vertoffset", "<i4"),
+        ("indexoffset", "<i4"),
+        ("stripoffset", "<i4"),
+    ]
+)
+VTX_STRIP = np.dtype(
+    [
+        ("numindices", "<u2"),
+        ("indexoffset", "<u2"),
+        ("numverts", "<u2"),
+        ("vertoffset", "<u2"),
+        ("numbones", "u1"),
+        ("flags", "u1"),
+        ("numbonestatechanges", "<u2"),
+        ("bonestatechangeoffset", "<i4"),
+    ]
+)
+# A strip group flagged STATIC_PROP_VERTICES (0x10) stores only the mesh vertex id of each of its vertices.
+VTX_VERTEX = np.dtype([("unknown", "<u2", 5), ("origmeshvertid", "<u2")])
+VTX_STATIC_VERTEX = np.dtype([("origmeshvertid", "<u2")])
+VTX_STATIC_PROP_VERTICES = 0x10
+
+for _dtype, _size in (
+    (HEADER, 424),
+    (BONE, 160),
+    (MODEL, 224),
+    (MESH, 60),
+    (TEXTURE, 20),
+    (ATTACHMENT, 60),
+    (BBOX, 32),
+    (ANIMDESC, 72),
+    (SEQDESC, 764),
+    (VERTEX_SKINNED, 44),
+    (VERTEX_UNSKINNED, 12),
+    (VERTEX_COMPRESSED, 8),
+    (VTX_MESH, 8),
+    (VTX_STRIPGROUP, 20),
+    (VTX_STRIP, 16),
+    (VTX_VERTEX, 12),
+):
+    assert _dtype.itemsize == _size, (_dtype, _size)
+assert HEADER.fields["length"][1] == 140 and HEADER.fields["flags"][1] == 228 and HEADER.fields["numbones"][1] == 240
+assert HEADER.fields["numbodyparts"][1] == 320 and HEADER.fields["includemodelindex"][1] == 408

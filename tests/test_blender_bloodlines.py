@@ -1,0 +1,114 @@
+"""Bloodlines (MDL 2531) in real Blender: the operator builds the shared samples with the skinned mesh bound at
+rest, the armature's rest pose where the vertices were skinned, actions on request; batch and convert read 2531."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from bloodlines_writer import character_spec2531, write_bloodlines
+from conftest import ROOT, samples_dir
+from test_blender_game_browser import preference_classes, prefs  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.blender
+
+BASE = "vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/"
+SAMPLES = {  # (meshes, vertices, bones) of the model itself, collision apart
+    "character/npc/common/citizen/female3/female_citizen_3.mdl": (1, 4459, 77),
+    "character/npc/common/swat/swat3.mdl": (1, 4301, 63),
+    "items/garys_film/ground/garys_film.mdl": (1, 178, 0),
+    "items/diary/ground/diari.mdl": (1, 114, 0),
+    "character/npc/common/doppleganger/doppleganger_female.mdl": (0, 0, 69),
+}
+
+
+@pytest.mark.parametrize("relative", sorted(SAMPLES))
+def test_shared_bloodlines_models_import(blender, relative):
+    bpy = blender
+    path = samples_dir() / BASE / relative
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), import_animations=False) == {"FINISHED"}
+    objects = list(bpy.data.collections[path.stem].all_objects)
+    meshes = [o for o in objects if o.type == "MESH" and "source_phy_solid" not in o]
+    bones = sum(len(o.data.bones) for o in objects if o.type == "ARMATURE")
+    assert (len(meshes), sum(len(o.data.vertices) for o in meshes), bones) == SAMPLES[relative]
+    for obj in meshes:
+        if obj.modifiers:  # skinned: at rest the evaluated mesh is the stored one
+            evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+            a = np.empty(len(evaluated.vertices) * 3)
+            b = np.empty(len(obj.data.vertices) * 3)
+            evaluated.vertices.foreach_get("co", a)
+            obj.data.vertices.foreach_get("co", b)
+            np.testing.assert_allclose(a, b, atol=1e-5)
+    assert bpy.data.collections[path.stem]["source_version"] == 2531
+
+
+def test_rest_pose_is_the_inverse_of_pose_to_bone(blender):
+    bpy = blender
+    from io_ms3d_mdl.formats.source import read_mdl
+
+    path = samples_dir() / BASE / "character/npc/common/doppleganger/doppleganger_female.mdl"
+    bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE", bone_orientation="SOURCE")
+    mdl = read_mdl(path)
+    arm = next(o for o in bpy.data.collections[path.stem].all_objects if o.type == "ARMATURE")
+    for i, name in enumerate(mdl.bone_names):
+        expected = np.eye(4)
+        expected[:3] = mdl.bones["posetobone"][i]
+        np.testing.assert_allclose(np.array(arm.data.bones[name].matrix_local), np.linalg.inv(expected), atol=2e-3)
+
+
+def test_animations_become_actions(blender):
+    bpy = blender
+    path = samples_dir() / BASE / "character/npc/common/swat/swat3.mdl"
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    names = {a.name for a in bpy.data.actions}
+    assert {"@ragdoll", "@repel_into", "@repel_loop", "@repel_outof"} <= {n.split(".")[0] for n in names}
+
+
+def test_batch_reads_2531(tmp_path):
+    folder = tmp_path / "in" / "models"
+    write_bloodlines(character_spec2531(), folder, "guy")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "batch_import.py"), str(tmp_path / "in"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (entry,) = json.loads((out / "report.json").read_text())["files"]
+    assert entry["status"] == "ok" and entry["bones"] == 3
+
+
+def test_game_browser_lists_and_imports_a_loose_bloodlines_folder(blender, tmp_path, request):
+    """Bloodlines keeps loose files in ``Vampire/`` (no gameinfo.txt): added as a game folder, its models list and
+    import through the browser (its own ``pack###.vpk`` archives are Troika's format, not Valve's: not read)."""
+    pytest.importorskip("vpk")
+    request.getfixturevalue("prefs")
+    from test_blender_game_browser import catalog
+
+    game = tmp_path / "Vampire"
+    write_bloodlines(character_spec2531(), game / "models" / "character", "ghoul")
+    assert bpy_ops(blender).add_game(filepath="", directory=str(game)) == {"FINISHED"}
+    assert bpy_ops(blender).refresh_game_models() == {"FINISHED"}
+    (row,) = [m for m in catalog().models if m.name == "ghoul.mdl"]
+    assert bpy_ops(blender).import_game_models(path=row.path) == {"FINISHED"}
+    assert blender.data.collections["ghoul"]["source_version"] == 2531
+
+
+def bpy_ops(bpy):
+    return bpy.ops.io_ms3d_mdl
+
+
+def test_convert_and_info_read_2531(tmp_path):
+    from test_cli import run
+
+    model = write_bloodlines(character_spec2531(), tmp_path / "in" / "models", "guy")
+    info = run("info", model, "--json", cwd=tmp_path, block_bpy=True)
+    assert info.returncode == 0, info.stdout + info.stderr
+    assert '"version": 2531' in info.stdout
+    out = run("convert", model, "-o", tmp_path / "guy.glb", cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (tmp_path / "guy.glb").read_bytes()[:4] == b"glTF"
