@@ -60,6 +60,7 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
             decompiler.run(DecompileJob(path, data, output, options, result))
         finally:
             result.files = list(output.files)
+            output.close()
     result.seconds = time.perf_counter() - started
     return result
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import FormatError
-from ..filesystem.no_links import output_folder
+from ..filesystem.no_links import Folder, open_root, output_folder
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -48,6 +48,7 @@ class Output:
         self.overwrite = overwrite
         self.files: list[str] = []  # relative paths written, in order
         self._taken: set[str] = set()
+        self._root: Folder | None = None  # the output folder, opened once for the files written straight in it
 
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
@@ -66,7 +67,7 @@ class Output:
     def open(self, relative: str) -> Iterator[BinaryIO]:
         """A binary stream for ``relative`` (from :meth:`name`), published when the block ends without error."""
         target = self.root / relative
-        with output_folder(target.parent, self.root) as folder:
+        with self._folder(target.parent) as folder:
             partial = f".{target.name}.{uuid.uuid4().hex[:12]}.partial"
             descriptor = folder.create(partial)
             try:
@@ -87,6 +88,22 @@ class Output:
                 with suppress(OSError):
                     folder.unlink(partial)
         self.files.append(relative)
+
+    @contextmanager
+    def _folder(self, parent: Path) -> Iterator[Folder]:
+        if parent != self.root:
+            with output_folder(parent, self.root) as folder:
+                yield folder
+            return
+        if self._root is None:
+            self._root = open_root(self.root)
+        yield self._root
+
+    def close(self) -> None:
+        """Let go of the output folder (a decompile writes many files straight into it)."""
+        if self._root is not None:
+            self._root.close()
+            self._root = None
 
     def write(self, relative: str, data: bytes) -> None:
         with self.open(relative) as stream:
