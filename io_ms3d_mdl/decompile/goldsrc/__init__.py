@@ -27,7 +27,7 @@ from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
-from .qc import QcParts, SequenceFiles, write_qc
+from .qc import QcParts, SequenceFiles, stored_names, write_qc
 
 NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
 _BMP = re.compile(r"\.bmp$", re.IGNORECASE)
@@ -68,6 +68,7 @@ def run(job: DecompileJob) -> None:
     if gs.body_parts and not gs.textures:
         warnings.add(f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels")
 
+    labels, part_names = stored_names(gs)
     body_parts = []
     for b, part in enumerate(gs.body_parts):
         options: list[str | None] = []
@@ -75,7 +76,7 @@ def run(job: DecompileJob) -> None:
             if len(model.vertices) == 0 and not any(len(mesh.corners) for mesh in model.meshes):
                 options.append(None)
                 continue
-            name = re.sub(r"\.smd$", "", model.name, flags=re.IGNORECASE) or f"{part.name or 'body'}_{m}"
+            name = source_stem(model.name) or f"{part.name}_{m}"
             relative = out.name(name, ".smd")
             triangles, dropped = model_triangles(gs, model, world, materials, sizes)
             if dropped:
@@ -84,29 +85,30 @@ def run(job: DecompileJob) -> None:
                 stats = write_smd(stream, skeleton, rest, triangles)
             _non_finite(warnings, relative, stats.non_finite)
             options.append(relative[: -len(".smd")])
-        body_parts.append((part.name or f"bodypart{b}", options))
+        body_parts.append((part_names[b], options))
 
     sequences = []
     for s, seq in enumerate(gs.sequences):
-        label = seq.label or f"sequence{s}"
+        label = labels[s]
+        base = label or f"sequence{s}"
         try:
             frames = sequence_frames(gs, seq)
         except BudgetExceeded:
             raise
         except FormatError as exc:
             warnings.add(f"sequence '{label}' was not written: {exc.message}")
-            sequences.append(SequenceFiles(seq, [], exc.message))
+            sequences.append(SequenceFiles(seq, label, [], exc.message))
             continue
         smds = []
         for blend in range(len(frames)):
-            name = label if len(frames) == 1 else f"{label}_blend{blend + 1}"
+            name = base if len(frames) == 1 else f"{base}_blend{blend + 1}"
             relative = out.name(name, ".smd")
             if job.options.animations:
                 with out.open(relative) as stream:
                     stats = write_smd(stream, skeleton, frames[blend])
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])
-        sequences.append(SequenceFiles(seq, smds))
+        sequences.append(SequenceFiles(seq, label, smds))
 
     if job.options.textures:
         for texture, relative in zip(gs.textures, texture_files, strict=True):
@@ -122,6 +124,13 @@ def run(job: DecompileJob) -> None:
     out.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
     job.result.qc = qc_file
+
+
+def source_stem(name: str) -> str:
+    """A model's SMD stem from the name it stores (its source file, often a path): the last step without ``.smd``,
+    other dots as ``_`` (studiomdl adds ``.smd`` to whatever it is given; other tools add it only without one)."""
+    stem = re.split(r"[/\\]", name)[-1]
+    return re.sub(r"\.smd$", "", stem, flags=re.IGNORECASE).replace(".", "_")
 
 
 def _columns(gs, texture_files: list[str]) -> tuple[list[str], np.ndarray]:

@@ -26,6 +26,7 @@ import numpy as np
 from ...formats.goldsrc import structs as S
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.qc import QcWriter, Quoted, Raw
+from ...formats.text import fixed_string
 from .activities import activity_name
 
 CONTROLS = {
@@ -55,6 +56,7 @@ GROUP_HEADER = S.SEQUENCE_GROUP_HEADER.itemsize
 @dataclass
 class SequenceFiles:
     sequence: GsSequence
+    label: str  # as stored (the reader names an empty one for display)
     smds: list[str]  # file stems, one per blend ([] when the sequence could not be decoded)
     reason: str = ""  # why there are none
 
@@ -69,6 +71,21 @@ class QcParts:
     texture_files: list[str]  # per texture, the BMP's name (also the SMD material)
     sequences: list[SequenceFiles]
     notes: list[str] = field(default_factory=list)  # comments for the head of the QC
+
+
+def stored_names(gs: GsFile) -> tuple[list[str], list[str]]:
+    """Sequence labels and body-part names exactly as the file stores them, empty ones included (the reader
+    names those for display; a QC keeps ``$sequence ""`` as compiled)."""
+    header = np.frombuffer(gs.data, S.HEADER, 1, 0)[0]
+    labels = []
+    if gs.sequences:
+        records = np.frombuffer(gs.data, S.SEQUENCE, len(gs.sequences), int(header["seqindex"]))
+        labels = [fixed_string(label) for label in records["label"].tolist()]
+    parts = []
+    if gs.body_parts:
+        records = np.frombuffer(gs.data, S.BODY_PART, len(gs.body_parts), int(header["bodypartindex"]))
+        parts = [fixed_string(name) for name in records["name"].tolist()]
+    return labels, parts
 
 
 def motion_tokens(flags: int) -> list[Raw]:
@@ -196,12 +213,12 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
                 w.command(Raw("$sequencegroup"), Quoted(gs.groups[g].label))
             opened = seq.seqgroup
         elif labelled and seq.seqgroup < opened:
-            w.comment(f"'{seq.label}' was in group {seq.seqgroup}, listed after group {opened}: it lands in {opened}")
+            w.comment(f"'{entry.label}' was in group {seq.seqgroup}, listed after group {opened}: it lands in {opened}")
         if not entry.smds:
-            w.comment(f"sequence '{seq.label}' is not written: {entry.reason}")
+            w.comment(f"sequence '{entry.label}' is not written: {entry.reason}")
             continue
         record = np.frombuffer(gs.data, S.SEQUENCE, 1, seq.offset)[0]
-        tokens: list[object] = [Quoted(seq.label), *(Quoted(s) for s in entry.smds)]
+        tokens: list[object] = [Quoted(entry.label), *(Quoted(s) for s in entry.smds)]
         if seq.numblends > 1 and seq.blendtype[0] in CONTROLS:
             tokens += [Raw("blend"), Raw(CONTROLS[seq.blendtype[0]]), seq.blendstart[0], seq.blendend[0]]
         tokens += motion_tokens(seq.motiontype)
@@ -218,9 +235,9 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
         elif entry_node or exit_node:
             tokens += [Raw("transition"), entry_node, exit_node]
         if seq.numblends > 1 and seq.blendtype[1]:
-            w.comment(f"'{seq.label}' also blends by {seq.blendtype[1]} (a second blend the SDK's compiler lacks)")
+            w.comment(f"'{entry.label}' also blends by {seq.blendtype[1]} (a second blend the SDK's compiler lacks)")
         if len(seq.pivots):
-            w.comment(f"'{seq.label}' has {len(seq.pivots)} pivots (foot positions), not written")
+            w.comment(f"'{entry.label}' has {len(seq.pivots)} pivots (foot positions), not written")
         if not seq.events:
             w.command(Raw("$sequence"), *tokens)
             continue
