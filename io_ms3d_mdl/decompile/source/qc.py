@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import Warnings
-from ...formats.qc import QcWriter, Quoted
+from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.source.model import MdlFile, VtxFile
 from ...formats.source.phy import PhyFile
 from .angles import matrix_to_euler, quaternion_to_euler
@@ -157,7 +157,7 @@ def _skins(qc: QcWriter, mdl: MdlFile) -> None:
 
     with qc.block("$texturegroup", "skinfamilies"):
         for row in skins.tolist():
-            qc.line("{", *(Quoted(name(row[c])) for c in columns), "}")
+            qc.line("{", *(Quoted(name(row[c])) for c in columns), Raw("}"))
 
 
 def _bones(qc: QcWriter, parts: QcParts) -> None:
@@ -187,7 +187,9 @@ def _attachments(qc: QcWriter, parts: QcParts) -> None:
         rotation, position = matrix[:3, :3], matrix[:, 3]
         if parts.turn is not None:
             rotation, position = parts.turn @ rotation, parts.turn @ position
-        angles = np.degrees(matrix_to_euler(rotation))
+        # studiomdl reads "rotate" as a QAngle: pitch (about y), yaw (about z), roll (about x), in degrees
+        x, y, z = np.degrees(matrix_to_euler(rotation)).tolist()
+        angles = np.array([y, z, x])
         bone = mdl.bone_names[att.bone] if 0 <= att.bone < len(mdl.bone_names) else mdl.bone_names[0]
         extra = ["world_align"] if att.flags & 0x10000 else []
         qc.command(
@@ -308,9 +310,9 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
             for e in seq.events:
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
                 if e.event == 0 and e.name:
-                    qc.line("{", "event", Quoted(e.name), frame, "}")
+                    qc.line("{", "event", Quoted(e.name), frame, Raw("}"))
                 else:
-                    qc.line("{", "event", e.event, frame, Quoted(e.name), "}")
+                    qc.line("{", "event", e.event, frame, Quoted(e.name), Raw("}"))
 
 
 def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
