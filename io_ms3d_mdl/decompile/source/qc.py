@@ -38,6 +38,7 @@ class QcParts:
     phy: PhyFile | None = None
     solids: list = field(default_factory=list)  # the scene's collision objects (their props hold the text keys)
     animations: dict = field(default_factory=dict)  # (source, index) → animations.WrittenAnimation
+    weightlists: dict[int, str] = field(default_factory=dict)  # sequence → its $weightlist name
     definebone: bool = False
 
 
@@ -74,10 +75,13 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$includemodel", Quoted(name))
     qc.blank()
     _bones(qc, parts)
+    _jiggles(qc, parts)
+    _ik_chains(qc, parts)
     _attachments(qc, parts)
     _hitboxes(qc, mdl, parts.turn)
     _collision(qc, parts)
     qc.blank()
+    parts.weightlists = _weightlists(qc, parts)
     for p in details.pose_parameters:
         extra = ["loop", p.loop] if p.loop else []
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
@@ -298,6 +302,8 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line(word)
             if seq.activity:
                 qc.line("activity", Quoted(seq.activity), d.actweight if d else 1)
+            if i in parts.weightlists:
+                qc.line("weightlist", Quoted(parts.weightlists[i]))
             if d is not None:
                 if abs(d.fadein - 0.2) > 1e-6:
                     qc.line("fadein", d.fadein)
@@ -340,3 +346,77 @@ def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
         return
     words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
     qc.line("blendlayer", name, start, peak, tail, end, *words)
+
+
+def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
+    """A ``$weightlist`` per distinct set of sequence bone weights that is not all ones (the default)."""
+    names: dict[bytes, str] = {}
+    out: dict[int, str] = {}
+    bones = parts.mdl.bone_names
+    for i, d in enumerate(parts.details.sequences):
+        w = d.weights
+        if w is None or len(w) != len(bones) or (w == 1).all():
+            continue
+        key = w.tobytes()
+        if key not in names:
+            names[key] = f"weights{len(names)}"
+            with qc.block("$weightlist", Quoted(names[key])):
+                for bone, weight in zip(bones, w.tolist(), strict=True):
+                    qc.line(Quoted(bone), float(weight))
+        out[i] = names[key]
+    return out
+
+
+def _ik_chains(qc: QcWriter, parts: QcParts) -> None:
+    names = parts.mdl.bone_names
+    for chain in parts.details.ik_chains:
+        if not chain.bones or not 0 <= chain.bones[-1] < len(names):
+            continue
+        knee = ["knee", *chain.knee.tolist()] if np.any(chain.knee) else []
+        qc.command("$ikchain", Quoted(chain.name), Quoted(names[chain.bones[-1]]), *knee)
+
+
+JIGGLE_FLEXIBLE, JIGGLE_RIGID, JIGGLE_YAW, JIGGLE_PITCH, JIGGLE_ANGLE = 0x1, 0x2, 0x4, 0x8, 0x10
+JIGGLE_LENGTH, JIGGLE_BASE = 0x20, 0x40
+
+
+def _jiggles(qc: QcWriter, parts: QcParts) -> None:
+    """``$jigglebone`` blocks from the bones' jiggle records (angles stored in radians, written in degrees)."""
+    names = parts.mdl.bone_names
+    for bone, r in sorted(parts.details.jiggles.items()):
+        flags = int(r["flags"])
+
+        def f(name: str, r: np.void = r) -> float:
+            return float(r[name])
+
+        with qc.block("$jigglebone", Quoted(names[bone])):
+            for flag, word in ((JIGGLE_FLEXIBLE, "is_flexible"), (JIGGLE_RIGID, "is_rigid")):
+                if not flags & flag:
+                    continue
+                with qc.block(word):
+                    qc.line("length", f("length"))
+                    qc.line("tip_mass", f("tip_mass"))
+                    if flag == JIGGLE_FLEXIBLE:
+                        for key in ("pitch_stiffness", "pitch_damping", "yaw_stiffness", "yaw_damping"):
+                            qc.line(key, f(key))
+                        if flags & JIGGLE_LENGTH:
+                            qc.line("along_stiffness", f("along_stiffness"))
+                            qc.line("along_damping", f("along_damping"))
+                        else:
+                            qc.line("allow_length_flex")
+                    if flags & JIGGLE_ANGLE:
+                        qc.line("angle_constraint", float(np.degrees(f("angle_limit"))))
+                    if flags & JIGGLE_YAW:
+                        qc.line("yaw_constraint", float(np.degrees(f("min_yaw"))), float(np.degrees(f("max_yaw"))))
+                        qc.line("yaw_friction", f("yaw_friction"))
+                    if flags & JIGGLE_PITCH:
+                        low, high = float(np.degrees(f("min_pitch"))), float(np.degrees(f("max_pitch")))
+                        qc.line("pitch_constraint", low, high)
+                        qc.line("pitch_friction", f("pitch_friction"))
+            if flags & JIGGLE_BASE:
+                with qc.block("has_base_spring"):
+                    for key in ("base_mass", "base_stiffness", "base_damping"):
+                        qc.line(key.removeprefix("base_") if key != "base_mass" else "base_mass", f(key))
+                    for axis in ("left", "up", "forward"):
+                        qc.line(f"{axis}_constraint", f(f"base_min_{axis}"), f(f"base_max_{axis}"))
+                        qc.line(f"{axis}_friction", f(f"base_{axis}_friction"))
