@@ -242,3 +242,11 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
         our_file = next(t for t in mine[2:] if t.lower().endswith(".smd"))
         frames_theirs = len(original_smd(HAMMER / Path(qc_path).parent / their_file).frames)
         assert len(read_smd((tmp_path / our_file).read_bytes()).frames) == frames_theirs
+    # the collision model: the hull's points, as the original physics SMD holds them
+    for command in ("$collisionmodel", "$collisionjoints"):
+        if command in theirs_cmds:
+            theirs_points = corner_arrays(original_smd(HAMMER / Path(qc_path).parent / theirs_cmds[command][1]))
+            ours_points = corner_arrays(read_smd((tmp_path / ours_cmds[command][1]).read_bytes()))
+            a = np.unique(theirs_points["positions"].round(3), axis=0)
+            b = np.unique(ours_points["positions"].round(3), axis=0)
+            assert a.shape == b.shape and np.abs(a - b).max() <= 2e-3
