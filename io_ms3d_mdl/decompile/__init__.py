@@ -59,8 +59,8 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
         try:
             decompiler.run(DecompileJob(path, data, output, options, result))
         finally:
-            result.files = list(output.files)
             output.close()
+            result.files = list(output.files)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -11,7 +11,8 @@ Stable API:
     int is written as is, a float with the digits that read back as its float32 (``formats.float_text``; nan/inf
     become 0 and are counted in ``QcWriter.non_finite``). ``Raw`` text is written untouched (keywords, ``{``).
 ``QcWriter()``
-    ``.line(*tokens)``, ``.command("$name", *tokens)`` (the same), ``.comment(text)``, ``.blank()``,
+    ``.line(*tokens)`` (a plain str first token is the keyword, written bare), ``.command("$name", *tokens)``
+    (the same), ``.comment(text)``, ``.blank()``,
     ``with .block("$name", *tokens):`` (writes ``{`` ... ``}`` with the inside indented), ``.text()`` and
     ``.encode()`` (UTF-8: names as stored).
 """
@@ -106,8 +107,10 @@ class QcWriter:
         texts = iter(float_tokens(np.array(numbers, dtype=np.float64))[0].tolist() if numbers else ())
         out = []
         for line in self.lines:
-            if isinstance(line, _Pending):
-                line = line.indent + " ".join(next(texts) if _is_float(t) else qc_token(t) for t in line.tokens)
+            if isinstance(line, _Pending):  # a first token that is a plain str is the command or keyword: bare
+                first = [line.tokens[0]] if line.tokens and type(line.tokens[0]) is str else []
+                rest = line.tokens[len(first) :]
+                line = line.indent + " ".join(first + [next(texts) if _is_float(t) else qc_token(t) for t in rest])
             out.append(line)
         return "\n".join(out) + "\n"
 
