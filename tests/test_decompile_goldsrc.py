@@ -5,6 +5,7 @@ after what ``studiomdl`` does to them (``goldsrc_pairs``)."""
 from __future__ import annotations
 
 import io
+import os
 import time
 from pathlib import Path
 
@@ -184,8 +185,8 @@ def test_skeleton_text_reuses_repeated_values_exactly():
 
 
 def test_goldsrc_decompile_is_fast(tmp_path):
-    """Scientist-size models (129 sequences over 7 group files, 167 files): the target is 0.2 s; on this shared,
-    busy machine the process's time is held under twice that (the figures measured go to the report)."""
+    """Scientist-size models (129 sequences over 7 group files, 167 files) in 0.2 s of the process's time on a quiet
+    machine. This one is shared: the bound grows with the run queue per core (the load average), never shrinks."""
     figures = {}
     for relative in (
         "goldsrc/Pi0h1__halflife/models/hgrunt.mdl",
@@ -197,8 +198,9 @@ def test_goldsrc_decompile_is_fast(tmp_path):
             started = time.process_time()
             decompile(str(model), str(tmp_path / f"{model.stem}{attempt}"))
             best = min(best, time.process_time() - started)
-        figures[model.name] = best
-    assert max(figures.values()) <= 0.4, figures
+        busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        figures[model.name] = (round(best, 3), round(busy, 2))
+        assert best <= 0.2 * busy, figures
 
 
 # --- files from strangers -----------------------------------------------------------------------------------------
