@@ -65,6 +65,7 @@ class QcSequence:
     motion: int = 0
     events: list[tuple[int, int, str]] = field(default_factory=list)
     nodes: tuple[int, int, int] = (0, 0, 0)  # entry, exit, flags
+    group: int = 0  # the $sequencegroup commands before it (its group when the QC names groups)
 
 
 @dataclass
@@ -137,6 +138,7 @@ def read_qc(path: Path) -> GoldSrcQc:
             qc.eye = tuple(float(v) for v in values[:3])
         elif command == "$sequence":
             qc.sequences.append(_sequence(statement))
+            qc.sequences[-1].group = len(qc.groups)
         elif command == "$sequencegroup":
             qc.groups.append(values[0])
         elif command == "$sequencegroupsize":

@@ -450,6 +450,12 @@ def _same_bone_commands(original: GoldSrcQc, ours: GoldSrcQc) -> None:
 
 def _same_sequences(qc_path: Path, original: GoldSrcQc, ours: GoldSrcQc, out: Path, gs, compiled: list[str]) -> None:
     assert [s.name for s in original.sequences] == [s.name for s in ours.sequences]
+    assert original.groups == ours.groups  # named groups, in order
+    if original.groups:
+        assert [s.group for s in original.sequences] == [s.group for s in ours.sequences]
+        assert [s.group for s in ours.sequences] == [s.seqgroup for s in gs.sequences]
+    else:  # groups the compiler fills by size: ours ask for them too, the stored sequences in the same groups
+        assert (original.group_size is None) == (ours.group_size is None) == (len(gs.groups) == 1)
     for theirs, mine, seq in zip(original.sequences, ours.sequences, gs.sequences, strict=True):
         assert np.float32(theirs.fps) == np.float32(mine.fps)
         assert (theirs.loop, theirs.activity, theirs.weight) == (mine.loop, mine.activity, mine.weight)

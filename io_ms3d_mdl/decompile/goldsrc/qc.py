@@ -202,7 +202,8 @@ def _bones(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
 
 
 def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
-    labelled = any(g.label for g in gs.groups[1:])
+    # groups the compiler filled by size hold only sequences without an activity, and have no labels
+    labelled = any(g.label for g in gs.groups[1:]) or any(s.seqgroup > 0 and s.activity for s in gs.sequences)
     if len(gs.groups) > 1 and not labelled:
         w.command(Raw("$sequencegroupsize"), _group_kilobytes(gs))
     opened = 0
