@@ -45,7 +45,7 @@ def test_triangles_and_rest_vertices_equal_assimp(relative):
         ]
     ).astype(np.float64)
     flat = (a[:, 0] == a[:, 1]).all(1) | (a[:, 1] == a[:, 2]).all(1) | (a[:, 0] == a[:, 2]).all(1)
-    a = a[~flat]  # we drop triangles that repeat a vertex (with a warning); Assimp keeps them
+    a = a[~flat]  # we drop triangles that repeat a vertex (and count them); Assimp keeps them
     o = np.concatenate([obj.mesh.positions[obj.mesh.triangles] for obj in ours.objects]).astype(np.float64)
     assert len(o) == len(a)
     # every triangle of ours is one of Assimp's, with the same winding (a rotation of its corners)
@@ -207,7 +207,19 @@ def test_folder_searches_skip_the_companion_files():
     assert names == ["islave.mdl", "scientist.mdl", "v_9mmhandgun.mdl"]
 
 
-@pytest.mark.parametrize("relative", [m for m in MODELS if "gauss" not in m])  # v_gauss: 5 degenerate triangles
+@pytest.mark.parametrize("relative", MODELS)
 def test_the_samples_import_without_warnings(relative):
     scene = load_source(str(goldsrc(relative)), SourceOptions(animations="ALL"))
     assert list(scene.warnings) == []
+
+
+def test_degenerate_triangles_are_counted_not_warned_about():
+    """v_gauss repeats a vertex in 5 triangles: skipped, and counted in the model's properties and `info`."""
+    from io_ms3d_mdl.cli.goldsrc_info import goldsrc_info, goldsrc_text
+
+    path = goldsrc("Pi0h1__halflife/models/v_gauss.mdl")
+    scene = load_source(str(path), SourceOptions(import_animations=False))
+    assert scene.degenerate_triangles == 5 and scene.props["source_degenerate_triangles"] == 5
+    info = goldsrc_info(str(path))
+    assert sum(o["degenerate_triangles"] for bp in info["body_parts"] for o in bp["options"]) == 5
+    assert "  degenerate triangles (a repeated vertex, skipped on import): 5" in goldsrc_text(info)
