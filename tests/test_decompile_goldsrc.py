@@ -269,6 +269,7 @@ def test_the_synthetic_character_comes_back(tmp_path):
     assert (aim.name, aim.files) == ("aim", ["aim_blend1", "aim_blend2"])
     assert qc.attachments == [(0, "arm", np.float32(1), np.float32(0), np.float32(0))]
     gs = read_goldsrc(path)
+    assert not result.warnings
     smd = read_smd(out / "walk.smd")
     decoded = decode_sequence(gs, gs.sequences[0])
     ours = np.array([smd.pose(t) for t in sorted(smd.frames)])

@@ -20,6 +20,7 @@ import numpy as np
 from ...budget import current_budget
 from ...errors import BudgetExceeded, FormatError
 from ...formats.goldsrc import structs as S
+from ...formats.goldsrc.animation import WalkAllowance
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
@@ -30,6 +31,7 @@ from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
 from .qc import QcParts, SequenceFiles, stored_names, write_qc
 
+HELD_NAMES = 8  # bones a warning names
 NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
 _BMP = re.compile(r"\.bmp$", re.IGNORECASE)
 
@@ -90,17 +92,24 @@ def run(job: DecompileJob) -> None:
         body_parts.append((part_names[b], options))
 
     sequences = []
+    walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
     for s, seq in enumerate(gs.sequences):
         label = labels[s]
         base = label or f"sequence{s}"
         try:
-            frames = sequence_frames(gs, seq)
+            frames, held = sequence_frames(gs, seq, walked)
         except BudgetExceeded:
             raise
         except FormatError as exc:
             warnings.add(f"sequence '{label}' was not written: {exc.message}")
             sequences.append(SequenceFiles(seq, label, [], exc.message))
             continue
+        if held:
+            names = ", ".join(bone_names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
+            warnings.add(
+                f"sequence '{label}': channels of {len(held)} bones ({names}) point past the end of their "
+                "file; written at the bones' defaults"
+            )
         smds = []
         for blend in range(len(frames)):
             name = base if len(frames) == 1 else f"{base}_blend{blend + 1}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formats.goldsrc.animation import decode_sequence
+from ...formats.goldsrc.animation import WalkAllowance, decode_sequence
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 
@@ -26,10 +26,15 @@ LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
 
 
-def sequence_frames(gs: GsFile, seq: GsSequence) -> np.ndarray:
+def sequence_frames(
+    gs: GsFile, seq: GsSequence, allowance: WalkAllowance | None = None
+) -> tuple[np.ndarray, list[int]]:
     """(blends, frames, bones, 6) float64: each bone's local position and Euler angles (radians, ``Rz·Ry·Rx``), as
-    the animation SMD holds them."""
-    decoded = decode_sequence(gs, seq)
+    the animation SMD holds them; and the bones some of whose channels point past the end of the file (the reader
+    holds those at the bone's default, as they are written). ``allowance``: the data walked so far, shared by a
+    model's sequences."""
+    decoded = decode_sequence(gs, seq, allowance)
+    held = np.flatnonzero(decoded.held.any(axis=(0, 2))).tolist()
     frames = np.concatenate([decoded.positions, decoded.angles], axis=-1)
     roots = np.flatnonzero(gs.bones["parent"] < 0)
     count = frames.shape[1]
@@ -43,7 +48,7 @@ def sequence_frames(gs: GsFile, seq: GsSequence) -> np.ndarray:
             frames[:, :, roots, :3] += steps[None, :, None, :]
     unturn_roots(frames, roots)
     frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi  # as studiomdl keeps them
-    return frames
+    return frames, held
 
 
 def unturn_roots(frames: np.ndarray, roots: np.ndarray, angle: float = DEFAULT_ROTATION) -> None:
