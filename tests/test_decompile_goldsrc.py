@@ -280,6 +280,34 @@ def test_the_synthetic_character_comes_back(tmp_path):
     check_file(out / result.qc)
 
 
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (hostile.goldsrc_commands_overrun, "past the end of the file"),
+        (hostile.goldsrc_missing_vertices, "uses vertex 999"),
+        (hostile.goldsrc_texture_beyond_data, "work budget|run past the end"),
+        (hostile.goldsrc_cyclic_parents, "parents must come before"),
+    ],
+)
+def test_hostile_models_are_one_message_and_no_files(tmp_path, build, says):
+    path = build(tmp_path / "in")
+    with pytest.raises(FormatError, match=says) as info:
+        decompile(str(path), str(tmp_path / "out"))
+    assert info.value.message.startswith(path.name)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_hostile_companions_cost_their_sequences_only(tmp_path):
+    """A group naming a file outside the model's folder, and a stream of empty spans: the rest decompiles."""
+    result, out = _decompile(hostile.goldsrc_group_traversal(tmp_path / "a"), tmp_path / "a_out")
+    assert any("outside the model's folder; refused" in w for w in result.warnings)
+    text = (out / result.qc).read_text()
+    assert "$sequence walk walk" in text.replace('"', "") and "// sequence 'aim' is not written" in text
+    result, out = _decompile(hostile.goldsrc_empty_spans(tmp_path / "b"), tmp_path / "b_out")
+    assert result.warnings and result.qc
+    check_file(out / result.qc)
+
+
 def test_a_model_that_cannot_be_decompiled_is_one_clean_error(tmp_path):
     source = samples_dir() / "goldsrc/phoenixprojectsoftware__halflifeclassic/models"
     for name, expected in (("scientist01.mdl", "sequence group file"), ("scientistT.mdl", "texture file")):
