@@ -23,7 +23,7 @@ from goldsrc_pairs import (
     smd_path,
     texture_path,
 )
-from goldsrc_writer import GSequence, character_spec, write_model_files
+from goldsrc_writer import GBone, GSequence, character_spec, write_model_files
 from qc_grammar import check_file
 from smd_reader import read as read_smd
 
@@ -306,6 +306,19 @@ def test_hostile_companions_cost_their_sequences_only(tmp_path):
     result, out = _decompile(hostile.goldsrc_empty_spans(tmp_path / "b"), tmp_path / "b_out")
     assert result.warnings and result.qc
     check_file(out / result.qc)
+
+
+def test_non_finite_values_are_written_as_zero_and_reported(tmp_path):
+    spec = character_spec()
+    spec.bones[1] = GBone("arm", 0, (0, 0, float("nan"), 0, 0, float("inf")), (float("nan"),) * 6)
+    spec.attachments = [("muzzle", 1, (float("inf"), 0.0, 0.0))]
+    result, out = _decompile(write_model_files(spec, tmp_path / "models", "guy"), tmp_path / "out")
+    assert any("not finite" in w for w in result.warnings)
+    check_file(out / result.qc)  # refuses nan/inf in any spelling
+    for name in result.files:
+        if name.endswith(".smd"):
+            smd = read_smd(out / name)  # refuses nan/inf too
+            assert smd.vertices is None or np.isfinite(smd.vertices).all()
 
 
 def test_a_model_that_cannot_be_decompiled_is_one_clean_error(tmp_path):

@@ -47,6 +47,11 @@ def accepts(head: bytes) -> bool:
 
 
 def run(job: DecompileJob) -> None:
+    with np.errstate(all="ignore"):  # a stranger's nan and inf are written as 0 and reported (the writers count them)
+        _run(job)
+
+
+def _run(job: DecompileJob) -> None:
     gs = read_goldsrc_bytes(job.data, job.path)
     attach_companions(gs, job.path)
     warnings = job.result.warnings
