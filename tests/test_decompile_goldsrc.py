@@ -308,6 +308,17 @@ def test_hostile_companions_cost_their_sequences_only(tmp_path):
     check_file(out / result.qc)
 
 
+def test_options_leave_out_animations_and_textures(tmp_path):
+    model = samples_dir() / COMPILED / "man.mdl"
+    result, out = _decompile(model, tmp_path / "out", animations=False, textures=False)
+    assert sorted(result.files) == sorted(
+        ["reference_headless.smd", "reference_head1.smd", "reference_head2.smd", "reference_head3.smd", "man.qc"]
+    )
+    qc = read_qc(out / "man.qc")
+    assert [s.files for s in qc.sequences] == [["reference"], ["walk"], [f"arms_up_blend{i}" for i in range(1, 5)]]
+    assert "animations were turned off" in (out / "man.qc").read_text()
+
+
 def test_non_finite_values_are_written_as_zero_and_reported(tmp_path):
     spec = character_spec()
     spec.bones[1] = GBone("arm", 0, (0, 0, float("nan"), 0, 0, float("inf")), (float("nan"),) * 6)
