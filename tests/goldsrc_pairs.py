@@ -13,7 +13,8 @@ What the compiler does to the originals, modelled here before comparing:
 - texture coordinates become texels: ``s = trunc(u·(width-1))`` less the smallest ``s`` of that texture, ``t`` the
   largest ``trunc(v·(height-1))`` less this one (``u``, ``v`` clamped to [-1, 2]); chrome textures get none;
 - animation values are quantised (one step of the bone's scale), a looping sequence's last frame is set to its
-  first (bar its ``L`` axes), and an animation's root bones are turned 90° about Z (undone by the decompile).
+  first (bar its ``L`` axes), and an animation's root bones are turned 90° about Z (the decompile writes them
+  turned, as the engine poses them, and names ``rotate -90`` so that a recompile turns nothing).
 """
 
 from __future__ import annotations

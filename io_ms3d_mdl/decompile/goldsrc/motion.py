@@ -1,8 +1,11 @@
 """A GoldSrc sequence's blends as animation SMD frames, every frame of every bone as the engine poses it.
 
-What ``studiomdl`` (the HL SDK's) does to an animation SMD, and how each step is undone here:
-- The root bones (no parent) were turned by the sequence's rotation, 90° about Z unless ``rotate`` said otherwise
-  (position turned, angle added to Z): turned back by 90°, since the QC written here names no rotation.
+What ``studiomdl`` (the HL SDK's) does to an animation SMD, and how each step is met here:
+- The root bones (no parent) are turned by the sequence's rotation, 90° about Z unless ``rotate`` says otherwise
+  (position turned, angle added to Z). The frames are written as the engine poses them (turned), and every
+  ``$sequence`` says ``rotate -90`` (a rotation of 0): a recompile turns nothing, and an SMD importer shows what the
+  game shows. (An author's SMDs hold the roots before that turn: :func:`unturn_roots` and :func:`turn_roots` go
+  between the two.)
 - With ``LX``/``LY``/``LZ`` the root's travel from the first to the last frame (along those axes) was taken out of
   every frame, in even steps, and stored as the sequence's linear movement: put back, so a recompile finds and
   takes out the same movement, and the SMD shows the walk the game shows (the entity carries that travel).
@@ -24,6 +27,7 @@ from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 
 LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX 64, LY 128, LZ 256
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
+QC_ROTATE = -90  # ``rotate`` a $sequence names so that the compiler turns nothing (its rotation is this + 90°)
 
 
 def sequence_frames(
@@ -46,7 +50,6 @@ def sequence_frames(
         if travel.any():
             steps = np.arange(count, dtype=np.float64)[:, None] / (count - 1) * travel  # (frames, 3)
             frames[:, :, roots, :3] += steps[None, :, None, :]
-    unturn_roots(frames, roots)
     frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi  # as studiomdl keeps them
     return frames, held
 
