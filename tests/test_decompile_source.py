@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import qc_grammar
+import smd_reader
 from conftest import SAMPLES, sample_names, sample_path
 from smd_strict import corner_arrays, qc_commands, read_smd
 
@@ -48,6 +50,7 @@ def test_every_source_sample_decompiles_to_files_studiomdl_reads(tmp_path, name)
     assert commands[0][0] == "$modelname"
     for named in qc_files(qc):
         assert named in files, named
+    qc_grammar.check_file(tmp_path / result.qc)  # the other strict checker: known commands, arity, files there
     animations = 0
     for relative, data in files.items():
         assert not NON_FINITE.search(data.replace(b"notsolid", b"")), relative
@@ -58,6 +61,7 @@ def test_every_source_sample_decompiles_to_files_studiomdl_reads(tmp_path, name)
                     continue
             smd = read_smd(data)
             assert smd.names and smd.frames
+            smd_reader.parse(data, relative)
 
 
 def scene_meshes(path: Path) -> dict[tuple[int, int], object]:
