@@ -335,7 +335,6 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 (STUDIO_SNAP, "snap"),
                 (STUDIO_DELTA, "delta"),
                 (STUDIO_AUTOPLAY, "autoplay"),
-                (STUDIO_POST, "post"),
                 (STUDIO_REALTIME, "realtime"),
                 (STUDIO_HIDDEN, "hidden"),
                 (STUDIO_WORLD, "worldspace"),
@@ -353,7 +352,7 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("fadeout", d.fadeout)
                 _nodes(qc, details.nodes, d)
                 for layer in d.layers:
-                    _layer(qc, mdl, layer)
+                    _layer(qc, mdl, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
             for e in seq.events:
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
@@ -378,7 +377,8 @@ def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
         qc.line("transition", Quoted(entry), Quoted(exit_))
 
 
-def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
+def _layer(qc: QcWriter, mdl: MdlFile, layer, last: int) -> None:
+    """``blendlayer`` takes frames of this sequence; the model stores them as cycles (frame / last frame)."""
     seq, _pose, flags, start, peak, tail, end = layer
     if not 0 <= seq < len(mdl.sequences):
         return
@@ -387,7 +387,8 @@ def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
         qc.line("addlayer", name)
         return
     words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
-    qc.line("blendlayer", name, start, peak, tail, end, *words)
+    frames = [round(v * last) for v in (start, peak, tail, end)]
+    qc.line("blendlayer", name, *frames, *words)
 
 
 def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
