@@ -254,3 +254,25 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
             a = np.unique(theirs_points["positions"].round(3), axis=0)
             b = np.unique(ours_points["positions"].round(3), axis=0)
             assert a.shape == b.shape and np.abs(a - b).max() <= 2e-3
+
+
+def test_decompile_reads_within_the_import_budget(tmp_path):
+    """The same work budget as an import: a tiny one stops the decompile with one clean error, and nothing is
+    left half-written under a final name."""
+    from io_ms3d_mdl.errors import BudgetExceeded
+
+    path = sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl")
+    with pytest.raises(BudgetExceeded):
+        decompiled(path, tmp_path, work_limit=1e-4)
+    assert not [p for p in tmp_path.rglob("*.partial*")]
+
+
+def test_a_second_decompile_refuses_to_overwrite_unless_asked(tmp_path):
+    from io_ms3d_mdl.decompile.output import OutputExists
+
+    path = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    first = decompiled(path, tmp_path)
+    with pytest.raises(OutputExists):
+        decompiled(path, tmp_path)
+    again = decompiled(path, tmp_path, overwrite=True)
+    assert again.files == first.files
