@@ -5,6 +5,7 @@ animation), names exactly as stored (quoted by ``formats.qc`` when needed). Angl
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     _skins(qc, mdl)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
+    _keyvalues(qc, details.keyvalues, warnings)
     qc.blank()
     _bones(qc, parts)
     _jiggles(qc, parts)
@@ -463,3 +465,51 @@ def _jiggles(qc: QcWriter, parts: QcParts) -> None:
                     for axis in ("left", "up", "forward"):
                         qc.line(f"{axis}_constraint", f(f"base_min_{axis}"), f(f"base_max_{axis}"))
                         qc.line(f"{axis}_friction", f(f"base_{axis}_friction"))
+
+
+_KV_TOKEN = re.compile(r'"([^"]*)"|([{}])|([^\s{}"]+)')
+
+
+def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
+    """``$keyvalues { ... }``: the model's key values (``mdlkeyvalue { ... }``) re-tokenised, every word quoted and
+    every brace on its own, so text from the file can never break the QC's structure."""
+    if not text.strip():
+        return
+    tokens = [(q if q or not (b or w) else None, b, w) for q, b, w in _KV_TOKEN.findall(text)]
+    depth, body, started = 0, [], False
+    for quoted, brace, bare in tokens:
+        if brace == "{":
+            depth += 1
+            if depth == 1:
+                started = True
+                continue
+        elif brace == "}":
+            depth -= 1
+            if depth == 0 and started:
+                break
+            if depth < 0:
+                break
+        if started:
+            body.append(Raw(brace) if brace else Quoted(quoted if quoted is not None else bare))
+    if depth != 0 or not started:
+        warnings.add("the model's key values are not balanced braces; left out of the QC")
+        return
+    with qc.block("$keyvalues"):
+        line: list = []
+        for token in body:
+            if isinstance(token, Raw):
+                if line:
+                    qc.line(*line)
+                    line = []
+                if token == "}":
+                    qc.depth -= 1
+                qc.lines.append("\t" * qc.depth + token)
+                if token == "{":
+                    qc.depth += 1
+            else:
+                line.append(token)
+                if len(line) == 2:
+                    qc.line(*line)
+                    line = []
+        if line:
+            qc.line(*line)
