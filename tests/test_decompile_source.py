@@ -244,8 +244,13 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
             assert mine[mine.index("activity") + 1 : mine.index("activity") + 3] == seq[seq.index("activity") + 1 :][:2]
         their_file = next(t for t in seq[2:] if t.lower().endswith(".smd"))
         our_file = next(t for t in mine[2:] if t.lower().endswith(".smd"))
-        frames_theirs = len(original_smd(HAMMER / Path(qc_path).parent / their_file).frames)
-        assert len(read_smd((tmp_path / our_file).read_bytes()).frames) == frames_theirs
+        theirs_anim = original_smd(HAMMER / Path(qc_path).parent / their_file)
+        ours_anim = read_smd((tmp_path / our_file).read_bytes())
+        assert len(ours_anim.frames) == len(theirs_anim.frames)
+        if ours_anim.names == theirs_anim.names:  # every frame's pose, studiomdl's root turn undone
+            for t, pose in theirs_anim.frames.items():
+                for bone, values in pose.items():
+                    assert np.allclose(ours_anim.frames[t][bone], values, atol=1e-4), (our_file, t, bone)
     # the collision model: the hull's points, as the original physics SMD holds them
     for command in ("$collisionmodel", "$collisionjoints"):
         if command in theirs_cmds:
@@ -276,3 +281,19 @@ def test_a_second_decompile_refuses_to_overwrite_unless_asked(tmp_path):
         decompiled(path, tmp_path)
     again = decompiled(path, tmp_path, overwrite=True)
     assert again.files == first.files
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl", "GoodFishMan__mercenaries/models/player/scout.mdl"],
+)
+def test_animation_roots_come_back_in_the_reference_frame(tmp_path, name):
+    """studiomdl turns every animation's root bones (Y-up models a quarter about X as well); undone, a character's
+    ``ref`` animation poses its root where the reference SMD's skeleton has it."""
+    result = decompiled(sample_path("source", name), tmp_path, include_animations=False, lods=False)
+    qc = (tmp_path / result.qc).read_text("utf-8")
+    reference = read_smd((tmp_path / body_options(qc)[0][0]).read_bytes())
+    ref = read_smd((tmp_path / "anims" / "ref.smd").read_bytes())
+    root = reference.parents.index(-1)
+    assert np.allclose(ref.frames[0][root][:3], reference.frames[0][root][:3], atol=0.05)
+    assert np.allclose(ref.frames[0][root][3:], reference.frames[0][root][3:], atol=0.01)
