@@ -64,10 +64,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$surfaceprop", Quoted(details.surface_prop))
     names = [n for bit, n in CONTENTS if details.contents & bit]
     qc.command("$contents", *(Quoted(n) for n in (names or ["notsolid"])))
-    # studiomdl turns $illumposition a quarter (x' = -y, y' = x) for every model: turned back
+    # studiomdl turns $illumposition and $eyeposition a quarter (x' = -y, y' = x) for every model: turned back
     qc.command("$illumposition", *(details.illum_position.astype(np.float64) @ STATIC_TURN.T).tolist())
-    if np.any(details.eye_position):
-        qc.command("$eyeposition", *details.eye_position.astype(float).tolist())
+    if np.any(details.eye_position):  # turned by studiomdl as $illumposition is
+        qc.command("$eyeposition", *(details.eye_position.astype(np.float64) @ STATIC_TURN.T).tolist())
     if np.any(details.hull[0]) or np.any(details.hull[1]):
         qc.command("$bbox", *details.hull[0].astype(float).tolist(), *details.hull[1].astype(float).tolist())
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
