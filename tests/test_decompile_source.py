@@ -297,3 +297,12 @@ def test_animation_roots_come_back_in_the_reference_frame(tmp_path, name):
     root = reference.parents.index(-1)
     assert np.allclose(ref.frames[0][root][:3], reference.frames[0][root][:3], atol=0.05)
     assert np.allclose(ref.frames[0][root][3:], reference.frames[0][root][3:], atol=0.01)
+
+
+def test_a_model_inside_a_vpk_decompiles(tmp_path):
+    archive = SAMPLES / "vpk" / "SirPlease__L4D2-Competitive-Rework" / "addons" / "knife.vpk"
+    if not archive.is_file():
+        pytest.skip("the VPK sample is not in ../shared")
+    result = decompiled(archive / "models" / "v_models" / "v_knife_t.mdl", tmp_path)
+    assert result.qc == "v_knife_t.qc" and any(f.startswith("anims/") for f in result.files)
+    qc_grammar.check_file(tmp_path / result.qc)
