@@ -306,3 +306,15 @@ def test_a_model_inside_a_vpk_decompiles(tmp_path):
     result = decompiled(archive / "models" / "v_models" / "v_knife_t.mdl", tmp_path)
     assert result.qc == "v_knife_t.qc" and any(f.startswith("anims/") for f in result.files)
     qc_grammar.check_file(tmp_path / result.qc)
+
+
+def test_definebone_option_writes_the_whole_skeleton(tmp_path):
+    path = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    mdl = read_mdl(path)
+    result = decompiled(path, tmp_path, definebone=True, animations=False)
+    statements = qc_grammar.check_file(tmp_path / result.qc)
+    defined = [s for s in statements if s.command == "$definebone"]
+    assert [s.args[0].value for s in defined] == mdl.bone_names
+    for s, parent in zip(defined, mdl.bones["parent"].tolist(), strict=True):
+        assert s.args[1].value == (mdl.bone_names[parent] if parent >= 0 else "")
+        assert np.allclose([float(t.value) for t in s.args[2:5]], mdl.bones["pos"][defined.index(s)], atol=1e-6)

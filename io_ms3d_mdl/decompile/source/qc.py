@@ -226,6 +226,15 @@ def _bones(qc: QcWriter, parts: QcParts) -> None:
     for i, name in enumerate(mdl.bone_names):
         if int(bones["flags"][i]) & BONE_USED_BY_BONE_MERGE:
             qc.command("$bonemerge", Quoted(name))
+    # a bone's own surface property and contents, where they differ from the model's
+    model_prop, model_contents = parts.details.surface_prop, parts.details.contents
+    for i, prop in enumerate(parts.details.bone_surface_props):
+        if prop and prop != model_prop:
+            qc.command("$jointsurfaceprop", Quoted(mdl.bone_names[i]), Quoted(prop))
+        contents = int(bones["contents"][i])
+        if contents != model_contents:
+            words = [n for bit, n in CONTENTS if contents & bit] or ["notsolid"]
+            qc.command("$jointcontents", Quoted(mdl.bone_names[i]), *(Quoted(w) for w in words))
 
 
 def _attachments(qc: QcWriter, parts: QcParts) -> None:
