@@ -5,6 +5,7 @@ animation), names exactly as stored (quoted by ``formats.qc`` when needed). Angl
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +14,7 @@ from ...errors import Warnings
 from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.source.model import MdlFile, VtxFile
 from ...formats.source.phy import PhyFile
+from ...scene.rotations import compose, quaternion_to_matrix
 from .angles import matrix_to_euler, quaternion_to_euler
 from .details import ModelDetails
 from .geometry import STATIC_TURN
@@ -54,6 +56,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.blank()
     _body(qc, parts, warnings)
     _lods(qc, parts)
+    _mouths(qc, parts)
     qc.blank()
     if mdl.is_static_prop:
         qc.command("$staticprop")
@@ -61,10 +64,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$surfaceprop", Quoted(details.surface_prop))
     names = [n for bit, n in CONTENTS if details.contents & bit]
     qc.command("$contents", *(Quoted(n) for n in (names or ["notsolid"])))
-    # studiomdl turns $illumposition a quarter (x' = -y, y' = x) for every model: turned back
+    # studiomdl turns $illumposition and $eyeposition a quarter (x' = -y, y' = x) for every model: turned back
     qc.command("$illumposition", *(details.illum_position.astype(np.float64) @ STATIC_TURN.T).tolist())
-    if np.any(details.eye_position):
-        qc.command("$eyeposition", *details.eye_position.astype(float).tolist())
+    if np.any(details.eye_position):  # turned by studiomdl as $illumposition is
+        qc.command("$eyeposition", *(details.eye_position.astype(np.float64) @ STATIC_TURN.T).tolist())
     if np.any(details.hull[0]) or np.any(details.hull[1]):
         qc.command("$bbox", *details.hull[0].astype(float).tolist(), *details.hull[1].astype(float).tolist())
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
@@ -73,6 +76,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     _skins(qc, mdl)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
+    _keyvalues(qc, details.keyvalues, warnings)
     qc.blank()
     _bones(qc, parts)
     _jiggles(qc, parts)
@@ -109,11 +113,8 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
 def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
     mdl = parts.mdl
     flex = parts.flexes[(b, 0)]
-    model = mdl.body_parts[b].models[0]
     with qc.block("$model", Quoted(name), Quoted(parts.references[(b, 0, 0)])):
-        for eye in model.eyeballs:
-            bone = mdl.bone_names[eye.bone] if 0 <= eye.bone < len(mdl.bone_names) else ""
-            qc.comment(f"eyeball {eye.name} on {bone}: origin {eye.origin.tolist()} radius {eye.radius}")
+        _eyeballs(qc, parts, b)
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
             for i, n in enumerate(flex.names, start=1):
@@ -124,6 +125,49 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
 
         for line in rule_lines(mdl):
             qc.lines.append("\t" * qc.depth + line)
+
+
+def bone_world(mdl: MdlFile) -> np.ndarray:
+    """Each bone's rest pose in model space (parents before children)."""
+    quat = mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
+    local = compose(quaternion_to_matrix(quat), mdl.bones["pos"].astype(np.float64))
+    world = local.copy()
+    for i, parent in enumerate(mdl.bones["parent"].tolist()):
+        if parent >= 0:
+            world[i] = world[parent] @ local[i]
+    return world
+
+
+def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
+    """``eyeball name bone x y z material diameter angle iris_material iris_scale``: the centre in model space,
+    the angle from the stored tangent (studiomdl stores ``tan(angle)``), the iris scale inverted as it stores it."""
+    mdl = parts.mdl
+    world = bone_world(mdl) if len(mdl.bones) else np.zeros((0, 4, 4))
+    family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
+    for k, (name, r) in enumerate(parts.details.eyeballs.get((b, 0), [])):
+        bone = int(r["bone"])
+        if not 0 <= bone < len(world):
+            continue
+        centre = world[bone] @ np.r_[r["org"].astype(np.float64), 1.0]
+        # the material: of the eyeball's own mesh (material type 1, parameter = the eyeball), else the stored one
+        model = mdl.body_parts[b].models[0]
+        meshes = [m.material for m in model.meshes if m.material_type == 1 and m.material_param == k]
+        ref = meshes[0] if meshes else int(r["texture"])
+        texture = family0[ref] if 0 <= ref < len(family0) else ref
+        material = mdl.textures[texture] if 0 <= texture < len(mdl.textures) else "eyeball"
+        angle = float(np.degrees(np.arctan(float(r["zoffset"]))))
+        iris = float(r["iris_scale"])
+        qc.line(
+            "eyeball", Quoted(name or f"eye{k}"), Quoted(mdl.bone_names[bone]), *centre[:3].tolist(), Quoted(material),
+            float(r["radius"]) * 2.0, angle, Quoted("iris_unused"), 1.0 / iris if iris else 1.0,
+        )  # fmt: skip
+
+
+def _mouths(qc: QcWriter, parts: QcParts) -> None:
+    mdl = parts.mdl
+    for k, (bone, forward, flex) in enumerate(parts.details.mouths):
+        if 0 <= bone < len(mdl.bone_names) and 0 <= flex < len(mdl.flex_names):
+            qc.command("$mouth", k, Quoted(mdl.flex_names[flex]), Quoted(mdl.bone_names[bone]), *forward.tolist())
 
 
 def _lods(qc: QcWriter, parts: QcParts) -> None:
@@ -182,6 +226,15 @@ def _bones(qc: QcWriter, parts: QcParts) -> None:
     for i, name in enumerate(mdl.bone_names):
         if int(bones["flags"][i]) & BONE_USED_BY_BONE_MERGE:
             qc.command("$bonemerge", Quoted(name))
+    # a bone's own surface property and contents, where they differ from the model's
+    model_prop, model_contents = parts.details.surface_prop, parts.details.contents
+    for i, prop in enumerate(parts.details.bone_surface_props):
+        if prop and prop != model_prop:
+            qc.command("$jointsurfaceprop", Quoted(mdl.bone_names[i]), Quoted(prop))
+        contents = int(bones["contents"][i])
+        if contents != model_contents:
+            words = [n for bit, n in CONTENTS if contents & bit] or ["notsolid"]
+            qc.command("$jointcontents", Quoted(mdl.bone_names[i]), *(Quoted(w) for w in words))
 
 
 def _attachments(qc: QcWriter, parts: QcParts) -> None:
@@ -293,7 +346,6 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 (STUDIO_SNAP, "snap"),
                 (STUDIO_DELTA, "delta"),
                 (STUDIO_AUTOPLAY, "autoplay"),
-                (STUDIO_POST, "post"),
                 (STUDIO_REALTIME, "realtime"),
                 (STUDIO_HIDDEN, "hidden"),
                 (STUDIO_WORLD, "worldspace"),
@@ -311,7 +363,7 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("fadeout", d.fadeout)
                 _nodes(qc, details.nodes, d)
                 for layer in d.layers:
-                    _layer(qc, mdl, layer)
+                    _layer(qc, mdl, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
             for e in seq.events:
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
@@ -336,7 +388,8 @@ def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
         qc.line("transition", Quoted(entry), Quoted(exit_))
 
 
-def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
+def _layer(qc: QcWriter, mdl: MdlFile, layer, last: int) -> None:
+    """``blendlayer`` takes frames of this sequence; the model stores them as cycles (frame / last frame)."""
     seq, _pose, flags, start, peak, tail, end = layer
     if not 0 <= seq < len(mdl.sequences):
         return
@@ -345,7 +398,8 @@ def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
         qc.line("addlayer", name)
         return
     words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
-    qc.line("blendlayer", name, start, peak, tail, end, *words)
+    frames = [round(v * last) for v in (start, peak, tail, end)]
+    qc.line("blendlayer", name, *frames, *words)
 
 
 def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
@@ -420,3 +474,51 @@ def _jiggles(qc: QcWriter, parts: QcParts) -> None:
                     for axis in ("left", "up", "forward"):
                         qc.line(f"{axis}_constraint", f(f"base_min_{axis}"), f(f"base_max_{axis}"))
                         qc.line(f"{axis}_friction", f(f"base_{axis}_friction"))
+
+
+_KV_TOKEN = re.compile(r'"([^"]*)"|([{}])|([^\s{}"]+)')
+
+
+def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
+    """``$keyvalues { ... }``: the model's key values (``mdlkeyvalue { ... }``) re-tokenised, every word quoted and
+    every brace on its own, so text from the file can never break the QC's structure."""
+    if not text.strip():
+        return
+    tokens = [(q if q or not (b or w) else None, b, w) for q, b, w in _KV_TOKEN.findall(text)]
+    depth, body, started = 0, [], False
+    for quoted, brace, bare in tokens:
+        if brace == "{":
+            depth += 1
+            if depth == 1:
+                started = True
+                continue
+        elif brace == "}":
+            depth -= 1
+            if depth == 0 and started:
+                break
+            if depth < 0:
+                break
+        if started:
+            body.append(Raw(brace) if brace else Quoted(quoted if quoted is not None else bare))
+    if depth != 0 or not started:
+        warnings.add("the model's key values are not balanced braces; left out of the QC")
+        return
+    with qc.block("$keyvalues"):
+        line: list = []
+        for token in body:
+            if isinstance(token, Raw):
+                if line:
+                    qc.line(*line)
+                    line = []
+                if token == "}":
+                    qc.depth -= 1
+                qc.lines.append("\t" * qc.depth + token)
+                if token == "{":
+                    qc.depth += 1
+            else:
+                line.append(token)
+                if len(line) == 2:
+                    qc.line(*line)
+                    line = []
+        if line:
+            qc.line(*line)
