@@ -115,3 +115,15 @@ BUILDERS = {
     "bloodlines character.mdl": bloodlines_character,
     "bloodlines textured prop.mdl": bloodlines_textured_prop,
 }
+
+
+# Issue 31: GoldSrc blends, long span chains (which leap) and skin tables, for the mutator to push past their budgets.
+
+
+def goldsrc_blends_spans_skins(tmp: Path) -> Path:
+    from goldsrc_writer import counts_spec
+
+    return hostile.goldsrc(tmp, counts_spec())
+
+
+BUILDERS.update({"hostile goldsrc blends spans skins.mdl": goldsrc_blends_spans_skins})

@@ -1,0 +1,198 @@
+"""The GoldSrc (Half-Life 1, MDL version 10) decompiler: a model back to what the HL SDK's ``studiomdl`` compiles.
+
+Files written, all beside the QC (``$cd`` and ``$cdtexture`` are the QC's folder):
+- ``<model>.qc``: the commands (``qc``);
+- one reference SMD per body-part option, named as the model names it (``geometry``); blank options stay ``blank``;
+- one animation SMD per sequence, or per blend of a blended sequence (``<sequence>_blend<n>``), every frame as the
+  engine poses it, the sequences of group files (``<model>01.mdl``…) included (``motion``);
+- one 8-bit paletted BMP per texture (the model's or its ``<model>T.mdl``'s), palette and indices as stored
+  (``formats.images.bmp``), named as the texture is so the SMDs' materials find it.
+The readers do every decoding (``formats.goldsrc``); this package only undoes what the compiler did to the sources.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+
+from ...budget import current_budget
+from ...errors import BudgetExceeded, FormatError
+from ...formats.goldsrc import structs as S
+from ...formats.goldsrc.animation import WalkAllowance
+from ...formats.goldsrc.model import GsFile
+from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
+from ...formats.images.bmp import paletted_bmp
+from ...formats.smd import SmdSkeleton, write_smd
+from ...scene.goldsrc.convert import bone_world
+from ...scene.names import unique_names
+from ..registry import DecompileJob, Decompiler
+from .geometry import FALLBACK_SIZE, model_triangles
+from .motion import sequence_frames
+from .qc import QcParts, SequenceFiles, stored_names, write_qc
+
+HELD_NAMES = 8  # bones a warning names
+NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
+_BMP = re.compile(r"\.bmp$", re.IGNORECASE)
+
+
+def accepts(head: bytes) -> bool:
+    """A GoldSrc model (``IDST`` version 10). Its companions (``IDSQ`` group files, ``T.mdl``) are refused by the
+    reader with a message naming the model to open instead."""
+    return (
+        len(head) >= 8
+        and head[:4] in (S.MAGIC, S.SEQUENCE_GROUP_MAGIC)
+        and (head[:4] == S.SEQUENCE_GROUP_MAGIC or head[4:8] == b"\n\0\0\0")
+    )
+
+
+def run(job: DecompileJob) -> None:
+    with np.errstate(all="ignore"):  # a stranger's nan and inf are written as 0 and reported (the writers count them)
+        _run(job)
+
+
+def _run(job: DecompileJob) -> None:
+    gs = read_goldsrc_bytes(job.data, job.path)
+    attach_companions(gs, job.path)
+    warnings = job.result.warnings
+    warnings.extend(gs.warnings)
+    job.result.version = S.VERSION
+    model_file = os.path.basename(job.path)
+
+    bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
+    if bone_names != gs.bone_names:
+        warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
+    skeleton = SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64))
+    texture_files = _texture_files(gs, job)
+    _check_animation_budget(gs, job.path)
+    labels, part_names = stored_names(gs)
+    body_parts = _references(gs, job, skeleton, texture_files, part_names)
+    sequences = _animations(gs, job, skeleton, labels)
+    if job.options.textures:
+        for texture, relative in zip(gs.textures, texture_files, strict=True):
+            if texture.indices is not None and texture.palette is not None:
+                job.output.write(relative, paletted_bmp(texture.indices, texture.palette))
+
+    notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
+    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes))
+    qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
+    job.output.write(qc_file, qc.encode())
+    _non_finite(warnings, qc_file, qc.non_finite)
+    job.result.qc = qc_file
+
+
+def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
+    """Per texture, the BMP file it is written to: its own name where that is a safe, unique file name."""
+    files = [job.output.name(_BMP.sub("", t.name) or f"texture{i}", ".bmp") for i, t in enumerate(gs.textures)]
+    renamed = [t.name for t, f in zip(gs.textures, files, strict=True) if t.name != f]
+    if renamed:
+        job.result.warnings.add(f"textures renamed to safe, unique BMP file names: {', '.join(renamed[:5])}")
+    if gs.body_parts and not gs.textures:
+        job.result.warnings.add(
+            f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels"
+        )
+    return files
+
+
+def _references(
+    gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, texture_files: list[str], part_names: list[str]
+) -> list[tuple[str, list[str | None]]]:
+    """One reference SMD per body-part option (blank ones stay blank): per part, its name and options' stems."""
+    warnings, out = job.result.warnings, job.output
+    world = bone_world(gs)
+    rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
+    materials, sizes = _columns(gs, texture_files)
+    body_parts = []
+    for b, part in enumerate(gs.body_parts):
+        options: list[str | None] = []
+        for m, model in enumerate(part.models):
+            if len(model.vertices) == 0 and not any(len(mesh.corners) for mesh in model.meshes):
+                options.append(None)
+                continue
+            relative = out.name(source_stem(model.name) or f"{part.name}_{m}", ".smd")
+            triangles, dropped = model_triangles(gs, model, world, materials, sizes)
+            if dropped:
+                warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")
+            with out.open(relative) as stream:
+                stats = write_smd(stream, skeleton, rest, triangles)
+            _non_finite(warnings, relative, stats.non_finite)
+            options.append(relative[: -len(".smd")])
+        body_parts.append((part_names[b], options))
+    return body_parts
+
+
+def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[SequenceFiles]:
+    """One animation SMD per blend of every sequence; a sequence that cannot be decoded is a warning (and a
+    comment in the QC)."""
+    warnings, out = job.result.warnings, job.output
+    sequences = []
+    walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
+    for s, seq in enumerate(gs.sequences):
+        label = labels[s]
+        base = label or f"sequence{s}"
+        frames, held = None, []
+        if job.options.animations:
+            try:
+                frames, held = sequence_frames(gs, seq, walked)
+            except BudgetExceeded:
+                raise
+            except FormatError as exc:
+                warnings.add(f"sequence '{label}' was not written: {exc.message}")
+                sequences.append(SequenceFiles(seq, label, [], exc.message))
+                continue
+        if held:
+            names = ", ".join(skeleton.names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
+            warnings.add(
+                f"sequence '{label}': channels of {len(held)} bones ({names}) point past the end of their "
+                "file; written at the bones' defaults"
+            )
+        blends = len(frames) if frames is not None else max(seq.numblends, 1)
+        smds = []
+        for blend in range(blends):
+            relative = out.name(base if blends == 1 else f"{base}_blend{blend + 1}", ".smd")
+            if frames is not None:
+                with out.open(relative) as stream:
+                    stats = write_smd(stream, skeleton, frames[blend])
+                _non_finite(warnings, relative, stats.non_finite)
+            smds.append(relative[: -len(".smd")])
+        sequences.append(SequenceFiles(seq, label, smds))
+    return sequences
+
+
+def _check_animation_budget(gs: GsFile, path: str) -> None:
+    """Every blend of every sequence is decoded and written: their frames × bones against the import's budget for
+    a model's animations (sequences may share one stream of values, so each alone passing proves nothing)."""
+    budget = current_budget()
+    data_bytes = len(gs.data) + sum(len(data) for data, _ in gs.group_data.values())
+    work = sum(max(s.numframes, 0) * max(s.numblends, 1) for s in gs.sequences) * len(gs.bones)
+    budget.check(path, "frames × bones over all animations", work, budget.bone_frames(data_bytes))
+
+
+def source_stem(name: str) -> str:
+    """A model's SMD stem from the name it stores (its source file, often a path): the last step without ``.smd``,
+    other dots as ``_`` (studiomdl adds ``.smd`` to whatever it is given; other tools add it only without one)."""
+    stem = re.split(r"[/\\]", name)[-1]
+    return re.sub(r"\.smd$", "", stem, flags=re.IGNORECASE).replace(".", "_")
+
+
+def _columns(gs: GsFile, texture_files: list[str]) -> tuple[list[str], np.ndarray]:
+    """Per skin-table column, the material its meshes name (family 0's texture file) and that texture's size."""
+    family = gs.skins[0].tolist() if len(gs.skins) else []
+    names, sizes = [], []
+    for column, texture in enumerate(family):
+        if 0 <= texture < len(gs.textures):
+            names.append(texture_files[texture])
+            sizes.append((gs.textures[texture].width, gs.textures[texture].height))
+        else:
+            names.append(f"missing_texture{column}.bmp")
+            sizes.append((FALLBACK_SIZE, FALLBACK_SIZE))
+    return names, np.array(sizes, dtype=np.float64).reshape(-1, 2)
+
+
+def _non_finite(warnings, relative: str, count: int) -> None:
+    if count:
+        warnings.add(f"{relative}: {count} values that were not finite (nan or inf) were written as 0")
+
+
+DECOMPILER = Decompiler("goldsrc", accepts, run)
