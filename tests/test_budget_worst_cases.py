@@ -415,6 +415,46 @@ def goldsrc_shared_commands(tmp: Path) -> Built:
     return path, {}, meshes * 1_500
 
 
+def goldsrc_listed(field: str) -> Callable[[Path], Built]:
+    """As many bone controllers or sequence groups as the property budget allows: each an entry of a list
+    property on the model."""
+
+    def build(tmp: Path) -> Built:
+        from goldsrc_writer import character_spec, write_model_files
+
+        from io_ms3d_mdl.formats.goldsrc import structs as G
+
+        count = DEFAULT.custom_properties
+        path = write_model_files(character_spec(), tmp, "listed")
+        data = bytearray(path.read_bytes())
+        dtype = G.BONE_CONTROLLER if field == "numbonecontrollers" else G.SEQUENCE_GROUP
+        at = len(data)
+        data += np.zeros(count, dtype).tobytes()
+        header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER).copy()
+        index = "bonecontrollerindex" if field == "numbonecontrollers" else "seqgroupindex"
+        header[field], header[index], header["length"] = count, at, len(data)
+        data[: G.HEADER.itemsize] = header.tobytes()
+        path.write_bytes(bytes(data))
+        return path, {}, count
+
+    return build
+
+
+def goldsrc_group_files(tmp: Path) -> Built:
+    """Two sequence-group files that together all but fill the file size budget, each holding a sequence."""
+    from goldsrc_writer import character_spec, write_model_files
+
+    spec = character_spec()
+    spec.groups = ["", "groups01.mdl", "groups02.mdl"]
+    spec.sequences[0].group = 2
+    path = write_model_files(spec, tmp, "groups")
+    size = DEFAULT.file_bytes // 2 - 4096
+    for name in spec.groups[1:]:
+        with (tmp / name).open("ab") as f:
+            f.truncate(size)  # sparse: zeros after the animation data
+    return path, {"animations": "ALL"}, 2 * size
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -440,6 +480,9 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "animation data walked by leaping: GoldSrc, 1 M one-frame spans": goldsrc_leaping,
     "triangles: GoldSrc one-vertex commands": goldsrc_short_commands,
     "triangles: GoldSrc meshes sharing one command list": goldsrc_shared_commands,
+    "custom properties: GoldSrc bone controllers (one list)": goldsrc_listed("numbonecontrollers"),
+    "custom properties: GoldSrc sequence groups (one list)": goldsrc_listed("numseqgroups"),
+    "file size: GoldSrc sequence-group files together": goldsrc_group_files,
 }
 
 
