@@ -143,6 +143,12 @@ class Budget:
         return self._n(4_000)
 
     @property
+    def materials(self) -> int:
+        """Materials (each with its node tree and image): 7,000 one-pixel GoldSrc textures took 165 s. Real models
+        have at most a few hundred."""
+        return self._n(1_000)
+
+    @property
     def custom_properties(self) -> int:
         """Custom properties on objects, empties, collections, bones, materials and actions (flex controllers and
         the flex weights other rules read among them). Blender 4.2 looks each up by walking the list: 100,000

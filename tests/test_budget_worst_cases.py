@@ -455,6 +455,28 @@ def goldsrc_group_files(tmp: Path) -> Built:
     return path, {"animations": "ALL"}, 2 * size
 
 
+def goldsrc_materials(tmp: Path) -> Built:
+    """As many one-pixel textures as the material budget allows: each becomes a material with its image."""
+    from goldsrc_writer import GTexture, character_spec, write_model_files
+
+    spec = character_spec()
+    spec.textures = [GTexture(f"t{i}.bmp", 1, 1) for i in range(DEFAULT.materials)]
+    spec.skins = [[0, 1, 2]]
+    return write_model_files(spec, tmp, "materials"), {}, DEFAULT.materials
+
+
+def goldsrc_choices(tmp: Path) -> Built:
+    """Body parts of ten blank choices each, as many collections as the object budget allows: all but the first
+    choice of each part are hidden in the view layer."""
+    from goldsrc_writer import GBodyPart, GModel, character_spec, write_model_files
+
+    spec = character_spec()
+    blank = GModel("blank", [], [], [], [], [])
+    parts = (DEFAULT.objects - 20) // 11
+    spec.body_parts = [GBodyPart(f"p{i}", [blank] * 10) for i in range(parts)]
+    return write_model_files(spec, tmp, "choices"), {}, parts * 11
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -483,6 +505,8 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "custom properties: GoldSrc bone controllers (one list)": goldsrc_listed("numbonecontrollers"),
     "custom properties: GoldSrc sequence groups (one list)": goldsrc_listed("numseqgroups"),
     "file size: GoldSrc sequence-group files together": goldsrc_group_files,
+    "materials: GoldSrc textures": goldsrc_materials,
+    "objects: GoldSrc body-part choices (collections, hidden)": goldsrc_choices,
 }
 
 

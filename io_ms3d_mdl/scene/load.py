@@ -45,7 +45,10 @@ def load_source(path: str, options: SourceOptions | None = None) -> SceneData:
     ):
         data = read_file(path)
         if is_goldsrc_file(data):  # Half-Life 1's .mdl (or a companion of one): the same operator, another engine
-            return load_goldsrc(path, data, options)
+            scene = load_goldsrc(path, data, options)
+            fit_property_names(scene)
+            check_datablocks(scene, path)  # (GoldSrc skipped this: 7,000 one-pixel textures took 165 s)
+            return scene
         mdl = read_mdl_bytes(data, os.fspath(path))
         sidecars = find_sidecars(path)
         lod = options.lod if options.lod >= 0 else None  # only the level of detail that is built

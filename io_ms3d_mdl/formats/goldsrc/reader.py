@@ -71,6 +71,8 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
             int(header["boneindex"]) + i * S.BONE.itemsize + 32,
         )
     textures, skins = _textures(cur, header)
+    budget = current_budget()  # each attachment becomes an empty: counted before 100,000 are read (8 s)
+    budget.check(cur.path, "attachments (each an empty)", int(header["numattachments"]), budget.objects)
     warnings = Warnings()  # what the reader notes; the scene adds its own
     gs = GsFile(
         path=path,
