@@ -477,6 +477,32 @@ def goldsrc_choices(tmp: Path) -> Built:
     return write_model_files(spec, tmp, "choices"), {}, parts * 11
 
 
+def goldsrc_meshes(tmp: Path) -> Built:
+    """As many mesh records as the mesh budget allows, every one naming an empty command list."""
+    from goldsrc_writer import character_spec, write_model_files
+
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    path = write_model_files(character_spec(), tmp, "meshes")
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER).copy()
+    part = np.frombuffer(bytes(data), G.BODY_PART, 1, int(header[0]["bodypartindex"]))[0]
+    at = int(part["modelindex"])
+    model = np.frombuffer(bytes(data[at : at + G.MODEL.itemsize]), G.MODEL).copy()
+    count = DEFAULT.meshes - 3  # the character's other meshes
+    empty = len(data)
+    data += bytes(4)  # a command list that ends at once
+    meshes = np.zeros(count, G.MESH)
+    meshes["triindex"] = empty
+    model[0]["nummesh"], model[0]["meshindex"] = count, len(data)
+    data += meshes.tobytes()
+    data[at : at + G.MODEL.itemsize] = model.tobytes()
+    header[0]["length"] = len(data)
+    data[: G.HEADER.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+    return path, {}, count
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -507,6 +533,7 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "file size: GoldSrc sequence-group files together": goldsrc_group_files,
     "materials: GoldSrc textures": goldsrc_materials,
     "objects: GoldSrc body-part choices (collections, hidden)": goldsrc_choices,
+    "meshes: GoldSrc records naming an empty command list": goldsrc_meshes,
 }
 
 

@@ -312,3 +312,17 @@ def test_listed_records_and_shared_group_files(tmp_path, monkeypatch):
             file.truncate(100_000)
     with using_budget(Budget(0.001)), pytest.raises(BudgetExceeded, match="sequence-group files together"):
         read_goldsrc(path)
+
+
+def test_mesh_records_are_counted_before_they_are_walked(tmp_path):
+    """A million mesh records naming one empty command list took 8 s to walk (red team); the budget is 65,536."""
+    from test_budget_worst_cases import goldsrc_meshes
+
+    from io_ms3d_mdl.budget import Budget, using_budget
+
+    path, _, count = goldsrc_meshes(tmp_path)
+    read_goldsrc(path)  # just under the budget
+    start = time.perf_counter()
+    with using_budget(Budget(0.5)), pytest.raises(BudgetExceeded, match="meshes over all models of 65,533"):
+        read_goldsrc(path)
+    assert time.perf_counter() - start < 1.0 and count == 65_533

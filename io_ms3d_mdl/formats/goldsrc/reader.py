@@ -259,6 +259,8 @@ def _model(cur: Cursor, record: np.void, bone_count: int, budget, totals: dict) 
                     int(record["vertinfoindex" if what == "vertex" else "norminfoindex"]) + int(bones.argmax()),
                 )
         meshes = []
+        totals["meshes"] = totals.get("meshes", 0) + max(int(record["nummesh"]), 0)
+        budget.check(cur.path, "meshes over all models", totals["meshes"], budget.meshes)
         for m, mesh in enumerate(cur.array_at(S.MESH, int(record["meshindex"]), int(record["nummesh"]), "meshes")):
             corners = totals["lists"].get(int(mesh["triindex"]))
             if corners is None:
