@@ -63,7 +63,7 @@ class Budget:
         """GoldSrc animation data walked by leaping, over one import: a channel's spans are a chain, and one of
         more than a hundred spans is followed through tables of about 12 bytes per byte of data it may cross
         (real channels hold a handful of spans and never leap)."""
-        return self._n(32 * MIB)
+        return self._n(16 * MIB)
 
     def resampled_keys(self, file_size: int) -> int:
         """Keys MilkShape resampling may add (beyond it the stored keys are kept as they are). Each costs about

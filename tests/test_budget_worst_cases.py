@@ -362,8 +362,8 @@ def skin_table(kind: str) -> Callable[[Path], Built]:
 
 
 def goldsrc_leaping(tmp: Path) -> Built:
-    """One bone of a million frames (the per-animation budget), each frame a span of its own holding 15 values
-    (32 bytes): the chain spans all the data the leaping budget allows."""
+    """One bone of a million frames (the per-animation budget), each frame a span of its own holding 7 values
+    (16 bytes): the chain spans all the data the leaping budget allows."""
     from goldsrc_writer import GBone, GSequence, GSpec, write_model_files
 
     frames = DEFAULT.animation_bone_frames
