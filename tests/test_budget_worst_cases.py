@@ -362,8 +362,8 @@ def skin_table(kind: str) -> Callable[[Path], Built]:
 
 
 def goldsrc_leaping(tmp: Path) -> Built:
-    """One bone of a million frames (the per-animation budget), each frame a span of its own holding 15 values
-    (32 bytes): the chain spans all the data the leaping budget allows."""
+    """One bone of a million frames (the per-animation budget), each frame a span of its own holding 7 values
+    (16 bytes): the chain spans all the data the leaping budget allows."""
     from goldsrc_writer import GBone, GSequence, GSpec, write_model_files
 
     frames = DEFAULT.animation_bone_frames
@@ -415,6 +415,94 @@ def goldsrc_shared_commands(tmp: Path) -> Built:
     return path, {}, meshes * 1_500
 
 
+def goldsrc_listed(field: str) -> Callable[[Path], Built]:
+    """As many bone controllers or sequence groups as the property budget allows: each an entry of a list
+    property on the model."""
+
+    def build(tmp: Path) -> Built:
+        from goldsrc_writer import character_spec, write_model_files
+
+        from io_ms3d_mdl.formats.goldsrc import structs as G
+
+        count = DEFAULT.custom_properties
+        path = write_model_files(character_spec(), tmp, "listed")
+        data = bytearray(path.read_bytes())
+        dtype = G.BONE_CONTROLLER if field == "numbonecontrollers" else G.SEQUENCE_GROUP
+        at = len(data)
+        data += np.zeros(count, dtype).tobytes()
+        header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER).copy()
+        index = "bonecontrollerindex" if field == "numbonecontrollers" else "seqgroupindex"
+        header[field], header[index], header["length"] = count, at, len(data)
+        data[: G.HEADER.itemsize] = header.tobytes()
+        path.write_bytes(bytes(data))
+        return path, {}, count
+
+    return build
+
+
+def goldsrc_group_files(tmp: Path) -> Built:
+    """Two sequence-group files that together all but fill the file size budget, each holding a sequence."""
+    from goldsrc_writer import character_spec, write_model_files
+
+    spec = character_spec()
+    spec.groups = ["", "groups01.mdl", "groups02.mdl"]
+    spec.sequences[0].group = 2
+    path = write_model_files(spec, tmp, "groups")
+    size = DEFAULT.file_bytes // 2 - 4096
+    for name in spec.groups[1:]:
+        with (tmp / name).open("ab") as f:
+            f.truncate(size)  # sparse: zeros after the animation data
+    return path, {"animations": "ALL"}, 2 * size
+
+
+def goldsrc_materials(tmp: Path) -> Built:
+    """As many one-pixel textures as the material budget allows: each becomes a material with its image."""
+    from goldsrc_writer import GTexture, character_spec, write_model_files
+
+    spec = character_spec()
+    spec.textures = [GTexture(f"t{i}.bmp", 1, 1) for i in range(DEFAULT.materials)]
+    spec.skins = [[0, 1, 2]]
+    return write_model_files(spec, tmp, "materials"), {}, DEFAULT.materials
+
+
+def goldsrc_choices(tmp: Path) -> Built:
+    """Body parts of ten blank choices each, as many collections as the object budget allows: all but the first
+    choice of each part are hidden in the view layer."""
+    from goldsrc_writer import GBodyPart, GModel, character_spec, write_model_files
+
+    spec = character_spec()
+    blank = GModel("blank", [], [], [], [], [])
+    parts = (DEFAULT.objects - 20) // 11
+    spec.body_parts = [GBodyPart(f"p{i}", [blank] * 10) for i in range(parts)]
+    return write_model_files(spec, tmp, "choices"), {}, parts * 11
+
+
+def goldsrc_meshes(tmp: Path) -> Built:
+    """As many mesh records as the mesh budget allows, every one naming an empty command list."""
+    from goldsrc_writer import character_spec, write_model_files
+
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    path = write_model_files(character_spec(), tmp, "meshes")
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER).copy()
+    part = np.frombuffer(bytes(data), G.BODY_PART, 1, int(header[0]["bodypartindex"]))[0]
+    at = int(part["modelindex"])
+    model = np.frombuffer(bytes(data[at : at + G.MODEL.itemsize]), G.MODEL).copy()
+    count = DEFAULT.meshes - 3  # the character's other meshes
+    empty = len(data)
+    data += bytes(4)  # a command list that ends at once
+    meshes = np.zeros(count, G.MESH)
+    meshes["triindex"] = empty
+    model[0]["nummesh"], model[0]["meshindex"] = count, len(data)
+    data += meshes.tobytes()
+    data[at : at + G.MODEL.itemsize] = model.tobytes()
+    header[0]["length"] = len(data)
+    data[: G.HEADER.itemsize] = header.tobytes()
+    path.write_bytes(bytes(data))
+    return path, {}, count
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -440,6 +528,12 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "animation data walked by leaping: GoldSrc, 1 M one-frame spans": goldsrc_leaping,
     "triangles: GoldSrc one-vertex commands": goldsrc_short_commands,
     "triangles: GoldSrc meshes sharing one command list": goldsrc_shared_commands,
+    "custom properties: GoldSrc bone controllers (one list)": goldsrc_listed("numbonecontrollers"),
+    "custom properties: GoldSrc sequence groups (one list)": goldsrc_listed("numseqgroups"),
+    "file size: GoldSrc sequence-group files together": goldsrc_group_files,
+    "materials: GoldSrc textures": goldsrc_materials,
+    "objects: GoldSrc body-part choices (collections, hidden)": goldsrc_choices,
+    "meshes: GoldSrc records naming an empty command list": goldsrc_meshes,
 }
 
 

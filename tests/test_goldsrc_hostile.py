@@ -246,3 +246,83 @@ def test_the_leaping_walk_is_charged_to_the_import(tmp_path):
     assert np.allclose(decoded.positions[0, :, 0, 0], 0.05)
     with pytest.raises(BudgetExceeded, match="animation data walked for the long channels"):
         decode_sequence(gs, gs.sequences[0], WalkAllowance(DEFAULT.animation_walk_bytes - 100))
+
+
+def test_listed_records_and_shared_group_files(tmp_path, monkeypatch):
+    """Red-team findings: controllers and sequence groups become entries of list properties (a million
+    controllers took 2.9 GB), so they count as custom properties before they are read; groups that name one
+    file share its bytes (2,000 groups naming one 60 MB file ran out of memory), and the group files together
+    are bounded by the file size budget."""
+    import struct
+
+    from io_ms3d_mdl.budget import DEFAULT, Budget, using_budget
+    from io_ms3d_mdl.formats.goldsrc import reader
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    def patched(folder, count_field, index_field, dtype, count, fill=None):
+        path = write_model_files(character_spec(), folder, "guy")
+        data = bytearray(path.read_bytes())
+        records = np.zeros(count, dtype)
+        if fill:
+            fill(records)
+        at = len(data)
+        data += records.tobytes()
+        header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER).copy()
+        header[count_field], header[index_field] = count, at
+        data[: G.HEADER.itemsize] = header.tobytes()
+        path.write_bytes(bytes(data))
+        return path
+
+    many = DEFAULT.custom_properties + 1
+    for count, index, dtype, what in [
+        ("numbonecontrollers", "bonecontrollerindex", G.BONE_CONTROLLER, "bone controllers"),
+        ("numseqgroups", "seqgroupindex", G.SEQUENCE_GROUP, "sequence groups"),
+    ]:
+        path = patched(tmp_path / what.replace(" ", "_"), count, index, dtype, many)
+        with pytest.raises(BudgetExceeded, match=f"{what} \\(each listed in the model's properties\\) of 20,001"):
+            read_goldsrc(path)
+
+    # 50 groups, one sequence each, all naming guy01.mdl: read once
+    def groups(records):
+        records["name"] = b"guy01.mdl"
+
+    path = patched(tmp_path / "shared", "numseqgroups", "seqgroupindex", G.SEQUENCE_GROUP, 51, groups)
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0]
+    aim = int(header["seqindex"]) + G.SEQUENCE.itemsize  # the group's sequence, copied into groups 1…50
+    sequences = np.repeat(np.frombuffer(bytes(data[aim : aim + G.SEQUENCE.itemsize]), G.SEQUENCE), 50)
+    sequences["seqgroup"] = np.arange(1, 51)
+    at = len(data)
+    data += sequences.tobytes()
+    data[int(G.HEADER.fields["numseq"][1]) : int(G.HEADER.fields["numseq"][1]) + 8] = struct.pack("<2i", 50, at)
+    path.write_bytes(bytes(data))
+    reads = []
+    real = reader.read_file
+    monkeypatch.setattr(reader, "read_file", lambda p: reads.append(os.path.basename(p)) or real(p))
+    gs = read_goldsrc(path)
+    assert sorted(gs.group_data) == list(range(1, 51)) and reads.count("guy01.mdl") == 1
+    assert len({id(d) for d, _ in gs.group_data.values()}) == 1
+    # two group files of 100 kB each, under a budget of 134 kB per file: refused together
+    spec = character_spec()
+    spec.groups = ["", "guy01.mdl", "guy02.mdl"]
+    spec.sequences[0].group = 2
+    path = write_model_files(spec, tmp_path / "two", "guy")
+    for name in ("guy01.mdl", "guy02.mdl"):
+        with (path.parent / name).open("ab") as file:
+            file.truncate(100_000)
+    with using_budget(Budget(0.001)), pytest.raises(BudgetExceeded, match="sequence-group files together"):
+        read_goldsrc(path)
+
+
+def test_mesh_records_are_counted_before_they_are_walked(tmp_path):
+    """A million mesh records naming one empty command list took 8 s to walk (red team); the budget is 65,536."""
+    from test_budget_worst_cases import goldsrc_meshes
+
+    from io_ms3d_mdl.budget import Budget, using_budget
+
+    path, _, count = goldsrc_meshes(tmp_path)
+    read_goldsrc(path)  # just under the budget
+    start = time.perf_counter()
+    with using_budget(Budget(0.5)), pytest.raises(BudgetExceeded, match="meshes over all models of 65,533"):
+        read_goldsrc(path)
+    assert time.perf_counter() - start < 1.0 and count == 65_533

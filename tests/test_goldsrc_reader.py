@@ -321,8 +321,8 @@ def test_a_million_frames_of_one_bone_decode_in_well_under_a_second():
     spans[:, 2:] = (np.arange(frames) % 4000 - 2000).astype("<i2").view(np.uint8).reshape(-1, 2)
     spec = GSpec(bones=[GBone("root", -1)], sequences=[GSequence("s", frames, [[[spans.tobytes()] + [None] * 5]])])
     gs = read_goldsrc_bytes(write_goldsrc(spec), "million.mdl")
-    start = time.perf_counter()
+    start = time.process_time()  # the CPU this process spent (a loaded machine's waits are not the decoder's)
     decoded = decode_sequence(gs, gs.sequences[0])
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     np.testing.assert_allclose(decoded.positions[0, :, 0, 0], (np.arange(frames) % 4000 - 2000) * 0.01, atol=1e-9)
     assert seconds < 1.0, f"{seconds:.2f} s"

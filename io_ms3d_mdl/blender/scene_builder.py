@@ -95,10 +95,12 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
         for obj in objects + extras:
             if obj.parent is None:
                 obj.matrix_world = turn @ obj.matrix_world
-    # Hide the other body-group choices only now: edit mode (the armature) needs visible collections.
+    # Hide the other body-group choices only now: edit mode (the armature) needs visible collections. The view
+    # layer's tree is walked once (a search per choice took 73 s for 3,850 collections).
+    layers = layer_collections(context.view_layer.layer_collection) if hidden else {}
     for coll in hidden:
         coll.hide_render = True
-        layer = find_layer_collection(context.view_layer.layer_collection, coll)
+        layer = layers.get(coll.as_pointer())
         if layer is not None:
             layer.hide_viewport = True
     return collection, objects + extras
@@ -256,6 +258,16 @@ def _new_collection(data: CollectionData, parent: bpy.types.Collection) -> bpy.t
         bpy.data.collections.remove(coll)
         raise
     return coll
+
+
+def layer_collections(root: bpy.types.LayerCollection) -> dict[int, bpy.types.LayerCollection]:
+    """Every layer collection below ``root``, by its collection's address, in one walk."""
+    out, todo = {}, [root]
+    while todo:
+        layer = todo.pop()
+        out[layer.collection.as_pointer()] = layer
+        todo.extend(layer.children)
+    return out
 
 
 def find_layer_collection(

@@ -24,6 +24,7 @@ def check_datablocks(scene: SceneData, path: str | os.PathLike[str] | None) -> N
     drivers = sum(len(o.drivers) for o in scene.objects)
     budget.check(path, "drivers over all objects", drivers, budget.drivers)
     budget.check(path, "actions", len(scene.actions), budget.actions)
+    budget.check(path, "materials", len(scene.materials), budget.materials)
     props = (
         len(scene.props)
         + sum(len(o.props) + len(o.controls) + len(o.drivers) for o in scene.objects)

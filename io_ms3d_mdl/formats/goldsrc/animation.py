@@ -162,9 +162,13 @@ class _Walk:
         """Chains (all starting on one parity of byte) cut into blocks of ``B`` spans: where each block starts,
         found by jumping ``B`` spans a turn through a table built by doubling over the bytes they may cross.
         Returns the blocks as walkers for :meth:`_lockstep`, each to stop after its ``B`` spans."""
-        raw, size, frames = self.raw, self.size, self.frames
+        raw, frames = self.raw, self.frames
         lo = int(ptr.min())
-        nodes = (size - lo + 1) // 2  # span headers may sit at lo, lo + 2, …
+        # a span takes at most 512 bytes, and a chain may take at most frames + SPARE_STEPS of them: no further
+        # (a chain that would is refused by the walk that follows it through its last block)
+        hi = min(self.size, int((ptr + 512 * (frames + SPARE_STEPS - steps)).max()) + 2)
+        window = raw[lo:hi]
+        nodes = (len(window) + 1) // 2  # span headers may sit at lo, lo + 2, …
         budget = current_budget()
         self.allowance.spent += 2 * nodes
         budget.check(
@@ -179,12 +183,12 @@ class _Walk:
         index = np.int32 if nodes < (1 << 30) else np.int64
         readable = np.arange(nodes, dtype=index)
         jump = np.empty(nodes + 1, dtype=index)
-        np.add(readable, raw[lo::2][:nodes], out=jump[:nodes], dtype=index)
+        np.add(readable, window[0::2], out=jump[:nodes], dtype=index)
         jump[:nodes] += 1  # header i: its valid shorts, then the next header
         jump[:nodes][jump[:nodes] >= nodes] = nodes
         frames_on = np.full(nodes + 1, _FAR, dtype=index)
-        tail = raw[lo + 1 :: 2]
-        frames_on[: len(tail)] = tail  # a header whose second byte is past the end stays unreadable (_FAR)
+        tail = window[1::2]
+        frames_on[: len(tail)] = tail  # a header whose second byte is past the window stays unreadable (_FAR)
         jump[len(tail) : nodes] = nodes
         jump[nodes] = nodes  # past the end: stays there, covering _FAR frames
         del readable, tail

@@ -71,6 +71,8 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
             int(header["boneindex"]) + i * S.BONE.itemsize + 32,
         )
     textures, skins = _textures(cur, header)
+    budget = current_budget()  # each attachment becomes an empty: counted before 100,000 are read (8 s)
+    budget.check(cur.path, "attachments (each an empty)", int(header["numattachments"]), budget.objects)
     warnings = Warnings()  # what the reader notes; the scene adds its own
     gs = GsFile(
         path=path,
@@ -80,13 +82,13 @@ def read_goldsrc_bytes(data: bytes, path: str | None = None) -> GsFile:
         bones=bones,
         bone_names=names,
         controllers=_records(
-            cur, header, "numbonecontrollers", "bonecontrollerindex", S.BONE_CONTROLLER, "bone controllers"
+            cur, header, "numbonecontrollers", "bonecontrollerindex", S.BONE_CONTROLLER, "bone controllers", True
         ),
         hitboxes=_records(cur, header, "numhitboxes", "hitboxindex", S.HITBOX, "hitboxes"),
         sequences=_sequences(cur, header),
         groups=[
             GsSequenceGroup(fixed_string(bytes(g["label"])), fixed_string(bytes(g["name"])))
-            for g in _records(cur, header, "numseqgroups", "seqgroupindex", S.SEQUENCE_GROUP, "sequence groups")
+            for g in _records(cur, header, "numseqgroups", "seqgroupindex", S.SEQUENCE_GROUP, "sequence groups", True)
         ],
         textures=textures,
         skins=skins,
@@ -126,10 +128,17 @@ def _header(cur: Cursor, path: str | None) -> np.void:
     return cur.view_at(S.HEADER, 0, 1, "GoldSrc studiohdr_t header")[0]
 
 
-def _records(cur: Cursor, header: np.void, count: str, index: str, dtype: np.dtype, what: str) -> np.ndarray:
+def _records(
+    cur: Cursor, header: np.void, count: str, index: str, dtype: np.dtype, what: str, listed: bool = False
+) -> np.ndarray:
+    """``listed``: each record becomes an entry of a list in the model's properties (controllers, groups), which
+    Blender holds at about 3 KB an entry (a million controllers took 2.9 GB): counted as custom properties."""
     n = int(header[count])
     if n == 0:
         return np.zeros(0, dtype=dtype)
+    if listed:
+        budget = current_budget()
+        budget.check(cur.path, f"{what} (each listed in the model's properties)", n, budget.custom_properties)
     with cur.section(what):
         return cur.array_at(dtype, int(header[index]), n, what)
 
@@ -250,6 +259,8 @@ def _model(cur: Cursor, record: np.void, bone_count: int, budget, totals: dict) 
                     int(record["vertinfoindex" if what == "vertex" else "norminfoindex"]) + int(bones.argmax()),
                 )
         meshes = []
+        totals["meshes"] = totals.get("meshes", 0) + max(int(record["nummesh"]), 0)
+        budget.check(cur.path, "meshes over all models", totals["meshes"], budget.meshes)
         for m, mesh in enumerate(cur.array_at(S.MESH, int(record["meshindex"]), int(record["nummesh"]), "meshes")):
             corners = totals["lists"].get(int(mesh["triindex"]))
             if corners is None:
@@ -288,13 +299,20 @@ def attach_companions(gs: GsFile, path: str) -> None:
                 gs.textures, gs.skins, gs.texture_file = texture_file.textures, texture_file.skins, found
         elif any(bp.models for bp in gs.body_parts):
             gs.warnings.add(f"the model keeps its textures in '{stem}T.mdl', which was not found beside it")
+    used = {s.seqgroup for s in gs.sequences}
+    files: dict[str, bytes] = {}  # groups naming one file share its bytes (read once)
+    budget = current_budget()
     for g, group in enumerate(gs.groups):
-        if g == 0 or not any(s.seqgroup == g for s in gs.sequences):
+        if g == 0 or g not in used:
             continue
         where = _group_file(folder, path, group.name, stem, g)
         if isinstance(where, str) and not where.startswith("\0"):
+            data = files.get(where)
             try:
-                data = read_file(where)
+                if data is None:
+                    data = files[where] = read_file(where)
+                    total = sum(len(d) for d in files.values())
+                    budget.check(where, "sequence-group files together", total, budget.file_bytes, "bytes")
             except BudgetExceeded:
                 raise
             except FormatError as exc:
