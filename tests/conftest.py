@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +19,8 @@ for path in (ROOT, TESTS):
 SHARED = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared"))
 SAMPLES = SHARED / "samples"
 EXAMPLE = ROOT / "examples" / "house.ms3d"
+# Snapshots of public repositories fetched onto this machine (wider real-file tests than the shared corpus holds).
+MIRROR = Path(os.environ.get("IO_MS3D_MDL_MIRROR", ROOT.parent / ".mirror"))
 
 try:
     import bpy
@@ -31,6 +35,20 @@ def samples_dir() -> Path:
             pytest.fail(f"the shared samples are required but {SAMPLES} is missing")
         pytest.skip(f"shared sample corpus not found at {SAMPLES} (set IO_MS3D_MDL_SHARED)")
     return SAMPLES
+
+
+def mirror_tree(repo: str, paths: list[str], into: Path) -> Path:
+    """The files under ``paths`` of a fetched repository snapshot (``owner+name``), written into ``into``; skips
+    saying where the snapshot was looked for when this machine has none (they are not part of the shared corpus)."""
+    git_dir = MIRROR / repo / "repo"
+    if not git_dir.is_dir() or shutil.which("git") is None:
+        pytest.skip(f"the snapshot of {repo.replace('+', '/')} is not at {git_dir} (fetch it to run this test)")
+    into.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", "HEAD", *paths], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into
 
 
 def ms3d_sample(relative: str) -> Path:

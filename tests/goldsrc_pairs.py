@@ -19,39 +19,20 @@ What the compiler does to the originals, modelled here before comparing:
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pytest
-from conftest import ROOT
 from qc_grammar import Statement, parse
 
 from io_ms3d_mdl.decompile.goldsrc.activities import activity_number
 from io_ms3d_mdl.decompile.goldsrc.qc import CONTROLS, implied_flags
 
-MIRROR = Path(os.environ.get("IO_MS3D_MDL_MIRROR", ROOT.parent / ".mirror"))
 SOURCES_REPO = "malortie+assimp-hl1-mdl-importer-tests-sources"
 MODELS_REPO = "assimp+assimp"
 MODELS_FOLDER = "test/models/MDL/MDL (HL1)"
 CONTROL_BITS = {name.lower(): bit for bit, name in CONTROLS.items()}
 RENDER_BITS = {"masked": 64, "additive": 32, "fullbright": 4, "chrome": 2, "flatshade": 1}
-
-
-def mirror_tree(repo: str, paths: list[str], into: Path) -> Path:
-    """The files under ``paths`` of a fetched repository snapshot, written into ``into``; skips without it."""
-    git_dir = MIRROR / repo / "repo"
-    if not git_dir.is_dir() or shutil.which("git") is None:
-        pytest.skip(f"the snapshot of {repo.replace('+', '/')} is not at {git_dir} (fetch it to run this test)")
-    into.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(
-        ["git", f"--git-dir={git_dir}", "archive", "--format=tar", "HEAD", *paths], capture_output=True, check=True
-    )
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
 
 
 @dataclass

@@ -12,13 +12,12 @@ from pathlib import Path
 import hostile
 import numpy as np
 import pytest
-from conftest import SAMPLES, samples_dir
+from conftest import SAMPLES, mirror_tree, samples_dir
 from goldsrc_pairs import (
     MODELS_FOLDER,
     MODELS_REPO,
     SOURCES_REPO,
     GoldSrcQc,
-    mirror_tree,
     read_qc,
     smd_path,
     texture_path,

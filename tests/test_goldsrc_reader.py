@@ -5,10 +5,11 @@ lookup written here; and the refusals that name what a file is."""
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sample_path
+from conftest import mirror_tree, sample_path
 
 from io_ms3d_mdl.errors import FormatError
 from io_ms3d_mdl.formats.goldsrc import decode_sequence, read_goldsrc
@@ -225,7 +226,13 @@ def test_degenerate_triangles_are_counted_not_warned_about():
     assert "  degenerate triangles (a repeated vertex, skipped on import): 5" in goldsrc_text(info)
 
 
-HOSTAGE = "gloeyisk__CS16/models/hostage.mdl"
+HOSTAGE_REPO = "gloeyisk+CS16"  # Counter-Strike 1.6's models (not in the shared corpus: read from its snapshot)
+HOSTAGE_FILES = ["models/hostage.mdl", *(f"models/hostage{i:02d}.mdl" for i in range(1, 9))]
+
+
+@pytest.fixture(scope="module")
+def hostage(tmp_path_factory) -> Path:
+    return mirror_tree(HOSTAGE_REPO, HOSTAGE_FILES, tmp_path_factory.mktemp("cs16")) / HOSTAGE_FILES[0]
 
 
 def reference_or_none(data: bytes, start: int, frames: int) -> list[int] | None:
@@ -236,11 +243,11 @@ def reference_or_none(data: bytes, start: int, frames: int) -> list[int] | None:
         return None
 
 
-def test_hostage_channels_past_their_group_file_hold_their_rest_value():
+def test_hostage_channels_past_their_group_file_hold_their_rest_value(hostage):
     """CS 1.6's hostage.mdl: every sequence of its group files has channels whose offsets (near 65,535) point past
     the end of its hostageNN.mdl. Those hold the bone's default value, the others decode as the reference does,
     and every one of the 156 sequences imports, each naming its held bones once."""
-    gs = read_goldsrc(goldsrc(HOSTAGE))
+    gs = read_goldsrc(hostage)
     held_groups = []
     for seq in gs.sequences:
         data = gs.data if seq.seqgroup == 0 else gs.group_data[seq.seqgroup][0]
@@ -258,7 +265,7 @@ def test_hostage_channels_past_their_group_file_hold_their_rest_value():
         if decoded.held.any():
             held_groups.append(seq.seqgroup)
     assert len(held_groups) == 88 and all(held_groups)  # every sequence of the group files, none of the model's
-    scene = load_source(str(goldsrc(HOSTAGE)), SourceOptions(animations="ALL"))
+    scene = load_source(str(hostage), SourceOptions(animations="ALL"))
     assert len(scene.actions) == len(gs.sequences) == 156
     held = [w for w in scene.warnings if "points past the end of 'hostage0" in w]
     assert len(held) == 88 and len(scene.warnings) == 88  # once per sequence, nothing else
