@@ -71,6 +71,7 @@ class SequenceDetails:
     node_flags: int = 0
     layers: list[tuple[int, int, int, float, float, float, float]] = field(default_factory=list)
     weights: np.ndarray | None = None  # (bones,) float32: the sequence's bone weights (None: unread)
+    events: list[tuple[int, int, str]] = field(default_factory=list)  # per event: (number, type, options text)
 
 
 IKCHAIN = np.dtype([("sznameindex", "<i4"), ("linktype", "<i4"), ("numlinks", "<i4"), ("linkindex", "<i4")])
@@ -179,6 +180,19 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         details.fadein, details.fadeout = float(raw["fadeintime"][0]), float(raw["fadeouttime"][0])
         details.entry_node, details.exit_node = int(raw["localentrynode"][0]), int(raw["localexitnode"][0])
         details.node_flags = int(raw["nodeflags"][0])
+        with suppress(FormatError):
+            (head,) = cur.array_at(S.SEQDESC_HEAD, off, 1, "sequence")
+            count = int(head["numevents"])
+            if 0 < count <= 4096:
+                records = cur.array_at(S.EVENT, off + int(head["eventindex"]), count, "events")
+                details.events = [
+                    (
+                        int(r["event"]),
+                        int(r["type"]),
+                        r["options"].tobytes().split(b"\0", 1)[0].decode("utf-8", "replace"),
+                    )
+                    for r in records
+                ]
         count = int(header["numbones"])
         if int(raw["weightlistindex"][0]) and 0 < count <= 4096:
             try:

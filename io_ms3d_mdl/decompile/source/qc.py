@@ -23,6 +23,7 @@ STUDIO_LOOPING, STUDIO_SNAP, STUDIO_DELTA, STUDIO_AUTOPLAY, STUDIO_POST = 0x1, 0
 STUDIO_CYCLEPOSE, STUDIO_REALTIME, STUDIO_LOCAL, STUDIO_HIDDEN = 0x80, 0x100, 0x200, 0x400
 STUDIO_WORLD = 0x4000
 BONE_USED_BY_BONE_MERGE = 0x40000
+NEW_EVENT = 0x400  # the event's name is a string (AE_...), its number assigned at run time
 CONTENTS = ((0x1, "solid"), (0x8, "grate"), (0x2000000, "monster"), (0x20000000, "ladder"))
 AUTOLAYER_FLAGS = ((0x1, "post"), (0x2, "spline"), (0x4, "xfade"), (0x8, "noblend"), (0x20, "local"))
 
@@ -365,12 +366,15 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 for layer in d.layers:
                     _layer(qc, mdl, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
-            for e in seq.events:
+            raw = d.events if d is not None and len(d.events) == len(seq.events) else []
+            for k, e in enumerate(seq.events):
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
-                if e.event == 0 and e.name:
-                    qc.line("{", "event", Quoted(e.name), frame, Raw("}"))
+                number, kind, options = raw[k] if raw else (e.event, 0, e.name)
+                if kind & NEW_EVENT or (not raw and e.event == 0 and e.name):  # a named event: name, then options
+                    extra = [Quoted(options)] if raw and options else []
+                    qc.line("{", "event", Quoted(e.name), frame, *extra, Raw("}"))
                 else:
-                    qc.line("{", "event", e.event, frame, Quoted(e.name), Raw("}"))
+                    qc.line("{", "event", number, frame, Quoted(options), Raw("}"))
 
 
 def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
