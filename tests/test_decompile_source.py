@@ -318,3 +318,20 @@ def test_definebone_option_writes_the_whole_skeleton(tmp_path):
     for s, parent in zip(defined, mdl.bones["parent"].tolist(), strict=True):
         assert s.args[1].value == (mdl.bone_names[parent] if parent >= 0 else "")
         assert np.allclose([float(t.value) for t in s.args[2:5]], mdl.bones["pos"][defined.index(s)], atol=1e-6)
+
+
+def test_named_events_keep_their_options_and_the_shadow_lod_is_shadowlod(tmp_path):
+    cube = decompiled(
+        sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"), tmp_path / "a"
+    )
+    tokens = qc_grammar.check_file(tmp_path / "a" / cube.qc)
+    events = [s for s in tokens if s.command == "$sequence"]
+    words = [t.value for s in events for t in s.args]
+    assert "AE_CL_PLAYSOUND" in words and "MonsterBox.Footstep" in words
+    civilian = decompiled(
+        sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"),
+        tmp_path / "b",
+        animations=False,
+    )
+    commands = [c[0] for c in qc_commands((tmp_path / "b" / civilian.qc).read_text("utf-8"))]
+    assert commands.count("$lod") == 4 and commands.count("$shadowlod") == 1

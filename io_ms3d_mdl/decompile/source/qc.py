@@ -177,12 +177,15 @@ def _lods(qc: QcWriter, parts: QcParts) -> None:
         return
     lods = max((k for _, _, k in parts.references), default=0)
     for k in range(1, lods + 1):
-        switch = 0.0
-        for options in vtx.body_parts:
-            for levels in options:
-                if levels and k < len(levels) and levels[k] is not None:
-                    switch = max(switch, float(levels[k].switch_point))
-        with qc.block("$lod", switch):
+        points = [
+            float(levels[k].switch_point)
+            for options in vtx.body_parts
+            for levels in options
+            if levels and k < len(levels) and levels[k] is not None
+        ]
+        switch = max(points, default=0.0)
+        # a switch point below zero is the shadow LOD (what casts shadows), $shadowlod in the QC
+        with qc.block("$shadowlod") if switch < 0 else qc.block("$lod", switch):
             for (b, m, level), file in sorted(parts.references.items()):
                 if level != 0:
                     continue
