@@ -113,6 +113,24 @@ PROC_JIGGLE = 5
 MOUTH = np.dtype([("bone", "<i4"), ("forward", "<f4", 3), ("flexdesc", "<i4")])
 
 
+IKRULE = np.dtype(  # mstudioikrule_t, 152 bytes [SDK studio.h]
+    [
+        ("index", "<i4"), ("type", "<i4"), ("chain", "<i4"), ("bone", "<i4"), ("slot", "<i4"), ("height", "<f4"),
+        ("radius", "<f4"), ("floor", "<f4"), ("pos", "<f4", 3), ("q", "<f4", 4), ("compressedikerrorindex", "<i4"),
+        ("unused2", "<i4"), ("istart", "<i4"), ("ikerrorindex", "<i4"), ("start", "<f4"), ("peak", "<f4"),
+        ("tail", "<f4"), ("end", "<f4"), ("unused3", "<f4"), ("contact", "<f4"), ("drop", "<f4"), ("top", "<f4"),
+        ("unused6", "<i4", 3), ("szattachmentindex", "<i4"), ("unused", "<i4", 7),
+    ]
+)  # fmt: skip
+assert IKRULE.itemsize == 152
+
+
+@dataclass
+class IkRule:
+    record: np.void
+    attachment: str
+
+
 @dataclass
 class IkChain:
     name: str
@@ -147,9 +165,12 @@ class ModelDetails:
     mouths: list[tuple[int, np.ndarray, int]] = field(default_factory=list)  # (bone, forward, flex descriptor)
     jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
     bone_surface_props: list[str] = field(default_factory=list)  # per bone ("" when unread)
+    ik_rules: dict[int, list[IkRule]] = field(default_factory=dict)  # animation → its IK rules (in the .mdl)
 
 
-def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None) -> ModelDetails:
+def model_details(
+    data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None, animations: tuple = ()
+) -> ModelDetails:
     cur = Cursor(data, path)
     header, _ = _header(cur)
     version = int(header["version"])
@@ -281,6 +302,20 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
             with suppress(FormatError):
                 for r in cur.array_at(MOUTH, index, count, "mouths"):
                     mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
+    ik_rules: dict[int, list[IkRule]] = {}
+    if version != 53:
+        for a, desc in enumerate(animations):
+            with suppress(FormatError):
+                (record,) = cur.array_at(S.ANIMDESC, desc.offset, 1, "animation")
+                count, index = int(record["numikrules"]), int(record["ikruleindex"])
+                if 0 < count <= 64 and index:  # (rules kept in an .ani block are not read)
+                    at = desc.offset + index
+                    rules = cur.array_at(IKRULE, at, count, "ik rules")
+                    ik_rules[a] = [
+                        IkRule(r, text(at + k * IKRULE.itemsize + int(r["szattachmentindex"]))
+                               if int(r["szattachmentindex"]) else "")
+                        for k, r in enumerate(rules)
+                    ]  # fmt: skip
     surface_props = []
     if version != 53 and bones is not None:
         for i, offset in enumerate(bones["surfacepropidx"].tolist()):
@@ -301,6 +336,7 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         eyeballs=eyeballs,
         mouths=mouths,
         bone_surface_props=surface_props,
+        ik_rules=ik_rules,
         jiggles=jiggles,
     )
 

@@ -64,7 +64,7 @@ def decompile_source(job: DecompileJob) -> None:
         phy,
     )
     warnings.extend(scene.warnings)
-    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones)
+    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
     restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None

@@ -369,6 +369,8 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 for layer in d.layers:
                     _layer(qc, mdl, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
+            if seq.animations:
+                _ik_rules(qc, parts, seq.animations[0], last)
             raw = d.events if d is not None and len(d.events) == len(seq.events) else []
             for k, e in enumerate(seq.events):
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
@@ -378,6 +380,35 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("{", "event", Quoted(e.name), frame, *extra, Raw("}"))
                 else:
                     qc.line("{", "event", number, frame, Quoted(options), Raw("}"))
+
+
+IK_TYPES = {1: "touch", 2: "world", 3: "footstep", 4: "release", 5: "attachment", 6: "unlatch"}
+
+
+def _ik_rules(qc: QcWriter, parts: QcParts, animation: int, last: int) -> None:
+    """``ikrule chain type [bone|attachment] range start peak tail end``: the range in frames of the sequence (the
+    model stores cycles), with the foot's height, floor, pad and contact where a footstep keeps them."""
+    mdl, chains = parts.mdl, parts.details.ik_chains
+    for rule in parts.details.ik_rules.get(animation, []):
+        r = rule.record
+        chain, kind = int(r["chain"]), IK_TYPES.get(int(r["type"]))
+        if kind is None or not 0 <= chain < len(chains):
+            continue
+        words: list = [Quoted(chains[chain].name), kind]
+        if kind == "touch":
+            bone = int(r["bone"])
+            if not 0 <= bone < len(mdl.bone_names):
+                continue
+            words.append(Quoted(mdl.bone_names[bone]))
+        elif kind == "attachment":
+            words.append(Quoted(rule.attachment))
+        frames = [round(float(r[k]) * last) for k in ("start", "peak", "tail", "end")]
+        if frames != [0, 0, 0, 0]:
+            words += ["range", *frames]
+        if kind == "footstep":
+            words += ["height", float(r["height"]), "floor", float(r["floor"]), "pad", float(r["radius"]) * 2.0]
+            words += ["contact", round(float(r["contact"]) * last)]
+        qc.line("ikrule", *words)
 
 
 def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
