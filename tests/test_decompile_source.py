@@ -335,3 +335,31 @@ def test_named_events_keep_their_options_and_the_shadow_lod_is_shadowlod(tmp_pat
     )
     commands = [c[0] for c in qc_commands((tmp_path / "b" / civilian.qc).read_text("utf-8"))]
     assert commands.count("$lod") == 4 and commands.count("$shadowlod") == 1
+
+
+def test_jigglebones_come_back_in_degrees(tmp_path):
+    """No sample has a jiggle bone: a record made here goes through the QC writer."""
+    from io_ms3d_mdl.decompile.source.details import JIGGLE, model_details
+    from io_ms3d_mdl.decompile.source.qc import QcParts, write_qc
+    from io_ms3d_mdl.errors import Warnings
+    from io_ms3d_mdl.formats.qc import QcWriter
+
+    mdl = read_mdl(sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"))
+    details = model_details(mdl.data, mdl.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    record = np.zeros(1, JIGGLE)[0]
+    record["flags"] = 0x1 | 0x4 | 0x10 | 0x40  # flexible, yaw and angle constraints, base spring
+    record["length"], record["tip_mass"] = 10.0, 2.0
+    record["angle_limit"], record["min_yaw"], record["max_yaw"] = np.radians(30), np.radians(-20), np.radians(45)
+    record["base_mass"], record["base_min_up"], record["base_max_up"] = 5.0, -3.0, 4.0
+    details.jiggles = {1: record}
+    qc = QcWriter()
+    write_qc(qc, QcParts(mdl=mdl, details=details, stem="cube", turn=None, vtx=None), Warnings())
+    (tmp_path / "cube.qc").write_bytes(qc.encode())
+    statements = qc_grammar.check_file(tmp_path / "cube.qc")
+    jiggle = next(s for s in statements if s.command == "$jigglebone")
+    words = [t.value for t in jiggle.args]
+    assert words[0] == mdl.bone_names[1]
+    assert words[words.index("angle_constraint") + 1] == "30"
+    assert words[words.index("yaw_constraint") + 1 : words.index("yaw_constraint") + 3] == ["-20", "45"]
+    assert words[words.index("up_constraint") + 1 : words.index("up_constraint") + 3] == ["-3", "4"]
+    assert "is_flexible" in words and "has_base_spring" in words and "is_rigid" not in words

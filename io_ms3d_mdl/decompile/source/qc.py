@@ -94,14 +94,17 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
 
 
 def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
+    """A ``$bodygroup`` per body part, blanks kept; a one-option part with flexes or eyeballs is a ``$model`` (what
+    can hold them)."""
     mdl = parts.mdl
     for b, bp in enumerate(mdl.body_parts):
         flexed = [m for m in range(len(bp.models)) if (b, m) in parts.flexes]
-        if flexed and len(bp.models) == 1:
+        eyes = [m for m in range(len(bp.models)) if parts.details.eyeballs.get((b, m))]
+        if (flexed or eyes) and len(bp.models) == 1 and (b, 0, 0) in parts.references:
             _flex_model(qc, parts, b, bp.name)
             continue
-        if flexed:
-            warnings.add(f"body part '{bp.name}' has several options and flexes: its flexes are not in the QC")
+        if flexed or eyes:
+            warnings.add(f"body part '{bp.name}' has several options and flexes or eyeballs: those are not in the QC")
         with qc.block("$bodygroup", Quoted(bp.name)):
             for m in range(len(bp.models)):
                 file = parts.references.get((b, m, 0))
@@ -113,9 +116,11 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
 
 def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
     mdl = parts.mdl
-    flex = parts.flexes[(b, 0)]
+    flex = parts.flexes.get((b, 0))
     with qc.block("$model", Quoted(name), Quoted(parts.references[(b, 0, 0)])):
         _eyeballs(qc, parts, b)
+        if flex is None:
+            return
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
             for i, n in enumerate(flex.names, start=1):
