@@ -212,6 +212,8 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
     original = (HAMMER / qc_path).read_text("utf-8", "replace")
     ours_cmds = {c[0].lower(): c for c in qc_commands(qc)}
     theirs_cmds = {c[0].lower(): c for c in qc_commands(original)}
+    for key in ("$mostlyopaque", "$opaque"):
+        assert (key in ours_cmds) == (key in theirs_cmds), key
     for key in ("$modelname", "$surfaceprop", "$cdmaterials", "$staticprop"):
         if key in theirs_cmds:
             assert [t.lower() for t in ours_cmds[key][1:2]] == [t.lower() for t in theirs_cmds[key][1:2]], key

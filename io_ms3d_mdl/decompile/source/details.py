@@ -166,6 +166,7 @@ class ModelDetails:
     jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
     bone_surface_props: list[str] = field(default_factory=list)  # per bone ("" when unread)
     ik_rules: dict[int, list[IkRule]] = field(default_factory=dict)  # animation → its IK rules (in the .mdl)
+    directional_light_dot: int = 0  # header byte: $constantdirectionallight × 255
 
 
 def model_details(
@@ -337,6 +338,7 @@ def model_details(
         mouths=mouths,
         bone_surface_props=surface_props,
         ik_rules=ik_rules,
+        directional_light_dot=int(header["constdirectionallightdot"]),
         jiggles=jiggles,
     )
 
