@@ -147,3 +147,15 @@ def compose(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
     m[..., :3, 3] = translation
     m[..., 3, 3] = 1.0
     return m
+
+
+def matrix_to_euler_xyz(m: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) rotations → (…, 3) radians with R = Rz·Ry·Rx, the inverse of :func:`euler_xyz_to_matrix`
+    (y in [-π/2, π/2]; at gimbal lock, z = 0)."""
+    m = np.asarray(m, dtype=np.float64)
+    sy = np.clip(-m[..., 2, 0], -1.0, 1.0)
+    y = np.arcsin(sy)
+    locked = np.hypot(m[..., 0, 0], m[..., 1, 0]) < 1e-9
+    x = np.where(locked, np.arctan2(sy * m[..., 0, 1], m[..., 1, 1]), np.arctan2(m[..., 2, 1], m[..., 2, 2]))
+    z = np.where(locked, 0.0, np.arctan2(m[..., 1, 0], m[..., 0, 0]))
+    return np.stack([x, y, z], axis=-1)
