@@ -353,7 +353,7 @@ def _material(mat: bpy.types.Material, options: ReadOptions) -> MaterialData:
         name=mat.name, base_color=tuple(mat.diffuse_color[:3]), alpha=float(mat.diffuse_color[3]), props=props
     )
     data.roughness = float(mat.roughness)
-    tree = mat.node_tree if getattr(mat, "use_nodes", True) or bpy.app.version >= (5, 0, 0) else None
+    tree = mat.node_tree if bpy.app.version >= (5, 0, 0) or mat.use_nodes else None
     bsdf = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None) if tree is not None else None
     if bsdf is None:
         return data
