@@ -359,8 +359,8 @@ def _material(mat: bpy.types.Material, options: ReadOptions) -> MaterialData:
         return data
     inputs = bsdf.inputs
     base = inputs["Base Color"]
-    if not base.is_linked:
-        data.base_color = tuple(float(c) for c in base.default_value[:3])
+    # Linked or not, the socket keeps the colour (our import writes it there beside its texture).
+    data.base_color = tuple(float(c) for c in base.default_value[:3])
     if not inputs["Alpha"].is_linked:
         data.alpha = float(inputs["Alpha"].default_value)
     data.roughness = float(inputs["Roughness"].default_value)
