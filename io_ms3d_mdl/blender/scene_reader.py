@@ -250,19 +250,21 @@ def _weight_tree(names: list[str]) -> bpy.types.NodeTree:
     tree = bpy.data.node_groups.new("io_ms3d_mdl weights", "GeometryNodeTree")
     tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
-    nodes, links = tree.nodes, tree.links
+    nodes = tree.nodes
+
+    def link(a, b):  # without the per-link check of socket limits (a chain cannot exceed them)
+        tree.links.new(a, b, verify_limits=False)
+
     geometry = nodes.new("NodeGroupInput").outputs[0]
-    for i, name in enumerate(names):  # one pair of nodes per bone group
+    for i, name in enumerate(names):  # one pair of nodes per bone group (both default to float, on points)
         read = nodes.new("GeometryNodeInputNamedAttribute")
-        read.data_type = "FLOAT"
-        read.inputs["Name"].default_value = name
+        read.inputs[0].default_value = name
         store = nodes.new("GeometryNodeStoreNamedAttribute")
-        store.data_type, store.domain = "FLOAT", "POINT"
         store.inputs["Name"].default_value = f"{WEIGHT_PREFIX}{i}"
-        links.new(geometry, store.inputs["Geometry"])
-        links.new(read.outputs["Attribute"], store.inputs["Value"])
-        geometry = store.outputs["Geometry"]
-    links.new(geometry, nodes.new("NodeGroupOutput").inputs[0])
+        link(geometry, store.inputs[0])
+        link(read.outputs[0], store.inputs["Value"])
+        geometry = store.outputs[0]
+    link(geometry, nodes.new("NodeGroupOutput").inputs[0])
     return tree
 
 

@@ -31,6 +31,7 @@ from ...formats.ms3d.model import (
 )
 from ...formats.text import encode_text
 from ..axes import axis_conversion_matrix
+from ..names import unique_names
 from ..rotations import compose, euler_xyz_to_matrix, matrix_to_euler_xyz, quaternion_to_matrix
 from ..types import ActionData, ClipData, MaterialData, ObjectData, SceneData
 from .armature import JOINT_AXIS_TO_BONE, parse_clips
@@ -55,6 +56,7 @@ class Ms3dExportOptions:
     axis_up: str = "Y"
     groups: str = "OBJECT"  # "OBJECT": a group per object (and material); "MATERIAL": a group per material
     too_many_influences: str = "DROP"  # "DROP": keep the four largest, one warning; "ERROR": refuse
+    fit_names: bool = False  # names past 32 bytes: cut and numbered (one warning) instead of refused
 
 
 @dataclass
@@ -71,8 +73,10 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
     ``scene.warnings``."""
     warnings = scene.warnings
     axes = axis_conversion_matrix(options.axis_forward, options.axis_up)
-    to_file = axes.T / options.scale  # p_file = to_file @ p
-    joints, x = _joints(scene, axes, options.scale)
+    # A scene turned as a whole (Source's axes) is turned first: that is where Blender shows it.
+    turn = np.asarray(scene.root_matrix, dtype=np.float64) if scene.root_matrix is not None else np.eye(3)
+    to_file = axes.T @ turn / options.scale  # p_file = to_file @ p
+    joints, x = _joints(scene, axes, options.scale, turn)
     materials, material_of = _materials(scene)
 
     parts = [(i, o) for i, o in enumerate(scene.objects) if len(o.mesh.triangles)]
@@ -105,7 +109,8 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
         records["indices"] = tris + start
         normals = mesh.corner_normals()
         if normals is not None:
-            records["normals"] = (np.asarray(normals, dtype=np.float64).reshape(-1, 3) @ axes).reshape(nt, 3, 3)
+            turned = np.asarray(normals, dtype=np.float64).reshape(-1, 3) @ (axes.T @ turn).T
+            records["normals"] = turned.reshape(nt, 3, 3)
         if mesh.uvs is not None:
             uv = np.asarray(mesh.uvs, dtype=np.float64).reshape(nt, 3, 2)
             records["s"], records["t"] = uv[..., 0], 1.0 - uv[..., 1]
@@ -135,7 +140,6 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
     for gi, group in enumerate(groups.values()):
         rows = np.concatenate(group.triangles).astype(np.uint16)
         triangles["group_index"][rows] = gi
-        _name_fits(group.name, "group", group.name)
         ms3d_groups.append(Ms3dGroup(group.name, group.flags, rows, group.material, group.comment))
 
     fps = _fps(scene)
@@ -163,6 +167,7 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
         warnings=Warnings(),
     )
     model.extended_blocks = _extended_blocks(model, props.get("ms3d_extended_blocks"))
+    _fit_names(model, scene, options.fit_names)
     if not joints:
         model.vertex_extra.bone_ids[:] = -1
     return model
@@ -190,13 +195,36 @@ def _limit(count: int, limit: int, what: str) -> None:
         raise ExportError(f"the scene has {count:,} {what}; MilkShape 3D holds at most {limit:,} {what}")
 
 
-def _name_fits(name: str, kind: str, owner: str) -> None:
-    size = len(encode_text(name))
-    if size > structs.NAME_SIZE:
-        raise ExportError(
-            f"{kind} name '{owner}' is {size} bytes long; MilkShape 3D names hold at most {structs.NAME_SIZE} "
-            "bytes: rename it"
-        )
+def _fit_names(model: Ms3dModel, scene: SceneData, fit: bool) -> None:
+    """Every name inside its 32-byte field: refused with the first one too long (naming its object, bone or
+    material), or, with ``fit``, cut on a character boundary and numbered where two would meet (one warning)."""
+    kinds = (
+        ("group", model.groups, "object"),
+        ("material", model.materials, "material"),
+        ("joint", model.joints, "bone"),
+    )
+    changed = 0
+    for kind, items, owner in kinds:
+        names = [item.name for item in items]
+        for name in names:
+            size = len(encode_text(name))
+            if size > structs.NAME_SIZE and not fit:
+                raise ExportError(
+                    f"{kind} name '{name}' ({owner} '{name}') is {size} bytes long; MilkShape 3D names hold at most "
+                    f"{structs.NAME_SIZE} bytes: rename it"
+                )
+        if not fit or all(len(encode_text(n)) <= structs.NAME_SIZE for n in names):
+            continue
+        fitted = unique_names(names, kind, limit=structs.NAME_SIZE)
+        renamed = dict(zip(names, fitted, strict=True))
+        changed += sum(a != b for a, b in zip(names, fitted, strict=True))
+        for item, name in zip(items, fitted, strict=True):
+            item.name = name
+        if kind == "joint":
+            for joint in model.joints:
+                joint.parent_name = renamed.get(joint.parent_name, joint.parent_name)
+    if changed:
+        scene.warnings.add(f"{changed} names were longer than MilkShape's {structs.NAME_SIZE} bytes and were cut")
 
 
 def _new_group(
@@ -209,7 +237,6 @@ def _new_group(
     if split:  # one object with several materials: a group per material, named after both
         suffix = scene.materials[scene_index].name if scene_index is not None else "none"
         name = f"{obj.name}_{suffix}"
-        _name_fits(name, "group (object + material)", name)
     flags = int(obj.props.get("ms3d_group_flags", 0)) & 0xFF
     return _Group(name, material, flags, obj.props.get("ms3d_comment"))
 
@@ -297,7 +324,9 @@ def _weights(
     return lost
 
 
-def _joints(scene: SceneData, axes: np.ndarray, scale: float) -> tuple[list[Ms3dJoint], np.ndarray]:
+def _joints(
+    scene: SceneData, axes: np.ndarray, scale: float, turn: np.ndarray
+) -> tuple[list[Ms3dJoint], np.ndarray]:
     """Joints from the skeleton's rest matrices, and each joint's X (the turn from its axes to its bone's)."""
     skeleton = scene.skeleton
     if skeleton is None or not skeleton.bones:
@@ -306,6 +335,7 @@ def _joints(scene: SceneData, axes: np.ndarray, scale: float) -> tuple[list[Ms3d
     _limit(len(bones), MAX_JOINTS, "joints")
     count = len(bones)
     rest = np.array([b.matrix for b in bones], dtype=np.float64)
+    rest[:, :3, :] = np.einsum("ij,njk->nik", turn, rest[:, :3, :])
     q = _orthonormal(rest[:, :3, :3])
     heads = rest[:, :3, 3] @ axes / scale  # t = Cᵀ·h / scale (row vectors)
     parent = np.array([b.parent for b in bones], dtype=np.int64)
@@ -339,7 +369,6 @@ def _joints(scene: SceneData, axes: np.ndarray, scale: float) -> tuple[list[Ms3d
     joints = []
     empty = np.zeros(0, dtype=structs.KEY)
     for j, bone in enumerate(bones):
-        _name_fits(names[j], "bone", bone.name)
         color = np.asarray(bone.color, dtype=np.float32) if bone.color is not None else None
         stored_color = bone.props.get("ms3d_color")
         if stored_color is not None and (
@@ -527,7 +556,6 @@ def shininess_from_roughness(roughness: float) -> float:
 
 def _material(data: MaterialData) -> Ms3dMaterial:
     props = data.props
-    _name_fits(data.name, "material", data.name)
     alpha = float(data.alpha)
     diffuse = np.array([*data.base_color, alpha], dtype=np.float32)
     specular = np.array([*(2.0 * data.specular_level * np.asarray(data.specular_tint)), 1.0], dtype=np.float32)
