@@ -355,7 +355,7 @@ def _material(mat: bpy.types.Material, options: ReadOptions) -> MaterialData:
         name=mat.name, base_color=tuple(mat.diffuse_color[:3]), alpha=float(mat.diffuse_color[3]), props=props
     )
     data.roughness = float(mat.roughness)
-    tree = mat.node_tree if bpy.app.version >= (5, 0, 0) or mat.use_nodes else None
+    tree = mat.node_tree  # (``use_nodes`` is deprecated in 5.0, where every material has its tree)
     bsdf = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None) if tree is not None else None
     if bsdf is None:
         return data
