@@ -324,3 +324,38 @@ def test_selection_only_and_groups_per_material(blender, tmp_path):
     model = read_ms3d(out)
     assert [g.name for g in model.groups] == ["Shared"]
     assert len(model.groups[0].triangle_indices) == 2 * (len(a.data.polygons) + len(b.data.polygons))
+
+
+def test_every_action_becomes_a_clip_in_the_comment(blender, tmp_path):
+    bpy = blender
+    _, rig = _column(bpy)
+    first = rig.animation_data.action
+    second = first.copy()
+    second.name = "Wave"
+    first.name = "Bend"
+    out = tmp_path / "clips.ms3d"
+    assert bpy.ops.export_scene.ms3d(filepath=str(out), animation="ALL") == {"FINISHED"}
+    model = read_ms3d(out)
+    from io_ms3d_mdl.scene.ms3d.armature import parse_clips
+
+    clips = [(c.name, c.start, c.end) for c in parse_clips(model.model_comment)]
+    assert clips == [("Bend", 1.0, 20.0), ("Wave", 21.0, 40.0)]
+    assert len(model.joints[1].rotation_keys) == 6  # three keys each, the second action after the first
+    frames = model.joints[1].rotation_keys["time"] * model.fps
+    np.testing.assert_allclose(frames, [1, 10, 20, 21, 30, 40], atol=1e-3)
+    assert bpy.ops.export_scene.ms3d(filepath=str(out), animation="NONE") == {"FINISHED"}
+    assert all(len(j.rotation_keys) == 0 for j in read_ms3d(out).joints)
+
+
+def test_a_mirrored_object_keeps_its_faces_outward(blender, tmp_path):
+    bpy = blender
+    obj = _plane(bpy, "Mirror")
+    obj.scale = (-1.0, 1.0, 1.0)
+    out = tmp_path / "m.ms3d"
+    bpy.ops.export_scene.ms3d(filepath=str(out))
+    model = read_ms3d(out)
+    p = model.vertices["position"].astype(np.float64)
+    tri = model.triangles["indices"].astype(np.int64)
+    normal = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])
+    stored = model.triangles["normals"][:, 0].astype(np.float64)
+    assert (np.einsum("ij,ij->i", normal, stored) > 0).all()  # winding agrees with the stored normals

@@ -385,7 +385,7 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     rigged = sample(CIVILIAN)
     command = [blender_gui, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
     command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC), "--vpk", vpk, "--steam", steam_tree(tmp_path)]
-    code, log = run(command, installed, timeout=460)
+    code, log = run(command, installed, timeout=560)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
     result_file = shots / "result.json"

@@ -110,7 +110,8 @@ class EXPORT_SCENE_OT_ms3d(bpy.types.Operator, ExportHelper):
         default="ACTIVE",
     )
     too_many_influences: EnumProperty(  # type: ignore[valid-type]
-        name="Over 4 Influences",
+        name="Weight Limit",
+        description="MilkShape 3D holds four joint weights a vertex: what to do with a vertex that has more",
         items=(
             ("DROP", "Drop Smallest", "Keep a vertex's four largest joint weights (one warning)"),
             ("ERROR", "Refuse", "Stop the export, naming the object"),

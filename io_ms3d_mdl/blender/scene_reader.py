@@ -285,7 +285,10 @@ def _mesh(
     me.calc_loop_triangles()
     nt = len(me.loop_triangles)
     tris = _get(me.loop_triangles, "vertices", nt, np.int32, 3)
-    loops = _get(me.loop_triangles, "loops", nt, np.int32, 3).ravel()
+    loops = _get(me.loop_triangles, "loops", nt, np.int32, 3)
+    if np.linalg.det(world[:3, :3]) < 0:  # a mirrored object: its faces turn inside out in world space
+        tris, loops = tris[:, ::-1].copy(), loops[:, ::-1]
+    loops = loops.ravel()
     polygon = _get(me.loop_triangles, "polygon_index", nt, np.int32)
     normals = _get(me.corner_normals, "vector", len(me.loops), np.float32, 3)[loops].astype(np.float64)
     if not np.array_equal(world, np.eye(4)):

@@ -35,7 +35,7 @@ ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
 BROWSER_FIRST_ROW = (150, 540)  # where the browser window's first row lies when opened at the screen's centre
 BROWSER_CROP = [8, 450, 1164, 344]  # the window, opened at the centre with two models
-DEADLINE = 300.0  # seconds: the tour gives up (and says so) rather than hang the test
+DEADLINE = 420.0  # seconds: the tour gives up (and says so) rather than hang the test
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
@@ -500,6 +500,11 @@ def export_stop():
     for other in bpy.context.view_layer.objects:
         other.select_set(other in ours)
     bpy.context.view_layer.objects.active = next(o for o in ours if o.type == "ARMATURE")
+    view3d = find_area("VIEW_3D")
+    view3d.spaces.active.shading.type = "SOLID"
+    with override():
+        bpy.ops.view3d.view_axis(type="FRONT")
+        bpy.ops.view3d.view_selected()
     yield 1.0
     xdotool("mousemove", 400, 400)
     xdotool("mousemove", 46, 14)
@@ -507,17 +512,18 @@ def export_stop():
     xdotool("click", 1)
     yield 1.0
     xdotool("mousemove", 70, 330)
-    xdotool("mousemove", 90, 333)
+    xdotool("mousemove", 90, 333)  # Export, below Import
+    yield 0.8
+    xdotool("click", 1)  # a click opens the submenu at once (hovering waits on Blender's timer)
     yield 1.5
-    shot("export_menu", [0, 0, 760, 570], "File > Export with the MilkShape 3D entry")
+    shot("export_menu", [0, 0, 860, 700], "File > Export with the MilkShape 3D entry")
     xdotool("mousemove", 800, 600)
     xdotool("click", 1)  # outside the menu: closes it (the click lands in the 3D View: reselect after)
     yield 0.8
     for other in bpy.context.view_layer.objects:
         other.select_set(other in ours)
 
-    target = os.path.join(ARGS.out, "export", "dwarf_export.ms3d")
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    target = os.path.join(os.path.dirname(ARGS.ms3d), "dwarf_export.ms3d")  # beside it: its textures are found
     windows = len(bpy.context.window_manager.windows)
     with override():
         bpy.ops.export_scene.ms3d("INVOKE_DEFAULT", filepath=target, use_selection=True)
