@@ -284,12 +284,13 @@ def _mesh(
         positions = positions @ world[:3, :3].T + world[:3, 3]
     me.calc_loop_triangles()
     nt = len(me.loop_triangles)
-    tris = _get(me.loop_triangles, "vertices", nt, np.int32, 3)
+    # Attribute arrays where Blender has them: contiguous copies, 50-100x faster than the struct collections.
     loops = _get(me.loop_triangles, "loops", nt, np.int32, 3)
     if np.linalg.det(world[:3, :3]) < 0:  # a mirrored object: its faces turn inside out in world space
-        tris, loops = tris[:, ::-1].copy(), loops[:, ::-1]
-    loops = loops.ravel()
-    polygon = _get(me.loop_triangles, "polygon_index", nt, np.int32)
+        loops = loops[:, ::-1]
+    loops = np.ascontiguousarray(loops).ravel()
+    tris = _get(me.attributes[".corner_vert"].data, "value", len(me.loops), np.int32)[loops].reshape(-1, 3)
+    polygon = _get(me.loop_triangle_polygons, "value", nt, np.int32)
     normals = _get(me.corner_normals, "vector", len(me.loops), np.float32, 3)[loops].astype(np.float64)
     if not np.array_equal(world, np.eye(4)):
         normals = normals @ np.linalg.inv(world[:3, :3])
@@ -297,8 +298,13 @@ def _mesh(
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
     uvs = None
     if me.uv_layers.active is not None:
-        uvs = _get(me.uv_layers.active.data, "uv", len(me.loops), np.float32, 2)[loops]
-    material = _get(me.polygons, "material_index", len(me.polygons), np.int32)[polygon] if nt else None
+        layer = me.attributes.get(me.uv_layers.active.name)
+        source = layer.data if layer is not None else me.uv_layers.active.data
+        uvs = _get(source, "vector" if layer is not None else "uv", len(me.loops), np.float32, 2)[loops]
+    material = np.zeros(nt, np.int32)
+    if "material_index" in me.attributes:
+        faces = _get(me.attributes["material_index"].data, "value", len(me.polygons), np.int32)
+        material = faces[polygon]
     mesh = MeshData(
         name=obj.name,
         positions=positions.astype(np.float32),
@@ -331,23 +337,29 @@ def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
 
 
 def _skin(me: bpy.types.Mesh, groups: list[tuple[int, int]], nv: int, bone_count: int) -> SkinData | None:
+    """Each vertex's largest few weights (most are zero: only the non-zero ones are sorted, by vertex then
+    falling weight, in one pass)."""
     if not groups or nv == 0:
         return None
-    weights = np.zeros((nv, len(groups)), dtype=np.float32)
-    for column in range(len(groups)):
-        attribute = me.attributes.get(f"{WEIGHT_PREFIX}{column}")
+    weights = np.zeros((len(groups), nv), dtype=np.float32)  # a row per group: each read straight into its row
+    for row in range(len(groups)):
+        attribute = me.attributes.get(f"{WEIGHT_PREFIX}{row}")
         if attribute is not None:
-            values = np.empty(nv, dtype=np.float32)
-            attribute.data.foreach_get("value", values)
-            weights[:, column] = values
-    bones = np.array([b for _, b in groups], dtype=np.int32)
-    keep = min(MAX_READ_INFLUENCES, len(groups))
-    order = np.argsort(-weights, axis=1, kind="stable")[:, :keep]
-    top = np.take_along_axis(weights, order, axis=1)
-    ids = np.where(top > 0, bones[order], -1).astype(np.int32)
-    top = np.where(top > 0, top, 0.0).astype(np.float32)
-    if not (ids >= 0).any():
+            attribute.data.foreach_get("value", weights[row])
+    group, vertex = np.nonzero(weights > 0)
+    if not len(vertex):
         return None
+    values = weights[group, vertex]
+    order = np.lexsort((-values, vertex))
+    group, vertex, values = group[order], vertex[order], values[order]
+    starts = np.searchsorted(vertex, np.arange(nv))
+    rank = np.arange(len(vertex)) - starts[vertex]
+    keep = rank < MAX_READ_INFLUENCES
+    bones = np.array([b for _, b in groups], dtype=np.int32)
+    ids = np.full((nv, MAX_READ_INFLUENCES), -1, dtype=np.int32)
+    top = np.zeros((nv, MAX_READ_INFLUENCES), dtype=np.float32)
+    ids[vertex[keep], rank[keep]] = bones[group[keep]]
+    top[vertex[keep], rank[keep]] = values[keep]
     return SkinData(ids, top)
 
 
