@@ -217,6 +217,8 @@ def test_more_than_four_influences_are_dropped_with_one_warning_or_refused(blend
     with pytest.raises(RuntimeError, match="object 'Skin': 1 vertices have more than 4 joint influences"):
         bpy.ops.export_scene.ms3d(filepath=str(out), too_many_influences="ERROR")
     assert _files(tmp_path) == []
+    assert len(bpy.data.node_groups) == 0 and [m.type for m in obj.modifiers] == ["ARMATURE"]  # nothing left
+    assert obj.modifiers[0].show_viewport  # switched back on after the rest-pose read
     from io_ms3d_mdl.blender.ms3d_export import export_ms3d
     from io_ms3d_mdl.blender.scene_reader import ReadOptions
 

@@ -58,9 +58,16 @@ def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions())
         scene.skeleton, bone_names = _skeleton(armature)
     materials: dict[str, int] = {}
     depsgraph = context.evaluated_depsgraph_get()
-    with _rest_pose(meshes):
-        for obj in meshes:
-            scene.objects.append(_object(obj, depsgraph, bone_names, scene, materials, options))
+    names = set(bone_names)
+    weighted = any(g.name in names for obj in meshes for g in obj.vertex_groups)
+    tree = _weight_tree(bone_names) if weighted else None  # one for every mesh: its cost grows with the bones
+    try:
+        with _rest_pose(meshes):
+            for obj in meshes:
+                scene.objects.append(_object(obj, depsgraph, bone_names, tree, scene, materials, options))
+    finally:
+        if tree is not None:
+            bpy.data.node_groups.remove(tree)
     if armature is not None and options.animation != "NONE":
         _animation(context, armature, scene, bone_names, options)
     return scene
@@ -192,13 +199,15 @@ def _object(
     obj: bpy.types.Object,
     depsgraph: bpy.types.Depsgraph,
     bone_names: list[str],
+    tree: bpy.types.NodeTree | None,
     scene: SceneData,
     materials: dict[str, int],
     options: ReadOptions,
 ) -> ObjectData:
-    groups = [(g.index, bone_names.index(g.name)) for g in obj.vertex_groups if g.name in bone_names]
-    with _evaluated_mesh(obj, depsgraph, groups, options) as me:
-        mesh, skin = _mesh(obj, me, groups, len(bone_names))
+    index = {name: i for i, name in enumerate(bone_names)}
+    bones = sorted({index[g.name] for g in obj.vertex_groups if g.name in index})  # bones it has groups for
+    with _evaluated_mesh(obj, depsgraph, tree if bones else None, options) as me:
+        mesh, skin = _mesh(obj, me, bones)
         slots = []
         for slot in obj.material_slots:
             mat = slot.material
@@ -215,19 +224,18 @@ def _object(
 
 @contextmanager
 def _evaluated_mesh(
-    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, groups: list[tuple[int, int]], options: ReadOptions
+    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, tree: bpy.types.NodeTree | None, options: ReadOptions
 ) -> Iterator[bpy.types.Mesh]:
     """The object's mesh as the export sees it (modifiers applied or not), with each bone's weights copied into a
-    float attribute by a temporary Geometry Nodes modifier; everything temporary is removed afterwards."""
-    switched, tree, modifier = [], None, None
+    float attribute by a temporary Geometry Nodes modifier (``tree``); the modifier is removed afterwards."""
+    switched, modifier = [], None
     try:
         if not options.apply_modifiers:
             for m in obj.modifiers:
                 if m.show_viewport:
                     m.show_viewport = False
                     switched.append(m)
-        if groups:
-            tree = _weight_tree([obj.vertex_groups[i].name for i, _ in groups])
+        if tree is not None:
             modifier = obj.modifiers.new("io_ms3d_mdl weights", "NODES")
             modifier.node_group = tree
         depsgraph.update()
@@ -240,8 +248,6 @@ def _evaluated_mesh(
     finally:
         if modifier is not None:
             obj.modifiers.remove(modifier)
-        if tree is not None:
-            bpy.data.node_groups.remove(tree)
         for m in switched:
             m.show_viewport = True
 
@@ -274,9 +280,7 @@ def _get(collection, attr: str, count: int, dtype, width: int = 1) -> np.ndarray
     return out.reshape(-1, width) if width > 1 else out
 
 
-def _mesh(
-    obj: bpy.types.Object, me: bpy.types.Mesh, groups: list[tuple[int, int]], bone_count: int
-) -> tuple[MeshData, SkinData | None]:
+def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[MeshData, SkinData | None]:
     world = np.array(obj.matrix_world, dtype=np.float64)
     nv = len(me.vertices)
     positions = _get(me.attributes["position"].data, "vector", nv, np.float32, 3).astype(np.float64)
@@ -314,7 +318,7 @@ def _mesh(
         material_indices=material,
         sharp_edges=_sharp_edges(me),
     )
-    return mesh, _skin(me, groups, nv, bone_count)
+    return mesh, _skin(me, bones, nv)
 
 
 def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
@@ -336,14 +340,14 @@ def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
     return pairs[sharp]
 
 
-def _skin(me: bpy.types.Mesh, groups: list[tuple[int, int]], nv: int, bone_count: int) -> SkinData | None:
+def _skin(me: bpy.types.Mesh, bones: list[int], nv: int) -> SkinData | None:
     """Each vertex's largest few weights (most are zero: only the non-zero ones are sorted, by vertex then
     falling weight, in one pass)."""
-    if not groups or nv == 0:
+    if not bones or nv == 0:
         return None
-    weights = np.zeros((len(groups), nv), dtype=np.float32)  # a row per group: each read straight into its row
-    for row in range(len(groups)):
-        attribute = me.attributes.get(f"{WEIGHT_PREFIX}{row}")
+    weights = np.zeros((len(bones), nv), dtype=np.float32)  # a row per bone: each read straight into its row
+    for row, bone in enumerate(bones):
+        attribute = me.attributes.get(f"{WEIGHT_PREFIX}{bone}")
         if attribute is not None:
             attribute.data.foreach_get("value", weights[row])
     group, vertex = np.nonzero(weights > 0)
@@ -355,10 +359,10 @@ def _skin(me: bpy.types.Mesh, groups: list[tuple[int, int]], nv: int, bone_count
     starts = np.searchsorted(vertex, np.arange(nv))
     rank = np.arange(len(vertex)) - starts[vertex]
     keep = rank < MAX_READ_INFLUENCES
-    bones = np.array([b for _, b in groups], dtype=np.int32)
+    bone_of_row = np.array(bones, dtype=np.int32)
     ids = np.full((nv, MAX_READ_INFLUENCES), -1, dtype=np.int32)
     top = np.zeros((nv, MAX_READ_INFLUENCES), dtype=np.float32)
-    ids[vertex[keep], rank[keep]] = bones[group[keep]]
+    ids[vertex[keep], rank[keep]] = bone_of_row[group[keep]]
     top[vertex[keep], rank[keep]] = values[keep]
     return SkinData(ids, top)
 
