@@ -123,6 +123,30 @@ class Budget:
         return self._n(4_000)
 
     @property
+    def archive_entries(self) -> int:
+        """Entries of one archive's directory (VPK or GMA): each is a few numbers in arrays, but its name is walked
+        and listed. The largest real directories hold a few hundred thousand."""
+        return self._n(4_000_000)
+
+    @property
+    def archive_folders(self) -> int:
+        """Folders of one VPK directory (a folder counted once per extension it holds): each is a dict key. Real
+        texture archives hold tens of thousands."""
+        return self._n(1_000_000)
+
+    @property
+    def listed_models(self) -> int:
+        """Models listed from the mounted games and archives (the game browser makes a row for each: 1 M rows took
+        17.8 s and 1.9 GB). The largest real game lists about 20,000."""
+        return self._n(200_000)
+
+    @property
+    def search_paths(self) -> int:
+        """Folders and archives one import searches (the game's SearchPaths with every ``custom/*`` entry, the
+        mounted games, the user's roots): all are mounted and indexed once before the first lookup."""
+        return self._n(8_192)
+
+    @property
     def custom_properties(self) -> int:
         """Custom properties on objects, empties, collections, bones, materials and actions (flex controllers and
         the flex weights other rules read among them). Blender 4.2 looks each up by walking the list: 100,000
