@@ -30,7 +30,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -38,6 +38,7 @@ from functools import lru_cache
 from .budget import Budget, current_budget, using_budget
 from .errors import FormatError, printable
 from .filesystem import mounts
+from .filesystem.archive import folder_key
 from .filesystem.files import read_regular
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -135,6 +136,11 @@ class Confinement:
     # (base, folder steps as written) → the folder they lead to under a root, or None: a material search asks for
     # many names in the same few folders, and the path arithmetic cost more than the lookups.
     _folders: dict[tuple[str, tuple[str, ...]], str | None] = field(default_factory=dict, compare=False, repr=False)
+    # The bases a search tries in order (the lookup roots, or a texture search's folders) → the one index of what
+    # each holds, built once: a name is then looked up only under the bases that can hold it (``find_first``).
+    _indexes: dict[tuple[str, ...], SearchIndex] = field(default_factory=dict, compare=False, repr=False)
+    # each root (normcased) → its rank in ``roots``: which roots hold a path is answered from its ancestors
+    _ranks: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_model(
@@ -174,7 +180,25 @@ class Confinement:
         return self._holds(os.path.realpath(path))
 
     def _holds(self, real: str) -> bool:
-        return any(_inside(real, root) for root in self.roots)
+        return self._first_root(real) is not None
+
+    def _first_root(self, path: str) -> str | None:
+        """The first root (in order) that ``path`` (absolute, normalised) lies under, found by looking its
+        ancestors up (a path is a few folders deep; an import may have thousands of roots)."""
+        ranks = self._ranks
+        if not ranks:
+            for rank, root in enumerate(self.roots):
+                ranks.setdefault(os.path.normcase(root.rstrip(os.sep) or root), rank)
+        best = None
+        step = os.path.normcase(path)
+        while True:
+            rank = ranks.get(step)
+            if rank is not None and (best is None or rank < best):
+                best = rank
+            parent = os.path.dirname(step)
+            if parent == step:
+                return None if best is None else self.roots[best]
+            step = parent
 
     def find(self, base: str, name: str) -> str | None:
         """``name`` (relative, any case, ``\\`` or ``/``) under ``base`` when it is a regular file inside the roots.
@@ -199,11 +223,39 @@ class Confinement:
         real = _regular_real_path(current)
         return current if real is not None and self._holds(real) else None
 
+    def find_first(self, bases: list[str] | tuple[str, ...], name: str) -> str | None:
+        """``find(base, name)`` for the first of ``bases`` (in order) where it is found. The bases' index (what
+        each archive and folder holds at its top) is built once per list of bases, so a name is looked up only
+        under the few bases that can hold it: a game with thousands of ``custom/*`` entries costs one index, not
+        one walk over every archive per texture. A name that climbs above its base is tried on each in turn."""
+        bases = tuple(dict.fromkeys(os.path.normpath(os.path.abspath(b)) for b in bases if b))
+        parts = relative_parts(name)
+        if not parts:
+            return None
+        steps: list[str] = []
+        for part in parts:
+            if part != "..":
+                steps.append(part)
+            elif steps:
+                steps.pop()
+            else:  # climbs above the base: where it leads depends on the base
+                return next((f for b in bases if (f := self.find(b, name))), None)
+        if not steps:
+            return None
+        index = self._indexes.get(bases)
+        if index is None:
+            index = self._indexes[bases] = SearchIndex(bases)
+        for base in index.candidates(steps):
+            found = self.find(base, name)
+            if found:
+                return found
+        return None
+
     def _folder(self, base: str, parts: tuple[str, ...]) -> str | None:
         """The folder ``parts`` lead to from ``base``, spelled as it exists below the first root holding it, or
         None when it is outside every root or missing (a file inside it is inside that root too)."""
         target = os.path.normpath(os.path.join(os.path.abspath(base), *parts))
-        root = next((r for r in self.roots if _inside(target, r)), None)
+        root = self._first_root(target)
         if root is None:
             return None
         current: str | None = root
@@ -230,6 +282,48 @@ class Confinement:
             return None
         path = name.strip()
         return path if _is_regular(path) else None
+
+
+class SearchIndex:
+    """What each of a list of bases (folders, archives, folders inside archives) holds at its top, indexed once:
+    an archive by its folder keys (its own, already built when it was mounted), a folder on disk by its entries'
+    lower-cased names. ``candidates`` names the bases that can hold a relative name, in order, remembered per
+    folder asked about. The number of bases is charged to the budget before any is mounted or listed."""
+
+    def __init__(self, bases: tuple[str, ...]) -> None:
+        budget = current_budget()
+        budget.check(None, "search paths (custom/* entries, archives and folders)", len(bases), budget.search_paths)
+        self.bases = bases
+        self._archives: list[tuple[int, mounts.Archive, str]] = []  # (rank, archive, key of the base inside it)
+        self._folders: list[tuple[int, frozenset[str] | None]] = []  # (rank, top names; None: could not list)
+        for rank, base in enumerate(bases):
+            where = mounts.split(base)
+            archive_path, inside = where if where else (base, "")
+            if mounts.is_archive_name(archive_path) and _is_regular(archive_path):
+                with suppress(FormatError):  # not a readable archive: nothing is found in it (as ``find`` says)
+                    self._archives.append((rank, mounts.mount_archive(archive_path), folder_key(inside)))
+                continue
+            try:
+                self._folders.append((rank, frozenset(n.lower() for n in os.listdir(base))))
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                self._folders.append((rank, None))
+        self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def candidates(self, steps: list[str]) -> tuple[str, ...]:
+        """The bases that may hold the relative name ``steps`` (no ``.`` or ``..``), in order."""
+        folder = "/".join(steps[:-1]).replace("\\", "/").lower()
+        top = steps[0].lower()
+        key = (folder, top)
+        found = self._asked.get(key)
+        if found is None:
+            ranks = [r for r, top_names in self._folders if top_names is None or top in top_names]
+            for rank, archive, inside in self._archives:
+                if folder_key(f"{inside}/{folder}" if inside else folder) in archive.folders:
+                    ranks.append(rank)
+            found = self._asked[key] = tuple(self.bases[r] for r in sorted(ranks))
+        return found
 
 
 def _is_regular(path: str) -> bool:

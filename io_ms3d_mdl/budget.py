@@ -144,7 +144,7 @@ class Budget:
     def search_paths(self) -> int:
         """Folders and archives one import searches (the game's SearchPaths with every ``custom/*`` entry, the
         mounted games, the user's roots): all are mounted and indexed once before the first lookup."""
-        return self._n(8_192)
+        return self._n(16_384)
 
     @property
     def custom_properties(self) -> int:

@@ -43,11 +43,11 @@ def folder_runs(keys: list[str]) -> tuple[dict[str, int], np.ndarray]:
     """Folder key → its first run (in the order folders first appear) and each run's next run of the same folder
     (-1 after the last), from each run's key: a few passes in C, no Python loop per run."""
     count = len(keys)
-    last_first = dict(zip(reversed(keys), range(count - 1, -1, -1), strict=True))  # ends holding the first runs
+    folders = dict(zip(keys, range(count), strict=True))  # in order of first appearance, holding the last runs
     run_next = np.full(count, -1, np.int32)
-    if len(last_first) == count:
-        return dict(zip(keys, range(count), strict=True)), run_next
-    folders = {key: last_first[key] for key in dict.fromkeys(keys)}
+    if len(folders) == count:
+        return folders, run_next
+    folders.update(zip(reversed(keys), range(count - 1, -1, -1), strict=True))  # now the first runs, same order
     owner = np.fromiter(map(folders.__getitem__, keys), np.int64, count)
     order = np.argsort(owner, kind="stable")  # each folder's runs together, in the tree's order
     same = owner[order[1:]] == owner[order[:-1]]

@@ -23,10 +23,13 @@ from .vpk import read_vpk
 
 ARCHIVE_SUFFIXES = (".vpk", ".gma")
 MODEL_SUFFIXES = (".mdl", ".ms3d")
-MAX_ARCHIVES = 64  # mounted indexes kept (a game mounts a dozen)
+MAX_ARCHIVES = 64  # mounted indexes always kept (a game mounts a dozen)...
+MAX_SMALL_ARCHIVES = 16_384  # ...and more while they are small (a custom/ folder of tiny add-on VPKs)
+MAX_KEPT_BYTES = 256 << 20  # directory bytes of the archives kept beyond MAX_ARCHIVES
 MAX_LOOSE_MODELS = 200_000
 
 _ARCHIVES: OrderedDict[tuple[str, int, int], Archive] = OrderedDict()
+_KEPT = [0]  # directory bytes of the archives in _ARCHIVES
 _BY_PATH: dict[str, tuple[tuple[int, int, int, int], Archive]] = {}
 
 
@@ -61,18 +64,21 @@ def mount_archive(path: str) -> Archive:
     else:
         archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
         archive.real_folder = os.path.dirname(key[0])
+        old = _ARCHIVES.pop(key, None)
+        _KEPT[0] += len(archive.text) - (len(old.text) if old is not None else 0)
     _ARCHIVES[key] = archive
     _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), archive)
-    while len(_BY_PATH) > 4 * MAX_ARCHIVES:
+    while len(_BY_PATH) > 2 * MAX_SMALL_ARCHIVES:
         _BY_PATH.pop(next(iter(_BY_PATH)))
-    while len(_ARCHIVES) > MAX_ARCHIVES:
-        _ARCHIVES.popitem(last=False)
+    while len(_ARCHIVES) > MAX_ARCHIVES and (len(_ARCHIVES) > MAX_SMALL_ARCHIVES or _KEPT[0] > MAX_KEPT_BYTES):
+        _KEPT[0] -= len(_ARCHIVES.popitem(last=False)[1].text)
     return archive
 
 
 def forget_archives() -> None:
     _ARCHIVES.clear()
     _BY_PATH.clear()
+    _KEPT[0] = 0
     forget_splits()
 
 

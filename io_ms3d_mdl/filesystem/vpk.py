@@ -242,19 +242,19 @@ def _folders(
     count = len(folder_at)
     if not count:
         return {}, np.zeros(0, np.int32)
-    blob = b"\0".join([tree[a:b] for a, b in zip(folder_at.tolist(), folder_end.tolist(), strict=True)])
-    keys = _text(blob).lower().split("\0")
-    data = np.frombuffer(blob, np.uint8)
     lengths = folder_end - folder_at
-    starts = np.zeros(count, np.int64)
+    starts = np.zeros(count, np.int64)  # where each name starts in ``data``: all of them, each with its NUL
     starts[1:] = np.cumsum(lengths[:-1] + 1)
+    total = int(starts[-1] + lengths[-1] + 1)
+    data = np.frombuffer(tree, np.uint8)[np.arange(total) + np.repeat(folder_at - starts, lengths + 1)]
+    keys = _text(data[:-1].tobytes()).lower().split("\0")
     marked = np.logical_or.reduceat(_FOLDER_MARKS[data], starts) if len(data) else np.zeros(count, bool)
     slash = data == ord("/")
     odd = marked | slash[starts] | slash[starts + lengths - 1] | ((lengths == 1) & (data[starts] == ord(" ")))
     doubled = np.flatnonzero(slash[:-1] & slash[1:])
     if len(doubled):
         odd[np.searchsorted(starts, doubled, side="right") - 1] = True
-    del blob, data, slash
+    del data, slash
     for run in np.flatnonzero(odd).tolist():
         spelled = _text(tree[int(folder_at[run]) : int(folder_end[run])])
         if spelled == " ":
