@@ -164,13 +164,11 @@ class Confinement:
 
     @classmethod
     def for_roots(cls, candidates: list[str | None] | tuple[str, ...], allow_absolute: bool = False) -> Confinement:
-        roots: list[str] = []
+        roots: dict[str, None] = {}  # in order, each once (thousands with a custom/ folder: no list scans)
         for root in candidates:
-            if not root:
-                continue
-            for form in (os.path.normpath(os.path.abspath(root)), os.path.realpath(root)):
-                if form not in roots:
-                    roots.append(form)
+            if root:
+                roots[os.path.normpath(os.path.abspath(root))] = None
+                roots[os.path.realpath(root)] = None
         return cls(tuple(roots), allow_absolute)
 
     def allows(self, path: str) -> bool:
@@ -228,7 +226,6 @@ class Confinement:
         each archive and folder holds at its top) is built once per list of bases, so a name is looked up only
         under the few bases that can hold it: a game with thousands of ``custom/*`` entries costs one index, not
         one walk over every archive per texture. A name that climbs above its base is tried on each in turn."""
-        bases = tuple(dict.fromkeys(os.path.normpath(os.path.abspath(b)) for b in bases if b))
         parts = relative_parts(name)
         if not parts:
             return None
@@ -239,12 +236,13 @@ class Confinement:
             elif steps:
                 steps.pop()
             else:  # climbs above the base: where it leads depends on the base
-                return next((f for b in bases if (f := self.find(b, name))), None)
+                return next((f for b in dict.fromkeys(bases) if b and (f := self.find(b, name))), None)
         if not steps:
             return None
-        index = self._indexes.get(bases)
+        key = tuple(bases)
+        index = self._indexes.get(key)
         if index is None:
-            index = self._indexes[bases] = SearchIndex(bases)
+            index = self._indexes[key] = SearchIndex(key)
         for base in index.candidates(steps):
             found = self.find(base, name)
             if found:
@@ -291,15 +289,18 @@ class SearchIndex:
     folder asked about. The number of bases is charged to the budget before any is mounted or listed."""
 
     def __init__(self, bases: tuple[str, ...]) -> None:
+        bases = tuple(dict.fromkeys(os.path.normpath(os.path.abspath(b)) for b in bases if b))
+        places = [mounts.split(base) or (base, "") for base in bases]
+        archives = {path for path, _ in places if mounts.is_archive_name(path) and _is_regular(path)}
         budget = current_budget()
-        budget.check(None, "search paths (custom/* entries, archives and folders)", len(bases), budget.search_paths)
+        what = "search paths: archives (custom/* entries and mounts)"
+        budget.check(None, what, len(archives), budget.search_paths, "archives")
+        budget.check(None, "search paths: folders and archives", len(bases), 4 * budget.search_paths, "paths")
         self.bases = bases
         self._archives: list[tuple[int, mounts.Archive, str]] = []  # (rank, archive, key of the base inside it)
         self._folders: list[tuple[int, frozenset[str] | None]] = []  # (rank, top names; None: could not list)
-        for rank, base in enumerate(bases):
-            where = mounts.split(base)
-            archive_path, inside = where if where else (base, "")
-            if mounts.is_archive_name(archive_path) and _is_regular(archive_path):
+        for rank, (base, (archive_path, inside)) in enumerate(zip(bases, places, strict=True)):
+            if archive_path in archives:
                 with suppress(FormatError):  # not a readable archive: nothing is found in it (as ``find`` says)
                     self._archives.append((rank, mounts.mount_archive(archive_path), folder_key(inside)))
                 continue
@@ -319,8 +320,9 @@ class SearchIndex:
         found = self._asked.get(key)
         if found is None:
             ranks = [r for r, top_names in self._folders if top_names is None or top in top_names]
+            plain = folder_key(folder)
             for rank, archive, inside in self._archives:
-                if folder_key(f"{inside}/{folder}" if inside else folder) in archive.folders:
+                if (folder_key(f"{inside}/{folder}") if inside else plain) in archive.folders:
                     ranks.append(rank)
             found = self._asked[key] = tuple(self.bases[r] for r in sorted(ranks))
         return found

@@ -155,17 +155,43 @@ class Archive:
         return key == "" or key in self.children()
 
     def children(self) -> dict[str, dict[str, str]]:
-        """Folder key → its sub-folders (lower-cased name → spelling), every folder that holds entries listed."""
+        """Folder key → its sub-folders (lower-cased name → spelling), every folder that holds entries listed
+        (and the folders above them). Built once, in one pass over the folders with their spellings decoded at
+        once."""
         if self._children is None:
             children: dict[str, dict[str, str]] = {"": {}}
-            for key, run in self.folders.items():
-                parts, shown = key.split("/") if key else [], self._spelling(run).replace("\\", "/").split("/")
-                for depth in range(len(parts)):
-                    parent = "/".join(parts[:depth])
-                    children.setdefault(parent, {})[parts[depth]] = shown[depth] if depth < len(shown) else parts[depth]
-                    children.setdefault("/".join(parts[: depth + 1]), {})
+            for key, shown in zip(self.folders, self._spellings(), strict=True):
+                while key:
+                    parent, _, name = key.rpartition("/")
+                    shown = shown.replace("\\", "/").strip("/")
+                    spelled = shown.rpartition("/")[2] if shown.lower() == key else name
+                    kids = children.get(parent)
+                    known = kids is not None
+                    if not known:
+                        kids = children[parent] = {}
+                    kids[name] = spelled
+                    children.setdefault(key, {})
+                    if known:
+                        break
+                    key, shown = parent, shown.rpartition("/")[0]  # a folder above that holds no entries itself
             self._children = children
         return self._children
+
+    def _spellings(self) -> list[str]:
+        """Each folder as spelled by its first run, in the order of ``folders``: one gather and one decode."""
+        runs = np.fromiter(self.folders.values(), np.int64, len(self.folders))
+        if not len(runs):
+            return []
+        at, end = self.folder_at[runs].astype(np.int64), self.folder_end[runs].astype(np.int64)
+        lengths = end - at
+        starts = np.zeros(len(runs), np.int64)
+        starts[1:] = np.cumsum(lengths[:-1] + 1)
+        total = int(starts[-1] + lengths[-1])
+        index = np.arange(total) + np.repeat(at - starts, lengths + 1)[:total]
+        data = np.frombuffer(self.folder_text, np.uint8)[np.minimum(index, len(self.folder_text) - 1)]
+        data[starts[1:] - 1] = 0  # each name's end (the byte after it in the text need not be a NUL)
+        names = data.tobytes().decode("utf-8", "surrogateescape").split("\0")
+        return ["" if name == " " else name for name in names]
 
     def listing(self, folder: str) -> dict[str, str]:
         """Lower-cased name → name of the entries and sub-folders of a virtual folder ({} when there is none)."""

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..budget import current_budget
 from ..errors import FormatError
 from .archive import Archive
 from .gameinfo import GameInfo, game_folder, has_gameinfo, read_gameinfo, vpk_directory
@@ -170,12 +171,14 @@ def label(mount: str) -> str:
 def list_models(mounts: Iterable[str], suffixes: tuple[str, ...] = MODEL_SUFFIXES) -> Iterator[ModelEntry]:
     """Every model in the mounted games and archives (a game: each of its ``game`` search paths; loose files are
     looked for under each folder's ``models/`` only), each virtual path once. Archives that cannot be read are
-    skipped (``mount_archive`` names why)."""
+    skipped (``mount_archive`` names why). The models are charged to the listing budget before their names are
+    made (an archive's by counting its entries): ``BudgetExceeded`` past it."""
     seen: set[str] = set()
+    listed = [0]
     for mount in mounts:
         title = label(mount)
         for root in mount_roots([mount]):
-            for entry in _models_in(root, suffixes):
+            for entry in _models_in(root, suffixes, listed):
                 key = os.path.normcase(entry[0])
                 if key in seen:
                     continue
@@ -183,12 +186,19 @@ def list_models(mounts: Iterable[str], suffixes: tuple[str, ...] = MODEL_SUFFIXE
                 yield ModelEntry(entry[0], entry[1], title, mount, entry[2])
 
 
-def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str, str | None]]:
+def _charge(listed: list[int], count: int, where: str) -> None:
+    budget = current_budget()
+    listed[0] += count
+    budget.check(where, "models listed", listed[0], budget.listed_models, "models")
+
+
+def _models_in(root: str, suffixes: tuple[str, ...], listed: list[int]) -> Iterator[tuple[str, str, str | None]]:
     if is_archive_name(root):
         try:
             archive = mount_archive(root)
         except FormatError:
             return
+        _charge(listed, sum(archive.count(suffix) for suffix in suffixes), archive.path)
         for suffix in suffixes:
             for name in archive.entries(suffix):
                 yield os.path.join(archive.path, *name.split("/")), name, archive.path
@@ -202,6 +212,7 @@ def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str,
         for name in sorted(files):
             if name.lower().endswith(suffixes):
                 full = os.path.join(folder, name)
+                _charge(listed, 1, root)
                 yield full, os.path.relpath(full, root).replace(os.sep, "/"), None
                 count += 1
                 if count >= MAX_LOOSE_MODELS:
