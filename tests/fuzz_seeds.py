@@ -83,9 +83,29 @@ def source_bc6h_infinity(tmp: Path) -> Path:
     return hostile.source(tmp)
 
 
+def source_custom_archives(tmp: Path) -> Path:
+    """A game whose ``custom/*`` holds 24 tiny VPKs (one of them with the body's material) and a folder, searched
+    before the game folder through one index (issue 31)."""
+    from archive_writer import WEntry, write_vpk
+
+    game = hostile.game(tmp)
+    (game / "gameinfo.txt").write_text(
+        '"GameInfo" { game "custom" FileSystem { SearchPaths { game+mod |gameinfo_path|custom/* '
+        "game |gameinfo_path|. } } }"
+    )
+    (game / "custom" / "folder" / "materials").mkdir(parents=True)
+    for i in range(24):
+        entries = [WEntry(f"materials/other{i}/x.vmt", b"x")]
+        if i == 17:
+            entries.append(WEntry("materials/models/test/body.vmt", b'"VertexLitGeneric" { "$color" "[1 0 0]" }'))
+        write_vpk(game / "custom", f"pack{i:02d}", entries, single=True)
+    return hostile.source(tmp)
+
+
 BUILDERS = {
     "hostile flex rules.mdl": source_flex_rules,
     "hostile phy text.mdl": source_phy_text,
     "hostile padded pcx.ms3d": ms3d_pcx_skin,
     "hostile bc6h infinity.mdl": source_bc6h_infinity,
+    "hostile custom archives.mdl": source_custom_archives,
 }
