@@ -93,7 +93,7 @@ class Budget:
         """Flex rule work over all objects, in units of about 2 µs (``scene/source/flex_rules.rule_cost``: one per
         operation and rule, more for the operations that build many terms): each object with shape keys runs every
         rule again, so a small file could ask for hours. A face has a few thousand units."""
-        return self._n(2_000_000)
+        return max(16, self._n(2_000_000))  # (a tiny archive mounts at any Work Limit)
 
     # Datablocks and what hangs on them, per import: Blender makes each at a cost of its own, whatever the tables
     # above allowed, and some of it grows faster than their number (objects: 4,000 in 5 s, 20,000 in 105 s and
@@ -127,14 +127,14 @@ class Budget:
         """Entries of one VPK directory: each is a few numbers in arrays, but its name is walked one Python step at
         a time (4 M took 7 s and 600 MB with the import). The largest real directories hold a few hundred
         thousand."""
-        return self._n(2_000_000)
+        return max(16, self._n(2_000_000))  # (a tiny archive mounts at any Work Limit)
 
     @property
     def archive_folders(self) -> int:
         """Folders of one VPK directory (a folder counted once per extension it holds): each is a dict key and a
         node of the folder tree listings walk (1 M took 4 s of CPU and 600 MB). Real archives hold tens of
         thousands."""
-        return self._n(250_000)
+        return max(16, self._n(250_000))
 
     @property
     def listed_models(self) -> int:

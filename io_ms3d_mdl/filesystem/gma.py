@@ -89,8 +89,13 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
         if after + 12 > len(data):
             raise _Short
         size, crc = unpack("<qI", data, after)
-        if size < 0:
-            raise FormatError(path, after, f"file '{printable(raw.decode('utf-8', 'replace'), 120)}' has size {size}")
+        if size < 0 or size > file_size:  # (bounded, the sizes' running total cannot overflow)
+            raise FormatError(
+                path,
+                after,
+                f"file '{printable(raw.decode('utf-8', 'replace'), 120)}' has size {size:,}: it runs past the end "
+                f"of the addon ({file_size:,} bytes)",
+            )
         if len(names) >= MAX_FILES:
             raise FormatError(path, pos, f"the addon lists more than {MAX_FILES:,} files")
         names.append(raw.decode("utf-8", "surrogateescape"))

@@ -68,18 +68,18 @@ def read_vpk(path: str) -> Archive:
 
 
 def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int) -> Archive:
-    ends, (first, at, end), extensions = _walk(path, tree, header)
+    budget = current_budget()
+    ends, (first, at, end), extensions = _walk(path, tree, header, budget.archive_folders)
     count, runs = len(ends), len(first)
-    budget = current_budget()  # the walk keeps 8 bytes an entry; what follows keeps more, and Python objects
+    # the walk keeps 8 bytes an entry (at most one per 20 bytes of tree); what follows keeps more
     budget.check(path, "VPK entries", count, budget.archive_entries, "entries")
-    budget.check(path, "VPK folders (once per extension)", runs, budget.archive_folders, "folders")
     index = np.int32 if len(tree) + RECORD < 1 << 31 else np.int64  # offsets into the tree
     name_end = np.frombuffer(ends, np.int64).astype(index) if count else np.zeros(0, index)
     run_first, folder_at, folder_end = (
         np.frombuffer(a, np.int64) if runs else np.zeros(0, np.int64) for a in (first, at, end)
     )
     run_end = np.append(run_first[1:], count).astype(np.int64)
-    run_suffix = np.zeros(runs, np.uint16)
+    run_suffix = np.zeros(runs, np.uint32)
     for number, (start, _) in enumerate(extensions):
         run_suffix[start:] = number
     suffixes = [suffix for _, suffix in extensions]
@@ -126,7 +126,7 @@ def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int
         name_end=name_end,
         run_first=run_first.astype(small),
         run_end=run_end.astype(small),
-        run_suffix=run_suffix.astype(np.uint16),
+        run_suffix=run_suffix,
         run_next=run_next,
         folder_at=folder_at.astype(index),
         folder_end=folder_end.astype(index),
@@ -172,11 +172,14 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _walk(path: str, tree: bytes, header: int) -> tuple[array, tuple[array, array, array], list[tuple[int, str]]]:
+def _walk(
+    path: str, tree: bytes, header: int, most: int
+) -> tuple[array, tuple[array, array, array], list[tuple[int, str]]]:
     """Where each entry's name ends (its record follows); per run of entries sharing a folder and extension, its
     first entry and where its folder's name starts and ends in the tree (a run ends where the next begins); and
     each extension with the first run that has it. One ``find`` and two byte reads per entry, one ``find`` and
-    three appends per folder: a 100,000-folder tree is walked as fast as a 100,000-entry one."""
+    three appends per folder: a 100,000-folder tree is walked as fast as a 100,000-entry one. More than ``most``
+    folders or extensions (empty ones take 3 bytes each) stop the walk before it keeps them."""
     find = tree.find
     ends = array("q")
     append = ends.append
@@ -195,6 +198,8 @@ def _walk(path: str, tree: bytes, header: int) -> tuple[array, tuple[array, arra
             if not extension:
                 break
             extensions.append((len(run_first), "" if extension == b" " else "." + _text(extension)))
+            if len(extensions) > most:
+                _too_many(path, "extensions", len(extensions), most)
             while True:
                 end = find(b"\0", pos)
                 if end <= pos:
@@ -205,6 +210,8 @@ def _walk(path: str, tree: bytes, header: int) -> tuple[array, tuple[array, arra
                 add_run(len(ends))
                 add_at(pos)
                 add_end(end)
+                if len(run_first) > most:
+                    _too_many(path, "folders (once per extension)", len(run_first), most)
                 pos = end + 1
                 while True:
                     end = find(b"\0", pos)
@@ -222,6 +229,10 @@ def _walk(path: str, tree: bytes, header: int) -> tuple[array, tuple[array, arra
             path, header + (ends[-1] + 1 if ends else 0), "an entry's record runs past the directory tree"
         ) from None
     return ends, runs, extensions
+
+
+def _too_many(path: str, what: str, count: int, most: int) -> None:
+    raise current_budget().exceeded(path, f"VPK {what}", count, most, what.split()[0])
 
 
 def _unterminated(path: str, offset: int, what: str) -> FormatError:
@@ -277,15 +288,18 @@ def _check_names(
     header: int,
 ) -> None:
     """Refuse an archive naming an entry that would mean a place outside it (``..``, absolute, a drive), its
-    folder being safe. Only a name starting with a separator, with a colon second or holding two dots in a row can
-    (a separator inside a name is harmless): those are found for all names at once, a few megabytes of the tree at
-    a time, and looked at one by one (real archives have none)."""
+    folder being safe. Only a name starting with a separator, with a colon second, holding two dots in a row or
+    ending where its extension could finish a ``..`` can (a separator inside a name is harmless): those are found
+    for all names at once, a few megabytes of the tree at a time, and looked at one by one with their extension
+    (real archives have few)."""
     count = len(name_at)
     if not count:
         return
-    first_byte = raw[name_at]
+    first_byte, last_byte = raw[name_at], raw[name_end - 1]
     second = raw[np.minimum(name_at + 1, len(raw) - 1)]
     suspect = (first_byte == ord("/")) | (first_byte == ord("\\")) | ((name_end - name_at > 1) & (second == ord(":")))
+    # a name ending in "/", "\\" or "." can make ".." with its extension ("a/" + ".." from the extension ".")
+    suspect |= (last_byte == ord("/")) | (last_byte == ord("\\")) | (last_byte == ord("."))
     step = 4 << 20
     for start in range(0, len(raw), step):
         chunk = raw[start : start + step + 1]
