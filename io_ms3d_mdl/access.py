@@ -30,7 +30,7 @@ import os
 import re
 import stat
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -283,10 +283,10 @@ class Confinement:
 
 
 class SearchIndex:
-    """What each of a list of bases (folders, archives, folders inside archives) holds at its top, indexed once:
-    an archive by its folder keys (its own, already built when it was mounted), a folder on disk by its entries'
-    lower-cased names. ``candidates`` names the bases that can hold a relative name, in order, remembered per
-    folder asked about. The number of bases is charged to the budget before any is mounted or listed."""
+    """What a list of bases (folders, archives, folders inside archives) holds, indexed once: every folder of
+    every archive → the bases holding it, every name at the top of a folder on disk → the bases holding it.
+    ``candidates`` then names the bases that can hold a relative name, in order, without a step per base. The
+    archives are charged to the budget before any is mounted, and what they hold (entries, folders) as each is."""
 
     def __init__(self, bases: tuple[str, ...]) -> None:
         bases = tuple(dict.fromkeys(os.path.normpath(os.path.abspath(b)) for b in bases if b))
@@ -297,33 +297,51 @@ class SearchIndex:
         budget.check(None, what, len(archives), budget.search_paths, "archives")
         budget.check(None, "search paths: folders and archives", len(bases), 4 * budget.search_paths, "paths")
         self.bases = bases
-        self._archives: list[tuple[int, mounts.Archive, str]] = []  # (rank, archive, key of the base inside it)
-        self._folders: list[tuple[int, frozenset[str] | None]] = []  # (rank, top names; None: could not list)
+        self._by_folder: dict[str, list[int]] = {}  # an archive's folder key (below the base) → ranks of bases
+        self._by_top: dict[str, list[int]] = {}  # a name at the top of a folder on disk → ranks of bases
+        self._unlisted: list[int] = []  # folders that could not be listed: always tried
+        entries = folders = 0
         for rank, (base, (archive_path, inside)) in enumerate(zip(bases, places, strict=True)):
             if archive_path in archives:
-                with suppress(FormatError):  # not a readable archive: nothing is found in it (as ``find`` says)
-                    self._archives.append((rank, mounts.mount_archive(archive_path), folder_key(inside)))
+                try:  # not a readable archive: nothing is found in it (as ``find`` says)
+                    archive = mounts.mount_archive(archive_path)
+                except FormatError:
+                    continue
+                entries, folders = entries + len(archive), folders + archive.folder_count
+                budget.check(archive_path, "entries of the archives searched", entries, budget.archive_entries)
+                budget.check(archive_path, "folders of the archives searched", folders, budget.archive_folders)
+                self._add_archive(rank, archive, folder_key(inside))
                 continue
             try:
-                self._folders.append((rank, frozenset(n.lower() for n in os.listdir(base))))
+                names = os.listdir(base)
             except FileNotFoundError:
                 continue
             except (OSError, ValueError):
-                self._folders.append((rank, None))
+                self._unlisted.append(rank)
+                continue
+            for name in {n.lower() for n in names}:
+                self._by_top.setdefault(name, []).append(rank)
         self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def _add_archive(self, rank: int, archive: mounts.Archive, inside: str) -> None:
+        keys: Iterator[str] | dict[str, int] = archive.folders
+        if inside:
+            prefix = inside + "/"
+            keys = (
+                k[len(prefix) :] if k != inside else "" for k in archive.folders if k.startswith(prefix) or k == inside
+            )
+        by_folder = self._by_folder
+        for key in keys:
+            by_folder.setdefault(key, []).append(rank)
 
     def candidates(self, steps: list[str]) -> tuple[str, ...]:
         """The bases that may hold the relative name ``steps`` (no ``.`` or ``..``), in order."""
-        folder = "/".join(steps[:-1]).replace("\\", "/").lower()
+        folder = folder_key("/".join(steps[:-1]))
         top = steps[0].lower()
         key = (folder, top)
         found = self._asked.get(key)
         if found is None:
-            ranks = [r for r, top_names in self._folders if top_names is None or top in top_names]
-            plain = folder_key(folder)
-            for rank, archive, inside in self._archives:
-                if (folder_key(f"{inside}/{folder}") if inside else plain) in archive.folders:
-                    ranks.append(rank)
+            ranks = {*self._by_folder.get(folder, ()), *self._by_top.get(top, ()), *self._unlisted}
             found = self._asked[key] = tuple(self.bases[r] for r in sorted(ranks))
         return found
 

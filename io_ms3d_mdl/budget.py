@@ -148,7 +148,7 @@ class Budget:
         the user's roots), all mounted and indexed before the first lookup (8,192 tiny ones took 6 s on a loaded
         machine); the folders searched beside them may be four times as many (each is listed once). A game
         mounts a few dozen; one ``custom/*`` line mounts at most 4,096."""
-        return self._n(4_096)
+        return max(16, self._n(4_096))
 
     @property
     def custom_properties(self) -> int:

@@ -14,7 +14,7 @@ from archive_writer import WEntry, write_vpk
 from source_writer import character_spec
 
 from io_ms3d_mdl import access
-from io_ms3d_mdl.budget import Budget
+from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded
 from io_ms3d_mdl.filesystem import mounts, vpk
 from io_ms3d_mdl.scene.load import load_source
@@ -123,3 +123,16 @@ def test_the_search_paths_are_charged_before_any_is_mounted(tmp_path, monkeypatc
     monkeypatch.setattr(mounts, "read_vpk", lambda path: pytest.fail("mounted before the budget was charged"))
     with pytest.raises(BudgetExceeded, match="search paths: archives"):
         load_source(str(model), SourceOptions(work_limit=32 / Budget().search_paths))
+
+
+def test_what_the_searched_archives_hold_is_charged_in_total(tmp_path):
+    """Each archive within its own budgets, together over them: refused as the index is built."""
+    model = custom_game(tmp_path, 0, 1)
+    for i in range(3):
+        entries = [WEntry(f"materials/m{i}_{j}/x.vmt", b"x") for j in range(10)]
+        write_vpk(tmp_path / "game" / "custom", f"b{i}", entries, single=True)
+    confinement = access.Confinement.for_model(str(model))
+    with using_budget(Budget(1e-4)), pytest.raises(BudgetExceeded, match="folders of the archives searched"):
+        confinement.find_first(confinement.lookup, "materials/models/test/t0.vmt")  # 25 in all, 10 in each
+    found = access.Confinement.for_model(str(model)).find_first(confinement.lookup, "materials/models/test/t0.vmt")
+    assert found is not None and found.endswith("t0.vmt")
