@@ -1,9 +1,10 @@
 """What every archive answers, whatever its format: the entries of a virtual folder, one entry's bytes. No ``bpy``.
 
-An index keeps the names as one list and the records as numpy arrays (no object per entry: a texture archive holds
-100,000 of them); names are grouped into runs that share a folder, and the per-folder ``name → entry`` dicts are
-built only for the folders asked about. Lookups are case-insensitive with ``/`` or ``\\``. Entry names that climb
-(``..``), are absolute or carry a drive letter were refused when the index was built (``check_names``).
+An index keeps the names' bytes as they came (a VPK's tree itself) and the records as numpy arrays (no object per
+entry: a texture archive holds 100,000 of them); entries are grouped into runs that share a folder and suffix, kept
+as arrays too, with one ``folder key → first run`` dict; the per-folder ``name → entry`` dicts and the folder tree
+are built only when asked for. Lookups are case-insensitive with ``/`` or ``\\``. Entry names that climb (``..``),
+are absolute or carry a drive letter were refused when the index was built.
 """
 
 from __future__ import annotations

@@ -6,9 +6,12 @@ then the tree: for each extension, for each folder, for each file a NUL-terminat
 level, and ``" "`` stands for "no extension" or "the root folder". Archive index 0x7FFF means the data follows the
 tree in this same file; any other index ``n`` names the part ``<stem>_NNN.vpk`` beside the directory file.
 
-The tree is walked with one tight loop over the bytes (a ``find`` and three index operations per entry) and the
-records gathered with one numpy fancy index, so a 100,000-entry directory mounts in tens of milliseconds. Every
-offset, count and size from the file is checked before use; a bad one is a ``FormatError`` with its offset.
+The tree is walked with one tight loop over the bytes (a ``find`` and three index operations per entry, a ``find``
+and three appends per folder); everything after it works on all entries and folders at once (records gathered
+with numpy fancy indexing, folder names decoded in one piece, names checked in chunks), so a directory of 100,000
+entries or 100,000 folders mounts in about 0.1 s and nothing is quadratic. Every offset, count and size from the
+file is checked before use; a bad one is a ``FormatError`` with its offset; entries, folders and extensions are
+charged to the budget (``archive_entries``, ``archive_folders``).
 """
 
 from __future__ import annotations
