@@ -300,7 +300,7 @@ class SearchIndex:
         self._by_folder: dict[str, list[int]] = {}  # an archive's folder key (below the base) → ranks of bases
         self._by_top: dict[str, list[int]] = {}  # a name at the top of a folder on disk → ranks of bases
         self._unlisted: list[int] = []  # folders that could not be listed: always tried
-        entries = folders = 0
+        entries = folders = tree = 0
         for rank, (base, (archive_path, inside)) in enumerate(zip(bases, places, strict=True)):
             if archive_path in archives:
                 try:  # not a readable archive: nothing is found in it (as ``find`` says)
@@ -308,6 +308,8 @@ class SearchIndex:
                 except FormatError:
                     continue
                 entries, folders = entries + len(archive), folders + archive.folder_count
+                tree += len(archive.text)
+                budget.check(archive_path, "directory bytes of the archives searched", tree, 2 * budget.file_bytes)
                 budget.check(archive_path, "entries of the archives searched", entries, budget.archive_entries)
                 budget.check(archive_path, "folders of the archives searched", folders, budget.archive_folders)
                 self._add_archive(rank, archive, folder_key(inside))

@@ -121,3 +121,19 @@ def test_an_archive_of_many_parts_names_each_part_beside_it(tmp_path):
     with pytest.raises(FormatError, match="parts go to 999"):
         tree = b"vtf\0m\0x\0" + struct.pack("<IHHIIH", 0, 0, 1000, 0, 1, 0xFFFF) + b"\0\0\0"
         mounts.mount_archive(str(raw_vpk(tmp_path, tree, name="parts_dir.vpk")))
+
+
+def test_mounted_archives_are_let_go_past_the_cache_bytes(tmp_path, monkeypatch):
+    """The session cache keeps at most MAX_CACHED_BYTES of directories (each may hold 128 MiB); one let go is read
+    again when asked for, not kept alive by the path lookup beside the cache."""
+    paths = [write_vpk(tmp_path / str(i), "pak", [WEntry(f"m/x{j}.vtf", b"x") for j in range(50)]) for i in range(3)]
+    size = len(mounts.mount_archive(str(paths[0])).text)
+    mounts.forget_archives()
+    monkeypatch.setattr(mounts, "MAX_CACHED_BYTES", 2 * size)
+    reads = []
+    real = mounts.read_vpk
+    monkeypatch.setattr(mounts, "read_vpk", lambda path: reads.append(path) or real(path))
+    for path in [*paths, paths[2], paths[1], paths[0]]:
+        mounts.mount_archive(str(path))
+    assert [Path(p).parent.name for p in reads] == ["0", "1", "2", "0"]
+    assert len(mounts._ARCHIVES) == 2 and mounts._KEPT[0] == 2 * size

@@ -27,11 +27,12 @@ MODEL_SUFFIXES = (".mdl", ".ms3d")
 MAX_ARCHIVES = 64  # mounted indexes always kept (a game mounts a dozen)...
 MAX_SMALL_ARCHIVES = 16_384  # ...and more while they are small (a custom/ folder of tiny add-on VPKs)
 MAX_KEPT_BYTES = 256 << 20  # directory bytes of the archives kept beyond MAX_ARCHIVES
+MAX_CACHED_BYTES = 512 << 20  # directory bytes of all archives kept (each may hold 128 MiB)
 MAX_LOOSE_MODELS = 200_000
 
 _ARCHIVES: OrderedDict[tuple[str, int, int], Archive] = OrderedDict()
 _KEPT = [0]  # directory bytes of the archives in _ARCHIVES
-_BY_PATH: dict[str, tuple[tuple[int, int, int, int], Archive]] = {}
+_BY_PATH: dict[str, tuple[tuple[int, int, int, int], tuple[str, int, int]]] = {}
 
 
 def is_archive_name(name: str) -> bool:
@@ -57,7 +58,9 @@ def mount_archive(path: str) -> Archive:
         raise FormatError(path, None, "not a regular file; an archive must be one")
     known = _BY_PATH.get(path)  # the same file as last time: one stat, not a walk over the path's links
     if known is not None and known[0] == (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns):
-        return known[1]
+        cached = _ARCHIVES.get(known[1])  # (only a key: an archive evicted below is let go, not kept from here)
+        if cached is not None and cached.path == path:
+            return cached
     key = (os.path.realpath(path), info.st_size, info.st_mtime_ns)
     archive = _ARCHIVES.get(key)
     if archive is not None and archive.path == path:
@@ -68,10 +71,13 @@ def mount_archive(path: str) -> Archive:
         old = _ARCHIVES.pop(key, None)
         _KEPT[0] += len(archive.text) - (len(old.text) if old is not None else 0)
     _ARCHIVES[key] = archive
-    _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), archive)
+    _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), key)
     while len(_BY_PATH) > 2 * MAX_SMALL_ARCHIVES:
         _BY_PATH.pop(next(iter(_BY_PATH)))
-    while len(_ARCHIVES) > MAX_ARCHIVES and (len(_ARCHIVES) > MAX_SMALL_ARCHIVES or _KEPT[0] > MAX_KEPT_BYTES):
+    while len(_ARCHIVES) > 1 and (
+        _KEPT[0] > MAX_CACHED_BYTES
+        or (len(_ARCHIVES) > MAX_ARCHIVES and (len(_ARCHIVES) > MAX_SMALL_ARCHIVES or _KEPT[0] > MAX_KEPT_BYTES))
+    ):
         _KEPT[0] -= len(_ARCHIVES.popitem(last=False)[1].text)
     return archive
 
