@@ -141,4 +141,7 @@ else:
         note = str(exc)
 print("RESULT " + json.dumps({{"count": count, "note": note, "seconds": time.perf_counter() - start,
                                "peak_bytes": peak_bytes()}}), flush=True)
+if {how!r} == "browser":
+    game_browser.fill(bpy.context, [])  # Blender 4.2 crashes at exit holding the rows of an unregistered type
+addon.unregister()
 """
