@@ -38,6 +38,7 @@ from functools import lru_cache
 from .budget import Budget, current_budget, using_budget
 from .errors import FormatError, printable
 from .filesystem import mounts
+from .filesystem.archive import folder_key
 from .filesystem.files import kernel_paths as _kernel_paths
 from .filesystem.files import read_regular, real_path
 
@@ -138,6 +139,11 @@ class Confinement:
     # (base, folder steps as written) → the folder they lead to under a root, or None: a material search asks for
     # many names in the same few folders, and the path arithmetic cost more than the lookups.
     _folders: dict[tuple[str, tuple[str, ...]], str | None] = field(default_factory=dict, compare=False, repr=False)
+    # The bases a search tries in order (the lookup roots, or a texture search's folders) → the one index of what
+    # each holds, built once: a name is then looked up only under the bases that can hold it (``find_first``).
+    _indexes: dict[tuple[str, ...], SearchIndex] = field(default_factory=dict, compare=False, repr=False)
+    # each root (normcased) → its rank in ``roots``: which roots hold a path is answered from its ancestors
+    _ranks: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_model(
@@ -179,7 +185,25 @@ class Confinement:
         return self._holds(os.path.realpath(path))
 
     def _holds(self, real: str) -> bool:
-        return any(_inside(real, root) for root in self.roots)
+        return self._first_root(real) is not None
+
+    def _first_root(self, path: str) -> str | None:
+        """The first root (in order) that ``path`` (absolute, normalised) lies under, found by looking its
+        ancestors up (a path is a few folders deep; an import may have thousands of roots)."""
+        ranks = self._ranks
+        if not ranks:
+            for rank, root in enumerate(self.roots):
+                ranks.setdefault(os.path.normcase(root.rstrip(os.sep) or root), rank)
+        best = None
+        step = os.path.normcase(path)
+        while True:
+            rank = ranks.get(step)
+            if rank is not None and (best is None or rank < best):
+                best = rank
+            parent = os.path.dirname(step)
+            if parent == step:
+                return None if best is None else self.roots[best]
+            step = parent
 
     def find(self, base: str, name: str) -> str | None:
         """``name`` (relative, any case, ``\\`` or ``/``) under ``base`` when it is a regular file inside the roots.
@@ -204,11 +228,39 @@ class Confinement:
         real = _regular_real_path(current)
         return current if real is not None and self._holds(real) else None
 
+    def find_first(self, bases: list[str] | tuple[str, ...], name: str) -> str | None:
+        """``find(base, name)`` for the first of ``bases`` (in order) where it is found. The bases' index (what
+        each archive and folder holds at its top) is built once per list of bases, so a name is looked up only
+        under the few bases that can hold it: a game with thousands of ``custom/*`` entries costs one index, not
+        one walk over every archive per texture. A name that climbs above its base is tried on each in turn."""
+        parts = relative_parts(name)
+        if not parts:
+            return None
+        steps: list[str] = []
+        for part in parts:
+            if part != "..":
+                steps.append(part)
+            elif steps:
+                steps.pop()
+            else:  # climbs above the base: where it leads depends on the base
+                return next((f for b in dict.fromkeys(bases) if b and (f := self.find(b, name))), None)
+        if not steps:
+            return None
+        key = tuple(bases)
+        index = self._indexes.get(key)
+        if index is None:
+            index = self._indexes[key] = SearchIndex(key)
+        for base in index.candidates(steps):
+            found = self.find(base, name)
+            if found:
+                return found
+        return None
+
     def _folder(self, base: str, parts: tuple[str, ...]) -> str | None:
         """The folder ``parts`` lead to from ``base``, spelled as it exists below the first root holding it, or
         None when it is outside every root or missing (a file inside it is inside that root too)."""
         target = os.path.normpath(os.path.join(os.path.abspath(base), *parts))
-        root = next((r for r in self.roots if _inside(target, r)), None)
+        root = self._first_root(target)
         if root is None:
             return None
         current: str | None = root
@@ -235,6 +287,72 @@ class Confinement:
             return None
         path = name.strip()
         return path if _is_regular(path) else None
+
+
+class SearchIndex:
+    """What a list of bases (folders, archives, folders inside archives) holds, indexed once: every folder of
+    every archive → the bases holding it, every name at the top of a folder on disk → the bases holding it.
+    ``candidates`` then names the bases that can hold a relative name, in order, without a step per base. The
+    archives are charged to the budget before any is mounted, and what they hold (entries, folders) as each is."""
+
+    def __init__(self, bases: tuple[str, ...]) -> None:
+        bases = tuple(dict.fromkeys(os.path.normpath(os.path.abspath(b)) for b in bases if b))
+        places = [mounts.split(base) or (base, "") for base in bases]
+        archives = {path for path, _ in places if mounts.is_archive_name(path) and _is_regular(path)}
+        budget = current_budget()
+        what = "search paths: archives (custom/* entries and mounts)"
+        budget.check(None, what, len(archives), budget.search_paths, "archives")
+        budget.check(None, "search paths: folders and archives", len(bases), 4 * budget.search_paths, "paths")
+        self.bases = bases
+        self._by_folder: dict[str, list[int]] = {}  # an archive's folder key (below the base) → ranks of bases
+        self._by_top: dict[str, list[int]] = {}  # a name at the top of a folder on disk → ranks of bases
+        self._unlisted: list[int] = []  # folders that could not be listed: always tried
+        entries = folders = tree = 0
+        for rank, (base, (archive_path, inside)) in enumerate(zip(bases, places, strict=True)):
+            if archive_path in archives:
+                try:  # not a readable archive: nothing is found in it (as ``find`` says)
+                    archive = mounts.mount_archive(archive_path)
+                except FormatError:
+                    continue
+                entries, folders = entries + len(archive), folders + archive.folder_count
+                tree += len(archive.text)
+                budget.check(archive_path, "directory bytes of the archives searched", tree, 2 * budget.file_bytes)
+                budget.check(archive_path, "entries of the archives searched", entries, budget.archive_entries)
+                budget.check(archive_path, "folders of the archives searched", folders, budget.archive_folders)
+                self._add_archive(rank, archive, folder_key(inside))
+                continue
+            try:
+                names = os.listdir(base)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError):
+                self._unlisted.append(rank)
+                continue
+            for name in {n.lower() for n in names}:
+                self._by_top.setdefault(name, []).append(rank)
+        self._asked: dict[tuple[str, str], tuple[str, ...]] = {}
+
+    def _add_archive(self, rank: int, archive: mounts.Archive, inside: str) -> None:
+        keys: Iterator[str] | dict[str, int] = archive.folders
+        if inside:
+            prefix = inside + "/"
+            keys = (
+                k[len(prefix) :] if k != inside else "" for k in archive.folders if k.startswith(prefix) or k == inside
+            )
+        by_folder = self._by_folder
+        for key in keys:
+            by_folder.setdefault(key, []).append(rank)
+
+    def candidates(self, steps: list[str]) -> tuple[str, ...]:
+        """The bases that may hold the relative name ``steps`` (no ``.`` or ``..``), in order."""
+        folder = folder_key("/".join(steps[:-1]))
+        top = steps[0].lower()
+        key = (folder, top)
+        found = self._asked.get(key)
+        if found is None:
+            ranks = {*self._by_folder.get(folder, ()), *self._by_top.get(top, ()), *self._unlisted}
+            found = self._asked[key] = tuple(self.bases[r] for r in sorted(ranks))
+        return found
 
 
 def _is_regular(path: str) -> bool:

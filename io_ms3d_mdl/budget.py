@@ -119,7 +119,7 @@ class Budget:
         """Flex rule work over all objects, in units of about 2 µs (``scene/source/flex_rules.rule_cost``: one per
         operation and rule, more for the operations that build many terms): each object with shape keys runs every
         rule again, so a small file could ask for hours. A face has a few thousand units."""
-        return self._n(2_000_000)
+        return max(16, self._n(2_000_000))  # (a tiny archive mounts at any Work Limit)
 
     # Datablocks and what hangs on them, per import: Blender makes each at a cost of its own, whatever the tables
     # above allowed, and some of it grows faster than their number (objects: 4,000 in 5 s, 20,000 in 105 s and
@@ -153,6 +153,34 @@ class Budget:
         """Materials (each with its node tree and image): 7,000 one-pixel GoldSrc textures took 165 s. Real models
         have at most a few hundred."""
         return self._n(1_000)
+
+    @property
+    def archive_entries(self) -> int:
+        """Entries of one VPK directory: each is a few numbers in arrays, but its name is walked one Python step at
+        a time (4 M took 7 s and 600 MB with the import). The largest real directories hold a few hundred
+        thousand."""
+        return max(16, self._n(2_000_000))  # (a tiny archive mounts at any Work Limit)
+
+    @property
+    def archive_folders(self) -> int:
+        """Folders of one VPK directory (a folder counted once per extension it holds): each is a dict key and a
+        node of the folder tree listings walk (1 M took 4 s of CPU and 600 MB). Real archives hold tens of
+        thousands."""
+        return max(16, self._n(250_000))
+
+    @property
+    def listed_models(self) -> int:
+        """Models listed from the mounted games and archives (the game browser makes a row for each: 1 M rows took
+        17.8 s and 1.9 GB, 200,000 took 12 s on a loaded machine). A large real game lists about 10,000."""
+        return self._n(100_000)
+
+    @property
+    def search_paths(self) -> int:
+        """Archives one import searches (the game's SearchPaths with every ``custom/*`` entry, the mounted games,
+        the user's roots), all mounted and indexed before the first lookup (8,192 tiny ones took 6 s on a loaded
+        machine); the folders searched beside them may be four times as many (each is listed once). A game
+        mounts a few dozen; one ``custom/*`` line mounts at most 4,096."""
+        return max(16, self._n(4_096))
 
     @property
     def custom_properties(self) -> int:

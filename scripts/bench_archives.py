@@ -4,7 +4,8 @@ archive against the same model from loose files.
     python scripts/bench_archives.py [--runs 15] [--entries 100000] [--blender] [--output FILE.md]
 
 - **mount**: a synthetic ``_dir.vpk`` of ``--entries`` entries, ten to a folder, ``.vtf`` and ``.vmt`` (the size
-  and shape of a real ``tf2_textures_dir.vpk``), mounted afresh each run (the session cache emptied);
+  and shape of a real ``tf2_textures_dir.vpk``), mounted afresh each run (the session cache emptied); then one of
+  as many folders, one entry each (mounting must be linear in folders as in entries);
 - **lookup**: a name looked up in the mounted directory (folders already asked about once: each folder's table is
   built on first use);
 - **import**: the same files loose in a folder and packed in a two-part VPK (``tests/archive_writer.py``), read and
@@ -66,9 +67,20 @@ def mount_figures(entries: int, runs: int, tmp: Path) -> list[str]:
     found = sum(archive.find(n) is not None for n in asked)
     lookup = (time.perf_counter() - start) / len(asked)
     assert found == len(asked)
+    spread = write_vpk(
+        tmp / "spread", "spread", [WEntry(f"materials/f{i:06d}/t.vtf", b"", part=0) for i in range(entries)]
+    )
+    spread_times = []
+    for _ in range(runs):
+        mounts.forget_archives()
+        start = time.perf_counter()
+        mounts.mount_archive(str(spread))
+        spread_times.append(time.perf_counter() - start)
     return [
         f"| mount a {entries:,}-entry `_dir.vpk` ({path.stat().st_size / 1e6:.1f} MB tree) | "
         f"{statistics.median(times) * 1000:.1f} ms (fastest {min(times) * 1000:.1f} ms) |",
+        f"| mount a `_dir.vpk` of {entries:,} folders, one entry each ({spread.stat().st_size / 1e6:.1f} MB tree) | "
+        f"{statistics.median(spread_times) * 1000:.1f} ms (fastest {min(spread_times) * 1000:.1f} ms) |",
         f"| one lookup (any case), folders already built | {lookup * 1e6:.2f} µs |",
     ]
 

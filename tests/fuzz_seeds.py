@@ -101,6 +101,25 @@ def bloodlines_textured_prop(tmp: Path) -> Path:
     return path
 
 
+def source_custom_archives(tmp: Path) -> Path:
+    """A game whose ``custom/*`` holds 24 tiny VPKs (one of them with the body's material) and a folder, searched
+    before the game folder through one index (issue 31)."""
+    from archive_writer import WEntry, write_vpk
+
+    game = hostile.game(tmp)
+    (game / "gameinfo.txt").write_text(
+        '"GameInfo" { game "custom" FileSystem { SearchPaths { game+mod |gameinfo_path|custom/* '
+        "game |gameinfo_path|. } } }"
+    )
+    (game / "custom" / "folder" / "materials").mkdir(parents=True)
+    for i in range(24):
+        entries = [WEntry(f"materials/other{i}/x.vmt", b"x")]
+        if i == 17:
+            entries.append(WEntry("materials/models/test/body.vmt", b'"VertexLitGeneric" { "$color" "[1 0 0]" }'))
+        write_vpk(game / "custom", f"pack{i:02d}", entries, single=True)
+    return hostile.source(tmp)
+
+
 BUILDERS = {
     "hostile flex rules.mdl": source_flex_rules,
     "hostile phy text.mdl": source_phy_text,
@@ -114,6 +133,7 @@ BUILDERS = {
     "hostile gameinfo vpk link.mdl": lambda t: hostile.gameinfo_link_seed(t, "vpk", "mdl"),
     "bloodlines character.mdl": bloodlines_character,
     "bloodlines textured prop.mdl": bloodlines_textured_prop,
+    "hostile custom archives.mdl": source_custom_archives,
 }
 
 

@@ -322,9 +322,18 @@ def archive_seeds() -> list[Seed]:
         WEntry(n, d, part=EMBEDDED if i % 2 else 0, preload=min(len(d), 16 * (i % 3))) for i, (n, d) in enumerate(files)
     ]
     directory, archive_parts = vpk_bytes(entries, version=2)
+    # A tree of many folders, some in several extensions, entries at the root, empty ones, one-letter names and
+    # long folder names: what the folder index and the name checks walk (issue 31).
+    crowd = [
+        WEntry(f"materials/m{i % 40}/{'x' * (i % 7 + 1)}{i}.{('vmt', 'vtf', 'txt')[i % 3]}", bytes(i % 5))
+        for i in range(120)
+    ]
+    crowd += [WEntry("readme", b"r"), WEntry("a.b", b""), WEntry("d" * 200 + "/e/f.vtf", b"f" * 40, preload=40)]
+    tree, _ = vpk_bytes([*(WEntry(n, d) for n, d in files[:3]), *crowd])
     return [
         Seed("synthetic archive.vpk", check_archive, {"dir": directory, "part": archive_parts[0]}),
         Seed("synthetic addon.gma", check_archive, {"gma": gma_bytes([GEntry(n, d) for n, d in files])}),
+        Seed("synthetic many-folder tree.vpk", check_archive, {"dir": tree}),
     ]
 
 

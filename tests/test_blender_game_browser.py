@@ -327,3 +327,22 @@ def test_a_gma_and_a_multi_part_vpk_list_together_filtered_by_game(prefs, tmp_pa
     assert bpy.ops.io_ms3d_mdl.import_game_models() == {"FINISHED"}  # from both archives in one call
     assert {"guy", "crate", "knife"} <= set(bpy.data.collections.keys())
     assert all(len(bpy.data.collections[n].all_objects) == 4 for n in ("guy", "crate", "knife"))
+
+
+def test_more_models_than_the_listing_budget_keep_the_first_rows_and_say_why(prefs, tmp_path):
+    """The models are charged before their rows are made: an archive past the budget lists none of its own, the
+    archives before it stay listed, and the window says why the list stops short."""
+    from archive_worst_cases import listed
+
+    from io_ms3d_mdl.budget import Budget, using_budget
+
+    pak = archive_of(two_models(tmp_path / "content"), tmp_path / "addons" / "pak01_dir.vpk")
+    crowd = listed(1500)(tmp_path)  # 1,500 models; the budget at Work Limit 0.01 lists 1,000
+    prefs.games.add().path = str(pak)
+    prefs.games.add().path = str(crowd)
+    with using_budget(Budget(0.01)):
+        assert game_browser.refresh(bpy.context, force=True)
+    assert [m.name for m in catalog().models] == ["guy.mdl", "crate.mdl"]
+    assert "models listed of 1,502 models exceeds the work budget of 1,000" in game_browser._STATE["note"]
+    assert game_browser.refresh(bpy.context, force=True) and len(catalog().models) == 1502  # the default budget
+    assert game_browser._STATE["note"] == ""

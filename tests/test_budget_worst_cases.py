@@ -7,10 +7,16 @@ its own, timed and measured (peak resident memory) from outside. Slow: run on th
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import archive_worst_cases
 import hostile
 import numpy as np
 import pytest
@@ -534,6 +540,7 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "materials: GoldSrc textures": goldsrc_materials,
     "objects: GoldSrc body-part choices (collections, hidden)": goldsrc_choices,
     "meshes: GoldSrc records naming an empty command list": goldsrc_meshes,
+    **archive_worst_cases.IMPORT_CASES,
 }
 
 
@@ -542,5 +549,31 @@ def test_the_worst_case_of_each_budget_fits_10_s_and_1_gb(tmp_path, case):
     path, options, _units = CASES[case](tmp_path)
     result, lines, seconds, memory = run_import(path, **options)
     assert result["status"] == ["FINISHED"], (result["error"], lines[-20:])
+    print(f"{case}: {seconds:.1f} s ({result['seconds']:.1f} s importing), {memory / 2**20:.0f} MiB")
     assert seconds < SECONDS, f"{case}: {seconds:.1f} s"
     assert memory < MEMORY, f"{case}: {memory / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("case", list(archive_worst_cases.LISTING_CASES))
+def test_the_worst_listing_fits_10_s_and_1_gb(tmp_path, case):
+    """Browse Game Models and ``mounts.list_models`` over the largest archives the budgets let through (or stop
+    short of): the models are charged before their rows are made."""
+    build, how = archive_worst_cases.LISTING_CASES[case]
+    path = build(tmp_path)
+    tests = Path(__file__).resolve().parent
+    code = archive_worst_cases.PROBE.format(root=str(tests.parent), tests=str(tests), how=how, path=str(path))
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = proc.stdout.read()
+    _, status, _ = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    results = [json.loads(line[7:]) for line in out.splitlines() if line.startswith("RESULT ")]
+    assert os.waitstatus_to_exitcode(status) == 0 and results, out[-3000:]
+    result = results[0]
+    print(f"{case}: {seconds:.1f} s, {result['peak_bytes'] / 2**20:.0f} MiB, {result['count']:,} listed")
+    if "at the budget" in case:
+        assert result["count"] == DEFAULT.listed_models and not result["note"]
+    else:
+        assert "models listed" in result["note"] and result["count"] < DEFAULT.listed_models
+    assert seconds < SECONDS, f"{case}: {seconds:.1f} s"
+    assert result["peak_bytes"] < MEMORY, f"{case}: {result['peak_bytes'] / 2**20:.0f} MiB"

@@ -84,3 +84,14 @@ def test_game_flag_mounts_a_base_game_for_a_loose_model(tmp_path):
     assert bare.returncode == mounted.returncode == 0, bare.stderr + mounted.stderr
     assert int(bare.stdout.split("guy.mdl")[1].split()[7]) > 0  # its materials were not found
     assert mounted.stdout.split("guy.mdl")[1].split()[7] == "0"  # no warnings: every material was found
+
+
+def test_batch_over_an_archive_of_more_models_than_the_listing_budget_is_a_usage_error(tmp_path):
+    """Every model of an archive is charged to the listing budget (scaled by --work-limit) before any is named."""
+    from archive_worst_cases import listed
+
+    vpk = listed(1500)(tmp_path)  # 1,500 models; at --work-limit 0.01 the budget lists 1,000
+    result = run("batch", "--vpk", vpk, "-o", tmp_path / "out", "--work-limit", "0.01", cwd=tmp_path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr, result.stdout + result.stderr
+    assert "models listed of 1,500 models exceeds the work budget of 1,000" in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.blend"))

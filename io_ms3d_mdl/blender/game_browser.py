@@ -80,9 +80,16 @@ def refresh(context: bpy.types.Context, force: bool = False) -> bool:
     mounts = preferences.mounted_games(context)
     if not force and mounts == _STATE["mounts"] and len(catalog(context).models) == len(_STATE["names"]):
         return False
-    fill(context, game_sources.list_models(mounts))
+    rows, _STATE["note"] = game_sources.listed_models(mounts)
+    fill(context, rows)
     _STATE["mounts"] = mounts
     return True
+
+
+def report_note(operator: bpy.types.Operator) -> None:
+    """Say why the list stops short (the listing budget), if it does."""
+    if _STATE.get("note"):
+        operator.report({"WARNING"}, _STATE["note"])
 
 
 def fill(context: bpy.types.Context, rows: list[game_sources.ModelRow]) -> None:
@@ -263,6 +270,7 @@ class IO_MS3D_MDL_OT_refresh_game_models(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         refresh(context, force=True)
         self.report({"INFO"}, f"{len(catalog(context).models):,} models in {len(_STATE['mounts'] or ())} mounts")
+        report_note(self)
         return {"FINISHED"}
 
 
@@ -287,6 +295,7 @@ class IO_MS3D_MDL_OT_mount_game(bpy.types.Operator, ImportHelper):
             return {"CANCELLED"}
         refresh(context)
         self.report({"INFO"}, f"Mounted {game_sources.label(path)}: {len(catalog(context).models):,} models listed")
+        report_note(self)
         return {"FINISHED"}
 
 
@@ -305,6 +314,8 @@ def draw_browser(layout: bpy.types.UILayout, context: bpy.types.Context, rows: i
     total = len(cat.models)
     if not total:
         _draw_empty(layout.box(), context)
+    if _STATE.get("note"):
+        layout.label(text=_STATE["note"][:200], icon="ERROR")
     layout.template_list(IO_MS3D_MDL_UL_game_models.__name__, "", cat, "models", cat, "index", rows=rows)
     checked = sum(1 for m in cat.models if m.checked)
     counts = f"{sum(flags):,} of {total:,} shown, {checked:,} checked"
@@ -370,6 +381,7 @@ class IO_MS3D_MDL_OT_browse_game_models(bpy.types.Operator):
 
     def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
         refresh(context)
+        report_note(self)
         # As tall as the list needs (up to WINDOW_ROWS), fixed while the window is open so it never jumps.
         _STATE["rows"] = max(6, min(WINDOW_ROWS, len(catalog(context).models) + 1))
         width = min(1100, max(600, context.window.width - 200)) if context.window else 900

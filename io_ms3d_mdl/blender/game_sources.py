@@ -8,6 +8,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import FormatError
 from ..filesystem import mounts, steam
 
 
@@ -45,4 +46,16 @@ def steam_games(steam_folder: str = "") -> list[tuple[str, str]]:
 def list_models(mounted: Sequence[str]) -> list[ModelRow]:
     """Every model of the mounted games and archives, as rows (game: its title or archive name; folder: where it
     lies inside its game or archive)."""
-    return [ModelRow(e.path, e.label, *posixpath.split(e.name)) for e in mounts.list_models(mounted)]
+    return listed_models(mounted)[0]
+
+
+def listed_models(mounted: Sequence[str]) -> tuple[list[ModelRow], str]:
+    """``list_models`` and why the list stops short ("" when it does not): the models are charged to the listing
+    budget before their rows are made, and the rows listed before the budget ran out are kept."""
+    rows: list[ModelRow] = []
+    try:
+        for e in mounts.list_models(mounted):
+            rows.append(ModelRow(e.path, e.label, *posixpath.split(e.name)))
+    except FormatError as exc:
+        return rows, f"Listed {len(rows):,} models, then stopped: {exc}"
+    return rows, ""

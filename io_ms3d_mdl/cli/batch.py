@@ -146,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
         check_output_folder(given, inputs)
     out_dir = Path(given).resolve()
     try:
-        found = collect(inputs, choices.source.mounts, exclude=None if args.single else out_dir)
+        exclude = None if args.single else out_dir
+        found = collect(inputs, choices.source.mounts, exclude, choices.source.work_limit)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if not found:

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        found = collect(files, choices.source.mounts)
+        found = collect(files, choices.source.mounts, work_limit=choices.source.work_limit)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if not found:

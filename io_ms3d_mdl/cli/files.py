@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..budget import Budget, using_budget
 from ..errors import FormatError, printable
 from ..filesystem import mounts
 from ..filesystem.files import refused_name, walk
@@ -72,12 +73,14 @@ def read_list(path: str) -> list[str]:
     return [line.rstrip("\r") for line in text.split("\n") if line.strip()]
 
 
-def collect(inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | None = None) -> list[Found]:
+def collect(
+    inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | None = None, work_limit: float = 1.0
+) -> list[Found]:
     """Folders are searched recursively; files given directly are placed relative to their common folder. Places
     come from the paths as given (``..`` folded, links not followed), so they never climb out of the output folder.
     ``mounted``: archives and game folders that names not on disk are looked up in (``ValueError`` for an archive
     that cannot be read). Nothing in ``exclude`` (the output folder, resolved, when it lies inside the inputs) is
-    read as input."""
+    read as input. ``work_limit`` scales the listing budget (the models every model of an archive names)."""
     refused = [item for item in inputs if refused_name(item)]
     for item in refused:  # (from --files-from: a NUL, which no OS call takes)
         print(f"{printable(item, 200)}: left out: {refused_name(item)}", file=sys.stderr)
@@ -92,7 +95,11 @@ def collect(inputs: list[str], mounted: tuple[str, ...] = (), exclude: Path | No
             elif not os.path.isdir(mount):
                 raise ValueError(f"{mount}: no such game folder")
         if not inputs:
-            return unique_sources(every_mounted_model(mounted))
+            try:
+                with using_budget(Budget(work_limit)):
+                    return unique_sources(every_mounted_model(mounted))
+            except FormatError as exc:  # more models than the listing budget: a usage error, said before any work
+                raise ValueError(exc.message) from None
     virtual = {item for item in inputs if mounts.split(os.path.abspath(item))}
     inside = [item for item in inputs if mounted and item not in virtual and not os.path.lexists(item)]
     direct = [absolute(item) for item in inputs if not Path(item).is_dir() and item not in inside]

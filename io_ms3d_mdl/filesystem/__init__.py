@@ -22,7 +22,8 @@ API for the user interface (stable)
         ``path`` is what to import (virtual inside archives), ``name`` the model's name in its game
         (``models/x.mdl``), ``label`` the game's title or the archive's file name, ``mount`` the game folder or
         archive it came from, ``archive`` the archive file holding it (None for a loose file). A generator; the
-        archives' indexes are cached, so a second listing costs only the walk over names.
+        archives' indexes are cached, so a second listing costs only the walk over names. The models are charged
+        to the ``listed_models`` budget before their names are made: ``errors.BudgetExceeded`` past it.
     ``mounts.label(mount) -> str``: a game's title (gameinfo ``game``) or the archive's / folder's name.
     ``steam.find_games(steam_folders=None) -> list[steam.InstalledGame(title, folder, install)]``
         Game folders holding gameinfo.txt in every Steam library (``libraryfolders.vdf``) of the given Steam

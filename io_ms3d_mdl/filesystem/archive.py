@@ -1,17 +1,18 @@
 """What every archive answers, whatever its format: the entries of a virtual folder, one entry's bytes. No ``bpy``.
 
-An index keeps the names as one list and the records as numpy arrays (no object per entry: a texture archive holds
-100,000 of them); names are grouped into runs that share a folder, and the per-folder ``name → entry`` dicts are
-built only for the folders asked about. Lookups are case-insensitive with ``/`` or ``\\``. Entry names that climb
-(``..``), are absolute or carry a drive letter were refused when the index was built (``check_names``).
+An index keeps the names' bytes as they came (a VPK's tree itself) and the records as numpy arrays (no object per
+entry: a texture archive holds 100,000 of them); entries are grouped into runs that share a folder and suffix, kept
+as arrays too, with one ``folder key → first run`` dict; the per-folder ``name → entry`` dicts and the folder tree
+are built only when asked for. Lookups are case-insensitive with ``/`` or ``\\``. Entry names that climb (``..``),
+are absolute or carry a drive letter were refused when the index was built.
 """
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,36 +40,66 @@ def unsafe(path: str) -> bool:
     return text.startswith("/") or bool(_DRIVE.match(text)) or ".." in text.split("/")
 
 
+def folder_runs(keys: list[str]) -> tuple[dict[str, int], np.ndarray]:
+    """Folder key → its first run (in the order folders first appear) and each run's next run of the same folder
+    (-1 after the last), from each run's key: a few passes in C, no Python loop per run."""
+    count = len(keys)
+    folders = dict(zip(keys, range(count), strict=True))  # in order of first appearance, holding the last runs
+    run_next = np.full(count, -1, np.int32)
+    if len(folders) == count:
+        return folders, run_next
+    folders.update(zip(reversed(keys), range(count - 1, -1, -1), strict=True))  # now the first runs, same order
+    owner = np.fromiter(map(folders.__getitem__, keys), np.int64, count)
+    order = np.argsort(owner, kind="stable")  # each folder's runs together, in the tree's order
+    same = owner[order[1:]] == owner[order[:-1]]
+    run_next[order[:-1][same]] = order[1:][same]
+    return folders, run_next
+
+
 @dataclass(eq=False)
 class Archive:
-    """One mounted archive's directory. ``path`` is the archive file (a VPK's ``_dir.vpk``, a GMA)."""
+    """One mounted archive's directory. ``path`` is the archive file (a VPK's ``_dir.vpk``, a GMA).
+
+    Compact on purpose (a tree may hold millions of entries): per entry only numbers in numpy arrays, per run of
+    entries sharing a folder and suffix only numbers too, and one ``folder key → first run`` dict; a folder's
+    spelling is read from ``folder_text`` when asked for."""
 
     path: str
     kind: str  # "VPK v1", "VPK v2", "GMA"
     text: bytes  # the names' bytes: entry i's name inside its folder (without its run's suffix) is
-    name_at: np.ndarray  # text[name_at[i]:name_end[i]] (int64 arrays)
+    name_at: np.ndarray  # text[name_at[i]:name_end[i]]
     name_end: np.ndarray
-    runs: dict[str, list[tuple[int, int, str]]]  # folder key → (first, end, suffix) runs of entries in it
-    spelled: dict[str, str]  # folder key → the folder as the archive spells it
+    run_first: np.ndarray  # per run (in entry order): its entries are run_first[r]:run_end[r]
+    run_end: np.ndarray
+    run_suffix: np.ndarray  # index into ``suffixes`` (a VPK run shares one extension: ".vtf", "" for none)
+    run_next: np.ndarray  # the next run of the same folder, -1 after the last
+    folder_at: np.ndarray  # per run: its folder as spelled is folder_text[folder_at[r]:folder_end[r]]
+    folder_end: np.ndarray
+    folder_text: bytes
+    suffixes: list[str]
+    folders: dict[str, int]  # folder key → its first run
     crc: np.ndarray  # uint32 per entry
     part: np.ndarray  # uint16 per entry: EMBEDDED or the VPK part number
-    offset: np.ndarray  # int64 per entry: in its part, or absolute in the archive file when EMBEDDED
-    length: np.ndarray  # int64 per entry
-    preload_at: np.ndarray  # int64 per entry: where its preload bytes start in ``preload``
-    preload_len: np.ndarray  # int64 per entry
+    offset: np.ndarray  # per entry: in its part, or (EMBEDDED) in the archive file less ``embedded_base``
+    length: np.ndarray  # per entry
+    preload_at: np.ndarray  # per entry: where its preload bytes start in ``preload``
+    preload_len: np.ndarray  # per entry
     preload: bytes = b""
+    embedded_base: int = 0  # where data stored in the directory file itself starts (a VPK's: after its tree)
     check_zero_crc: bool = True  # GMA writers may leave the CRC 0: then it is not checked
     real_folder: str = ""  # the folder the directory file really lies in (set when mounted; parts must lead there)
     _files: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
     _children: dict[str, dict[str, str]] | None = field(default=None, repr=False)
-    _starts: list[int] | None = field(default=None, repr=False)
     # entry → identity (device, inode, size, mtime) of the file its data was read from when its CRC was checked:
     # read again from that same unchanged file, it is not checked again (a texture shared by several imports)
     _verified: dict[int, tuple[int, int, int, int]] = field(default_factory=dict, repr=False)
-    _order: list[tuple[int, int, str, str]] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
         return len(self.name_at)
+
+    @property
+    def folder_count(self) -> int:
+        return len(self.folders)
 
     def _names(self, first: int, end: int) -> list[str]:
         """The names of entries ``first`` to ``end`` (without their run's suffix)."""
@@ -76,11 +107,27 @@ class Archive:
         starts, ends = self.name_at[first:end].tolist(), self.name_end[first:end].tolist()
         return [text[a:b].decode("utf-8", "surrogateescape") for a, b in zip(starts, ends, strict=True)]
 
+    def _runs(self, key: str) -> Iterator[tuple[int, int, str]]:
+        """(first, end, suffix) of each run of entries in the folder ``key``."""
+        run = self.folders.get(key, -1)
+        while run >= 0:
+            yield int(self.run_first[run]), int(self.run_end[run]), self.suffixes[int(self.run_suffix[run])]
+            run = int(self.run_next[run])
+
+    def spelled(self, key: str) -> str:
+        """The folder ``key`` as the archive spells it (its first run's spelling)."""
+        run = self.folders.get(key, -1)
+        return self._spelling(run) if run >= 0 else key
+
+    def _spelling(self, run: int) -> str:
+        text = self.folder_text[int(self.folder_at[run]) : int(self.folder_end[run])]
+        return "" if text == b" " else text.decode("utf-8", "surrogateescape").strip("/")
+
     def _folder(self, key: str) -> dict[str, int]:
         files = self._files.get(key)
         if files is None:
             files = {}
-            for first, end, suffix in self.runs.get(key, ()):
+            for first, end, suffix in self._runs(key):
                 suffix = suffix.lower()
                 for i, name in enumerate(self._names(first, end), first):
                     files.setdefault(name.lower() + suffix, i)
@@ -89,21 +136,19 @@ class Archive:
 
     def entry_name(self, index: int) -> str:
         """The entry's whole name as the archive spells it (``models/x.mdl``)."""
-        if self._starts is None:
-            order = sorted((first, end, suffix, key) for key, runs in self.runs.items() for first, end, suffix in runs)
-            self._starts, self._order = [r[0] for r in order], order
-        run = bisect.bisect_right(self._starts, index) - 1
-        first, end, suffix, key = self._order[run]
-        if not first <= index < end:
+        run = int(np.searchsorted(self.run_first, index, side="right")) - 1
+        if run < 0 or not int(self.run_first[run]) <= index < int(self.run_end[run]):
             raise IndexError(index)
-        folder = self.spelled[key]
-        name = self._names(index, index + 1)[0] + suffix
+        folder = self._spelling(run)
+        name = self._names(index, index + 1)[0] + self.suffixes[int(self.run_suffix[run])]
         return f"{folder}/{name}" if folder else name
 
     def find(self, name: str) -> int | None:
         """The entry named ``name`` (any case, ``/`` or ``\\``), or None."""
         key = folder_key(name)
         folder, _, base = key.rpartition("/")
+        if folder not in self.folders:
+            return None
         return self._folder(folder).get(base)
 
     def is_folder(self, name: str) -> bool:
@@ -111,36 +156,75 @@ class Archive:
         return key == "" or key in self.children()
 
     def children(self) -> dict[str, dict[str, str]]:
-        """Folder key → its sub-folders (lower-cased name → spelling), every folder that holds entries listed."""
+        """Folder key → its sub-folders (lower-cased name → spelling), every folder that holds entries listed
+        (and the folders above them). Built once, in one pass over the folders with their spellings decoded at
+        once."""
         if self._children is None:
             children: dict[str, dict[str, str]] = {"": {}}
-            for key in self.runs:
-                spelled = self.spelled[key]
-                parts, shown = key.split("/") if key else [], spelled.replace("\\", "/").split("/")
-                for depth in range(len(parts)):
-                    parent = "/".join(parts[:depth])
-                    children.setdefault(parent, {})[parts[depth]] = shown[depth] if depth < len(shown) else parts[depth]
-                    children.setdefault("/".join(parts[: depth + 1]), {})
+            for key, shown in zip(self.folders, self._spellings(), strict=True):
+                while key:
+                    parent, _, name = key.rpartition("/")
+                    shown = shown.replace("\\", "/").strip("/")
+                    spelled = shown.rpartition("/")[2] if shown.lower() == key else name
+                    kids = children.get(parent)
+                    known = kids is not None
+                    if not known:
+                        kids = children[parent] = {}
+                    kids[name] = spelled
+                    children.setdefault(key, {})
+                    if known:
+                        break
+                    key, shown = parent, shown.rpartition("/")[0]  # a folder above that holds no entries itself
             self._children = children
         return self._children
+
+    def _spellings(self) -> list[str]:
+        """Each folder as spelled by its first run, in the order of ``folders``: one gather and one decode."""
+        runs = np.fromiter(self.folders.values(), np.int64, len(self.folders))
+        if not len(runs):
+            return []
+        at, end = self.folder_at[runs].astype(np.int64), self.folder_end[runs].astype(np.int64)
+        lengths = end - at
+        starts = np.zeros(len(runs), np.int64)
+        starts[1:] = np.cumsum(lengths[:-1] + 1)
+        total = int(starts[-1] + lengths[-1])
+        index = np.arange(total) + np.repeat(at - starts, lengths + 1)[:total]
+        data = np.frombuffer(self.folder_text, np.uint8)[np.minimum(index, len(self.folder_text) - 1)]
+        data[starts[1:] - 1] = 0  # each name's end (the byte after it in the text need not be a NUL)
+        names = data.tobytes().decode("utf-8", "surrogateescape").split("\0")
+        return ["" if name == " " else name for name in names]
 
     def listing(self, folder: str) -> dict[str, str]:
         """Lower-cased name → name of the entries and sub-folders of a virtual folder ({} when there is none)."""
         key = folder_key(folder)
         out = dict(self.children().get(key, {}))
-        for first, end, suffix in self.runs.get(key, ()):
+        for first, end, suffix in self._runs(key):
             for name in self._names(first, end):
                 out.setdefault((name + suffix).lower(), name + suffix)
         return out
+
+    def count(self, suffix: str = "") -> int:
+        """How many entries ``entries(suffix)`` would name, counted before any name is made (a budget is charged
+        with it): whole runs by their extension, names only in runs without one (a GMA's, at most 200,000)."""
+        suffix = suffix.lower()
+        sizes = (self.run_end - self.run_first).astype(np.int64)
+        matching = [i for i, s in enumerate(self.suffixes) if s.lower().endswith(suffix)]
+        total = int(sizes[np.isin(self.run_suffix, matching)].sum()) if matching else 0
+        if suffix and "" in self.suffixes and "" not in [self.suffixes[i] for i in matching]:
+            bare = np.flatnonzero(self.run_suffix == self.suffixes.index(""))
+            for run in bare.tolist():
+                first, end = int(self.run_first[run]), int(self.run_end[run])
+                total += sum(name.lower().endswith(suffix) for name in self._names(first, end))
+        return total
 
     def entries(self, suffix: str = "") -> list[str]:
         """Every entry's whole name ending with ``suffix`` (any case), as the archive spells it."""
         suffix = suffix.lower()
         out = []
-        for key, runs in self.runs.items():
-            folder = self.spelled[key]
+        for key, run in self.folders.items():
+            folder = self._spelling(run)
             prefix = f"{folder}/" if folder else ""
-            for first, end, run_suffix in runs:
+            for first, end, run_suffix in self._runs(key):
                 if run_suffix.lower().endswith(suffix):  # a VPK run shares one extension
                     out += [prefix + name + run_suffix for name in self._names(first, end)]
                 elif not run_suffix:
@@ -167,6 +251,8 @@ class Archive:
         start = int(self.preload_at[index])
         head = self.preload[start : start + int(self.preload_len[index])]
         part, offset, length = int(self.part[index]), int(self.offset[index]), int(self.length[index])
+        if part == EMBEDDED:
+            offset += self.embedded_base
         data, identity = b"", None
         if length:
             where = self.path if part == EMBEDDED else self.part_path(part)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..budget import current_budget
 from ..errors import FormatError
 from .archive import Archive
 from .files import walk
@@ -24,11 +25,15 @@ from .vpk import read_vpk
 
 ARCHIVE_SUFFIXES = (".vpk", ".gma")
 MODEL_SUFFIXES = (".mdl", ".ms3d")
-MAX_ARCHIVES = 64  # mounted indexes kept (a game mounts a dozen)
+MAX_ARCHIVES = 64  # mounted indexes always kept (a game mounts a dozen)...
+MAX_SMALL_ARCHIVES = 16_384  # ...and more while they are small (a custom/ folder of tiny add-on VPKs)
+MAX_KEPT_BYTES = 256 << 20  # directory bytes of the archives kept beyond MAX_ARCHIVES
+MAX_CACHED_BYTES = 512 << 20  # directory bytes of all archives kept (each may hold 128 MiB)
 MAX_LOOSE_MODELS = 200_000
 
 _ARCHIVES: OrderedDict[tuple[str, int, int], Archive] = OrderedDict()
-_BY_PATH: dict[str, tuple[tuple[int, int, int, int], Archive]] = {}
+_KEPT = [0]  # directory bytes of the archives in _ARCHIVES
+_BY_PATH: dict[str, tuple[tuple[int, int, int, int], tuple[str, int, int]]] = {}
 
 
 def is_archive_name(name: str) -> bool:
@@ -54,7 +59,9 @@ def mount_archive(path: str) -> Archive:
         raise FormatError(path, None, "not a regular file; an archive must be one")
     known = _BY_PATH.get(path)  # the same file as last time: one stat, not a walk over the path's links
     if known is not None and known[0] == (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns):
-        return known[1]
+        cached = _ARCHIVES.get(known[1])  # (only a key: an archive evicted below is let go, not kept from here)
+        if cached is not None and cached.path == path:
+            return cached
     key = (os.path.realpath(path), info.st_size, info.st_mtime_ns)
     archive = _ARCHIVES.get(key)
     if archive is not None and archive.path == path:
@@ -62,18 +69,24 @@ def mount_archive(path: str) -> Archive:
     else:
         archive = read_gma(path) if path.lower().endswith(".gma") else read_vpk(path)
         archive.real_folder = os.path.dirname(key[0])
+        old = _ARCHIVES.pop(key, None)
+        _KEPT[0] += len(archive.text) - (len(old.text) if old is not None else 0)
     _ARCHIVES[key] = archive
-    _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), archive)
-    while len(_BY_PATH) > 4 * MAX_ARCHIVES:
+    _BY_PATH[path] = ((info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns), key)
+    while len(_BY_PATH) > 2 * MAX_SMALL_ARCHIVES:
         _BY_PATH.pop(next(iter(_BY_PATH)))
-    while len(_ARCHIVES) > MAX_ARCHIVES:
-        _ARCHIVES.popitem(last=False)
+    while len(_ARCHIVES) > 1 and (
+        _KEPT[0] > MAX_CACHED_BYTES
+        or (len(_ARCHIVES) > MAX_ARCHIVES and (len(_ARCHIVES) > MAX_SMALL_ARCHIVES or _KEPT[0] > MAX_KEPT_BYTES))
+    ):
+        _KEPT[0] -= len(_ARCHIVES.popitem(last=False)[1].text)
     return archive
 
 
 def forget_archives() -> None:
     _ARCHIVES.clear()
     _BY_PATH.clear()
+    _KEPT[0] = 0
     forget_splits()
 
 
@@ -187,12 +200,14 @@ def label(mount: str) -> str:
 def list_models(mounts: Iterable[str], suffixes: tuple[str, ...] = MODEL_SUFFIXES) -> Iterator[ModelEntry]:
     """Every model in the mounted games and archives (a game: each of its ``game`` search paths; loose files are
     looked for under each folder's ``models/`` only), each virtual path once. Archives that cannot be read are
-    skipped (``mount_archive`` names why)."""
+    skipped (``mount_archive`` names why). The models are charged to the listing budget before their names are
+    made (an archive's by counting its entries): ``BudgetExceeded`` past it."""
     seen: set[str] = set()
+    listed = [0]
     for mount in mounts:
         title = label(mount)
         for root in mount_roots([mount]):
-            for entry in _models_in(root, suffixes):
+            for entry in _models_in(root, suffixes, listed):
                 key = os.path.normcase(entry[0])
                 if key in seen:
                     continue
@@ -200,12 +215,19 @@ def list_models(mounts: Iterable[str], suffixes: tuple[str, ...] = MODEL_SUFFIXE
                 yield ModelEntry(entry[0], entry[1], title, mount, entry[2])
 
 
-def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str, str | None]]:
+def _charge(listed: list[int], count: int, where: str) -> None:
+    budget = current_budget()
+    listed[0] += count
+    budget.check(where, "models listed", listed[0], budget.listed_models, "models")
+
+
+def _models_in(root: str, suffixes: tuple[str, ...], listed: list[int]) -> Iterator[tuple[str, str, str | None]]:
     if is_archive_name(root):
         try:
             archive = mount_archive(root)
         except FormatError:
             return
+        _charge(listed, sum(archive.count(suffix) for suffix in suffixes), archive.path)
         for suffix in suffixes:
             for name in archive.entries(suffix):
                 yield os.path.join(archive.path, *name.split("/")), name, archive.path
@@ -221,6 +243,7 @@ def _models_in(root: str, suffixes: tuple[str, ...]) -> Iterator[tuple[str, str,
                 full = os.path.join(folder, name)
                 if os.path.islink(full) and not _really_inside(full, real_root):  # a link to a model elsewhere
                     continue
+                _charge(listed, 1, root)
                 yield full, os.path.relpath(full, root).replace(os.sep, "/"), None
                 count += 1
                 if count >= MAX_LOOSE_MODELS:

@@ -39,7 +39,7 @@ def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]
 
     def visit(model: MdlFile, depth: int) -> None:
         for name in model.include_models:
-            found = next((f for r in roots if (f := confinement.find(r, name))), None)
+            found = confinement.find_first(roots, name)
             if found is None:
                 where = "under the game folder" if roots else "(the model is not inside a models/ folder)"
                 warnings.add(f"included model '{shown(name)}' was not found {where}; its animations are missing")

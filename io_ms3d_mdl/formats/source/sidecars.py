@@ -54,10 +54,9 @@ def find_ani(mdl_path: str, block_name: str) -> str | None:
     """The model's animation block file: as named in the model (relative to the game root), else beside it."""
     root = game_root(mdl_path)
     confinement = current(mdl_path)
-    for folder in confinement.lookup or ((root,) if root else ()):
-        found = confinement.find(folder, block_name) if block_name else None
-        if found:
-            return found
+    found = confinement.find_first(confinement.lookup or ((root,) if root else ()), block_name) if block_name else None
+    if found:
+        return found
     return find_sidecars(mdl_path).ani
 
 

@@ -31,11 +31,7 @@ def find_texture(raw_path: str, model_dir: str, confinement: Confinement | None 
     folders = [model_dir, *(os.path.join(model_dir, d) for d in EXTRA_DIRS)]
     for root in confinement.roots:
         folders += [root, os.path.join(root, "textures")]
-    for folder in dict.fromkeys(folders):
-        found = confinement.find(folder, name)
-        if found:
-            return found
-    return None
+    return confinement.find_first(folders, name)  # one index over the folders, not a listing of each per name
 
 
 __all__ = ["clear_cache", "find_texture"]

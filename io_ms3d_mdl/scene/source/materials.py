@@ -41,11 +41,7 @@ class Finder:
         self.confinement = self.confinement or Confinement.for_roots(self.roots)
 
     def find(self, relative: str) -> str | None:
-        for root in self.roots:
-            found = self.confinement.find(root, relative)
-            if found:
-                return found
-        return None
+        return self.confinement.find_first(self.roots, relative)  # one index over the roots, not a walk per root
 
     def vmt(self, name: str, folders: list[str]) -> str | None:
         name = name.replace("\\", "/").strip("/")
