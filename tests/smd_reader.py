@@ -3,7 +3,8 @@ reads the way it looks, and its arrays are what the tests compare.
 
 Rules (learnt from the format as studiomdl reads it; no code taken):
 - ``version 1`` first; then the blocks ``nodes``, ``skeleton``, and ``triangles`` or ``vertexanimation``, each closed
-  by ``end``. A file that stops inside a block is truncated: an error.
+  by ``end``. A block's keyword is its whole line, with no spaces around it (Blender Source Tools' importer compares
+  whole lines, ``line == "nodes\\n"``). A file that stops inside a block is truncated: an error.
 - ``nodes``: ``index "name" parent``, indices 0, 1, 2, ... in order, names quoted (so no ``"`` inside), unique,
   each parent -1 or an earlier node.
 - ``skeleton``: ``time N`` with N increasing, then ``bone px py pz rx ry rz`` lines, each bone at most once a frame;
@@ -69,12 +70,14 @@ def parse(data: bytes, name: str = "SMD") -> Smd:
         lines.pop()
     else:
         raise SmdError(f"{name}: the last line has no newline (a truncated file?)")
-    state = _State(name, [line.rstrip("\r") for line in lines])
+    state = _State(name, [line.removesuffix("\r") for line in lines])  # universal newlines, as Python reads it
     state.expect_line("version 1")
     smd = Smd([], np.zeros(0, int))
     seen: set[str] = set()
     while state.more():
         block = state.next_meaningful()
+        if state.lines[state.index - 1] != block:  # BST compares the whole line ("nodes\n"); so does this
+            raise state.error(f"the block keyword line {state.lines[state.index - 1]!r} has spaces around it")
         if block in seen:
             raise state.error(f"a second '{block}' block")
         seen.add(block)
