@@ -9,3 +9,12 @@ Layers, each importable on its own:
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``io_ms3d_mdl.decompile(path, out, options)`` without importing the decompiler (or anything) up front."""
+    if name == "decompile":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.decompile")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

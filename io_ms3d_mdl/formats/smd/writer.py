@@ -1,0 +1,182 @@
+"""Studiomdl's text sources: SMD (skeleton, animation frames, triangles) and VTA (vertex animation).
+
+Stable API (the GoldSrc and Source decompilers both write through it):
+
+``SmdSkeleton(names, parents)``
+    Bone names (exactly as stored; any length) and parent indices (-1: a root; parents before children).
+``SmdTriangles(materials, material_index, positions, normals, uvs, bones, weights)``
+    T triangles, corners in the order the file should list them: ``positions``/``normals`` (T, 3, 3), ``uvs``
+    (T, 3, 2) with v up (SMD's convention: the engine's v flipped), ``bones``/``weights`` (T, 3, K) links, bone -1
+    or weight 0 for an unused link. The corner's parent bone is its first link; every link with a weight is
+    written, so even a GoldSrc (one bone) vertex is exact.
+``write_smd(out, skeleton, frames, triangles=None) -> SmdStats``
+    ``frames``: (F, B, 6) float per bone local position (x, y, z) then Euler angles (x, y, z) in radians, the
+    rotation being Rz·Ry·Rx (Source's ``AngleMatrix``); a reference SMD has one frame, the rest pose.
+``write_vta(out, skeleton, base_positions, base_normals, shapes) -> SmdStats``
+    The vertex animation of one mesh: frame 0 lists every vertex (``base_*``, (V, 3), in the reference SMD's
+    space: studiomdl matches them to the reference by position), then one frame per shape in ``shapes``
+    ``(name, indices (N,), positions (N, 3), normals (N, 3))`` listing only the vertices it moves, index being the
+    row in ``base_*``. Frame ``i + 1`` is shape ``i``: the QC's ``flex "name" frame i+1``.
+
+``out`` is a binary stream; text is UTF-8 (names as stored). Every number reads back as the float32 it was
+(``formats.float_text``); a nan or inf is written as 0 and counted in ``SmdStats.non_finite`` for a warning.
+Lines are built for whole arrays with one ``%`` per block, never a Python loop per vertex or frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+
+from ..float_text import float_tokens
+
+CHUNK = 1 << 16  # rows formatted at a time: the text of a big animation never sits whole in memory
+
+
+@dataclass
+class SmdSkeleton:
+    names: list[str]
+    parents: np.ndarray  # (B,) int
+
+
+@dataclass
+class SmdTriangles:
+    materials: list[str]
+    material_index: np.ndarray  # (T,) int into ``materials``
+    positions: np.ndarray  # (T, 3, 3)
+    normals: np.ndarray  # (T, 3, 3)
+    uvs: np.ndarray  # (T, 3, 2)
+    bones: np.ndarray  # (T, 3, K) int, -1: unused
+    weights: np.ndarray  # (T, 3, K) float
+
+
+@dataclass
+class SmdStats:
+    non_finite: int = 0  # nan/inf values written as 0
+    rows: int = 0  # vertex or bone-frame lines written
+
+
+def smd_name(name: str) -> str:
+    """A name inside SMD quotes: the format has no escape, so a double quote becomes a single one, and a line
+    break a space (the only changes ever made to a name)."""
+    return name.replace('"', "'").replace("\r", " ").replace("\n", " ")
+
+
+def write_nodes(out: BinaryIO, skeleton: SmdSkeleton) -> None:
+    parents = np.asarray(skeleton.parents, dtype=np.int64).tolist()
+    rows = [f'{i} "{smd_name(n)}" {p}\n' for i, (n, p) in enumerate(zip(skeleton.names, parents, strict=True))]
+    out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode("utf-8"))
+
+
+def _rows(first: list | np.ndarray, numbers: np.ndarray, stats: SmdStats) -> str:
+    """Lines of ``first`` (a column of ints or text) followed by the float columns of ``numbers`` (N, C)."""
+    n, columns = numbers.shape
+    tokens, bad = float_tokens(numbers)
+    stats.non_finite += bad
+    stats.rows += n
+    table = np.empty((n, columns + 1), dtype=object)
+    table[:, 0] = first
+    table[:, 1:] = tokens.reshape(n, columns)
+    return (("%s" + " %s" * columns + "\n") * n) % tuple(table.ravel().tolist())
+
+
+def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
+    frames = np.asarray(frames)
+    count, bones = frames.shape[:2]
+    out.write(b"skeleton\n")
+    index = np.arange(bones)
+    per_chunk = max(1, CHUNK // max(bones, 1))
+    for start in range(0, count, per_chunk):
+        block = frames[start : start + per_chunk]
+        text = _rows(np.tile(index, len(block)), block.reshape(-1, 6), stats)
+        lines = text.split("\n")
+        headers = [f"time {start + i}" for i in range(len(block))]
+        pieces = []
+        for i, header in enumerate(headers):  # one join per frame, not per bone
+            pieces.append(header)
+            pieces.extend(lines[i * bones : (i + 1) * bones])
+        out.write(("\n".join(pieces) + "\n").encode("utf-8"))
+    out.write(b"end\n")
+
+
+def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> None:
+    out.write(b"triangles\n")
+    t = len(triangles.material_index)
+    bones = np.asarray(triangles.bones).reshape(t * 3, -1)
+    weights = np.asarray(triangles.weights, dtype=np.float32).reshape(t * 3, -1)
+    used = (bones >= 0) & (weights > 0)
+    order = np.argsort(~used, axis=1, kind="stable")  # used links first, in their order
+    bones = np.take_along_axis(bones, order, axis=1)
+    weights = np.take_along_axis(weights, order, axis=1)
+    counts = used.sum(axis=1)
+    parent = np.where(counts > 0, bones[:, 0], np.maximum(bones[:, 0], 0))
+    names = np.array([smd_name(m) for m in triangles.materials] or [""], dtype=object)
+    material = names[np.asarray(triangles.material_index, dtype=np.int64)]
+    positions = np.asarray(triangles.positions).reshape(t * 3, 3)
+    normals = np.asarray(triangles.normals).reshape(t * 3, 3)
+    uvs = np.asarray(triangles.uvs).reshape(t * 3, 2)
+    for start in range(0, t, CHUNK // 3):
+        stop = min(t, start + CHUNK // 3)
+        corners = slice(start * 3, stop * 3)
+        lines = np.empty(((stop - start) * 3,), dtype=object)
+        base = np.concatenate([positions[corners], normals[corners], uvs[corners]], axis=1)
+        head = _rows(parent[corners].tolist(), base, stats).split("\n")[:-1]
+        lines[:] = head
+        for k in np.unique(counts[corners]).tolist():  # the links, grouped by how many
+            rows = np.nonzero(counts[corners] == k)[0]
+            if k == 0:
+                continue
+            links = np.empty((rows.size, 2 * k + 1), dtype=object)
+            links[:, 0] = k
+            links[:, 1::2] = bones[corners][rows, :k]
+            tokens, bad = float_tokens(weights[corners][rows, :k])
+            stats.non_finite += bad
+            links[:, 2::2] = tokens.reshape(rows.size, k)
+            tail = (("%d" + " %d %s" * k + "\n") * rows.size) % tuple(links.ravel().tolist())
+            lines[rows] = lines[rows] + " " + np.array(tail.split("\n")[:-1], dtype=object)
+        block = np.empty((stop - start, 4), dtype=object)
+        block[:, 0] = material[start:stop]
+        block[:, 1:] = lines.reshape(-1, 3)
+        out.write(("%s\n%s\n%s\n%s\n" * (stop - start) % tuple(block.ravel().tolist())).encode("utf-8"))
+    out.write(b"end\n")
+
+
+def write_smd(
+    out: BinaryIO, skeleton: SmdSkeleton, frames: np.ndarray, triangles: SmdTriangles | None = None
+) -> SmdStats:
+    stats = SmdStats()
+    write_nodes(out, skeleton)
+    write_skeleton(out, frames, stats)
+    if triangles is not None:
+        write_triangles(out, triangles, stats)
+    return stats
+
+
+def write_vta(
+    out: BinaryIO,
+    skeleton: SmdSkeleton,
+    base_positions: np.ndarray,
+    base_normals: np.ndarray,
+    shapes: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+) -> SmdStats:
+    """See the module's docstring. The skeleton section has one (rest-less) frame per VTA frame, as studiomdl
+    expects the frame count to match."""
+    stats = SmdStats()
+    write_nodes(out, skeleton)
+    frames = [f"time {i}\n" for i in range(len(shapes) + 1)]
+    out.write(("skeleton\n" + "".join(frames) + "end\nvertexanimation\n").encode("utf-8"))
+    count = len(base_positions)
+    base = np.concatenate([np.asarray(base_positions), np.asarray(base_normals)], axis=1).reshape(-1, 6)
+    out.write(b"time 0 # basis\n")
+    for start in range(0, count, CHUNK):
+        stop = min(count, start + CHUNK)
+        out.write(_rows(list(range(start, stop)), base[start:stop], stats).encode("utf-8"))
+    for frame, (name, indices, positions, normals) in enumerate(shapes, start=1):
+        out.write(f"time {frame} # {smd_name(name)}\n".encode())
+        rows = np.concatenate([np.asarray(positions), np.asarray(normals)], axis=1).reshape(-1, 6)
+        if len(rows):
+            out.write(_rows(np.asarray(indices, dtype=np.int64).tolist(), rows, stats).encode("utf-8"))
+    out.write(b"end\n")
+    return stats
