@@ -11,7 +11,8 @@ Stable API:
     int is written as is, a float with the digits that read back as its float32 (``formats.float_text``; nan/inf
     become 0 and are counted in ``QcWriter.non_finite``). ``Raw`` text is written untouched (keywords, ``{``).
 ``QcWriter()``
-    ``.line(*tokens)``, ``.command("$name", *tokens)`` (the same), ``.comment(text)``, ``.blank()``,
+    ``.line(*tokens)`` (a plain str first token is the keyword, written bare), ``.command("$name", *tokens)``
+    (the same), ``.comment(text)``, ``.blank()``,
     ``with .block("$name", *tokens):`` (writes ``{`` ... ``}`` with the inside indented), ``.text()`` and
     ``.encode()`` (UTF-8: names as stored).
 """
@@ -65,7 +66,11 @@ class QcWriter:
         self.non_finite = 0
 
     def _tokens(self, tokens: tuple) -> str:
+        """The first token, when a plain str, is the command or option keyword and written bare."""
         out = []
+        if tokens and type(tokens[0]) is str:
+            out.append(tokens[0])
+            tokens = tokens[1:]
         for token in tokens:
             if isinstance(token, (float, np.floating)) and not np.isfinite(token):
                 self.non_finite += 1

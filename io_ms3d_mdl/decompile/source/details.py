@@ -1,0 +1,175 @@
+"""The few facts a QC needs that the import has no use for, read with the reader's own cursor and header layout
+(``formats.source``): the header's positions and boxes, surface property, contents and mass; per sequence its
+activity weight, blend grid, pose parameters, fades and transition nodes; the pose parameters and node names.
+Every offset goes through the bounds-checked ``Cursor``; a field that cannot be read is left at its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import FormatError
+from ...formats.binary import Cursor
+from ...formats.source.mdl import _header
+
+SEQ_FIELDS = np.dtype(
+    [
+        ("actweight", "<i4", ()),
+        ("groupsize", "<i4", (2,)),
+        ("paramindex", "<i4", (2,)),
+        ("paramstart", "<f4", (2,)),
+        ("paramend", "<f4", (2,)),
+        ("paramparent", "<i4", ()),
+        ("fadeintime", "<f4", ()),
+        ("fadeouttime", "<f4", ()),
+        ("localentrynode", "<i4", ()),
+        ("localexitnode", "<i4", ()),
+        ("nodeflags", "<i4", ()),
+        ("numautolayers", "<i4", ()),
+        ("autolayerindex", "<i4", ()),
+    ]
+)
+# (field, offset in mstudioseqdesc_t) [SDK studio.h]
+SEQ_OFFSETS = {
+    "actweight": 20,
+    "groupsize": 68,
+    "paramindex": 76,
+    "paramstart": 84,
+    "paramend": 92,
+    "paramparent": 100,
+    "fadeintime": 104,
+    "fadeouttime": 108,
+    "localentrynode": 112,
+    "localexitnode": 116,
+    "nodeflags": 120,
+    "numautolayers": 148,
+    "autolayerindex": 152,
+}
+POSEPARAM = np.dtype([("sznameindex", "<i4"), ("flags", "<i4"), ("start", "<f4"), ("end", "<f4"), ("loop", "<f4")])
+AUTOLAYER = np.dtype(
+    [("iSequence", "<i2"), ("iPose", "<i2"), ("flags", "<i4"), ("start", "<f4"), ("peak", "<f4"), ("tail", "<f4"),
+     ("end", "<f4")]
+)  # fmt: skip
+
+
+@dataclass
+class SequenceDetails:
+    actweight: int = 0
+    groupsize: tuple[int, int] = (1, 1)
+    params: tuple[int, int] = (-1, -1)
+    param_start: tuple[float, float] = (0.0, 0.0)
+    param_end: tuple[float, float] = (0.0, 0.0)
+    fadein: float = 0.2
+    fadeout: float = 0.2
+    entry_node: int = 0
+    exit_node: int = 0
+    node_flags: int = 0
+    layers: list[tuple[int, int, int, float, float, float, float]] = field(default_factory=list)
+
+
+@dataclass
+class PoseParameter:
+    name: str
+    flags: int
+    start: float
+    end: float
+    loop: float
+
+
+@dataclass
+class ModelDetails:
+    eye_position: np.ndarray
+    illum_position: np.ndarray
+    hull: tuple[np.ndarray, np.ndarray]
+    view: tuple[np.ndarray, np.ndarray]
+    surface_prop: str
+    contents: int
+    mass: float
+    sequences: list[SequenceDetails]
+    pose_parameters: list[PoseParameter]
+    nodes: list[str]
+    keyvalues: str
+
+
+def model_details(data: bytes, path: str | None, sequence_count: int) -> ModelDetails:
+    cur = Cursor(data, path)
+    header, _ = _header(cur)
+    version = int(header["version"])
+
+    def text(offset: int) -> str:
+        try:
+            return cur.string_at(offset, "name", optional=True)
+        except FormatError:
+            return ""
+
+    sequences = []
+    base = int(header["localseqindex"])
+    size = 212 if version != 53 else 232
+    for i in range(sequence_count):
+        details = SequenceDetails()
+        off = base + i * size
+        try:
+            raw = {name: cur.array_at(SEQ_FIELDS[name].base, off + at, 1 if SEQ_FIELDS[name].shape == () else 2, name)
+                   for name, at in SEQ_OFFSETS.items()}  # fmt: skip
+        except FormatError:
+            sequences.append(details)
+            continue
+        details.actweight = int(raw["actweight"][0])
+        details.groupsize = (int(raw["groupsize"][0]), int(raw["groupsize"][1]))
+        details.params = (int(raw["paramindex"][0]), int(raw["paramindex"][1]))
+        details.param_start = (float(raw["paramstart"][0]), float(raw["paramstart"][1]))
+        details.param_end = (float(raw["paramend"][0]), float(raw["paramend"][1]))
+        details.fadein, details.fadeout = float(raw["fadeintime"][0]), float(raw["fadeouttime"][0])
+        details.entry_node, details.exit_node = int(raw["localentrynode"][0]), int(raw["localexitnode"][0])
+        details.node_flags = int(raw["nodeflags"][0])
+        layers = int(raw["numautolayers"][0])
+        if 0 < layers <= 64 and version != 53:
+            try:
+                records = cur.array_at(AUTOLAYER, off + int(raw["autolayerindex"][0]), layers, "auto layers")
+                details.layers = [
+                    (int(r["iSequence"]), int(r["iPose"]), int(r["flags"]), float(r["start"]), float(r["peak"]),
+                     float(r["tail"]), float(r["end"]))
+                    for r in records
+                ]  # fmt: skip
+            except FormatError:
+                pass
+        sequences.append(details)
+    pose_parameters = []
+    count, index = int(header["numlocalposeparameters"]), int(header["localposeparamindex"])
+    if 0 < count <= 1024:
+        try:
+            for k, r in enumerate(cur.array_at(POSEPARAM, index, count, "pose parameters")):
+                name = text(index + k * POSEPARAM.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else ""
+                pose_parameters.append(
+                    PoseParameter(name, int(r["flags"]), float(r["start"]), float(r["end"]), float(r["loop"]))
+                )
+        except FormatError:
+            pose_parameters = []
+    nodes = []
+    count, names = int(header["numlocalnodes"]), int(header["localnodenameindex"])
+    if 0 < count <= 1024 and names:
+        try:
+            nodes = [text(int(o)) for o in cur.array_at(np.dtype("<i4"), names, count, "node names")]
+        except FormatError:
+            nodes = []
+    keyvalues = ""
+    if int(header["keyvaluesize"]) > 0 and int(header["keyvalueindex"]):
+        try:
+            raw_kv = cur.bytes_at(int(header["keyvalueindex"]), int(header["keyvaluesize"]), "key values")
+            keyvalues = raw_kv.split(b"\0", 1)[0].decode("utf-8", "replace")
+        except FormatError:
+            keyvalues = ""
+    return ModelDetails(
+        eye_position=np.array(header["eyeposition"], np.float32),
+        illum_position=np.array(header["illumposition"], np.float32),
+        hull=(np.array(header["hull_min"], np.float32), np.array(header["hull_max"], np.float32)),
+        view=(np.array(header["view_bbmin"], np.float32), np.array(header["view_bbmax"], np.float32)),
+        surface_prop=text(int(header["surfacepropindex"])),
+        contents=int(header["contents"]),
+        mass=float(header["mass"]),
+        sequences=sequences,
+        pose_parameters=pose_parameters,
+        nodes=nodes,
+        keyvalues=keyvalues,
+    )

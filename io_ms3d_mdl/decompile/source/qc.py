@@ -1,0 +1,340 @@
+"""The QC of a Source model: what studiomdl needs to compile the written SMD/VTA files back into the same model.
+
+Commands follow the order a hand-written QC keeps (model, materials, body, skeleton extras, physics,
+animation), names exactly as stored (quoted by ``formats.qc`` when needed). Angles in QC commands are degrees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import Warnings
+from ...formats.qc import QcWriter, Quoted
+from ...formats.source.model import MdlFile, VtxFile
+from ...formats.source.phy import PhyFile
+from .angles import matrix_to_euler, quaternion_to_euler
+from .details import ModelDetails
+from .geometry import STATIC_TURN
+
+STUDIO_LOOPING, STUDIO_SNAP, STUDIO_DELTA, STUDIO_AUTOPLAY, STUDIO_POST = 0x1, 0x2, 0x4, 0x8, 0x10
+STUDIO_CYCLEPOSE, STUDIO_REALTIME, STUDIO_LOCAL, STUDIO_HIDDEN = 0x80, 0x100, 0x200, 0x400
+STUDIO_WORLD = 0x4000
+BONE_USED_BY_BONE_MERGE = 0x40000
+CONTENTS = ((0x1, "solid"), (0x8, "grate"), (0x2000000, "monster"), (0x20000000, "ladder"))
+AUTOLAYER_FLAGS = ((0x1, "post"), (0x2, "spline"), (0x4, "xfade"), (0x8, "noblend"), (0x20, "local"))
+
+
+@dataclass
+class QcParts:
+    mdl: MdlFile
+    details: ModelDetails
+    stem: str
+    turn: np.ndarray | None
+    vtx: VtxFile | None
+    references: dict[tuple[int, int, int], str] = field(default_factory=dict)  # (body part, option, lod) → file
+    flexes: dict = field(default_factory=dict)  # (body part, option) → flexes.FlexPart
+    physics: str | None = None
+    phy: PhyFile | None = None
+    solids: list = field(default_factory=list)  # the scene's collision objects (their props hold the text keys)
+    animations: dict = field(default_factory=dict)  # (source, index) → animations.WrittenAnimation
+    definebone: bool = False
+
+
+def _turned(parts: QcParts, v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float64)
+    return v @ parts.turn.T if parts.turn is not None else v
+
+
+def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
+    mdl, details = parts.mdl, parts.details
+    qc.comment(f"Decompiled by io_ms3d_mdl from {parts.stem}.mdl (version {mdl.version})")
+    qc.command("$modelname", Quoted(mdl.name))
+    qc.blank()
+    _body(qc, parts, warnings)
+    _lods(qc, parts)
+    qc.blank()
+    if mdl.is_static_prop:
+        qc.command("$staticprop")
+    if details.surface_prop:
+        qc.command("$surfaceprop", Quoted(details.surface_prop))
+    names = [n for bit, n in CONTENTS if details.contents & bit]
+    qc.command("$contents", *(Quoted(n) for n in (names or ["notsolid"])))
+    # studiomdl turns $illumposition a quarter (x' = -y, y' = x) for every model: turned back
+    qc.command("$illumposition", *(details.illum_position.astype(np.float64) @ STATIC_TURN.T).tolist())
+    if np.any(details.eye_position):
+        qc.command("$eyeposition", *details.eye_position.astype(float).tolist())
+    if np.any(details.hull[0]) or np.any(details.hull[1]):
+        qc.command("$bbox", *details.hull[0].astype(float).tolist(), *details.hull[1].astype(float).tolist())
+    qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
+    for folder in mdl.cd_materials:
+        qc.command("$cdmaterials", Quoted(folder))
+    _skins(qc, mdl)
+    for name in mdl.include_models:
+        qc.command("$includemodel", Quoted(name))
+    qc.blank()
+    _bones(qc, parts)
+    _attachments(qc, parts)
+    _hitboxes(qc, mdl, parts.turn)
+    _collision(qc, parts)
+    qc.blank()
+    for p in details.pose_parameters:
+        extra = ["loop", p.loop] if p.loop else []
+        qc.command("$poseparameter", p.name, p.start, p.end, *extra)
+    _sequences(qc, parts, warnings)
+
+
+def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
+    mdl = parts.mdl
+    for b, bp in enumerate(mdl.body_parts):
+        flexed = [m for m in range(len(bp.models)) if (b, m) in parts.flexes]
+        if flexed and len(bp.models) == 1:
+            _flex_model(qc, parts, b, bp.name)
+            continue
+        if flexed:
+            warnings.add(f"body part '{bp.name}' has several options and flexes: its flexes are not in the QC")
+        with qc.block("$bodygroup", Quoted(bp.name)):
+            for m in range(len(bp.models)):
+                file = parts.references.get((b, m, 0))
+                if file is None:
+                    qc.line("blank")
+                else:
+                    qc.line("studio", Quoted(file))
+
+
+def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
+    mdl = parts.mdl
+    flex = parts.flexes[(b, 0)]
+    model = mdl.body_parts[b].models[0]
+    with qc.block("$model", Quoted(name), Quoted(parts.references[(b, 0, 0)])):
+        for eye in model.eyeballs:
+            bone = mdl.bone_names[eye.bone] if 0 <= eye.bone < len(mdl.bone_names) else ""
+            qc.comment(f"eyeball {eye.name} on {bone}: origin {eye.origin.tolist()} radius {eye.radius}")
+        with qc.block("flexfile", Quoted(flex.vta)):
+            qc.line("defaultflex", "frame", 0)
+            for i, n in enumerate(flex.names, start=1):
+                qc.line("flex", Quoted(n), "frame", i)
+        for cname, kind, lo, hi in mdl.flex_controllers:
+            qc.line("flexcontroller", kind or "default", "range", lo, hi, Quoted(cname))
+        from .rules import rule_lines
+
+        for line in rule_lines(mdl):
+            qc.lines.append("\t" * qc.depth + line)
+
+
+def _lods(qc: QcWriter, parts: QcParts) -> None:
+    vtx = parts.vtx
+    if vtx is None:
+        return
+    lods = max((k for _, _, k in parts.references), default=0)
+    for k in range(1, lods + 1):
+        switch = 0.0
+        for options in vtx.body_parts:
+            for levels in options:
+                if levels and k < len(levels) and levels[k] is not None:
+                    switch = max(switch, float(levels[k].switch_point))
+        with qc.block("$lod", switch):
+            for (b, m, level), file in sorted(parts.references.items()):
+                if level != 0:
+                    continue
+                lower = parts.references.get((b, m, k))
+                if lower is not None:
+                    qc.line("replacemodel", Quoted(file), Quoted(lower))
+                else:
+                    qc.line("removemodel", Quoted(file))
+
+
+def _skins(qc: QcWriter, mdl: MdlFile) -> None:
+    skins = np.asarray(mdl.skins)
+    if skins.ndim != 2 or len(skins) < 2:
+        return
+    columns = [c for c in range(skins.shape[1]) if (skins[:, c] != skins[0, c]).any()]
+    if not columns:
+        return
+
+    def name(t: int) -> str:
+        return mdl.textures[t] if 0 <= t < len(mdl.textures) else f"material{t}"
+
+    with qc.block("$texturegroup", "skinfamilies"):
+        for row in skins.tolist():
+            qc.line("{", *(Quoted(name(row[c])) for c in columns), "}")
+
+
+def _bones(qc: QcWriter, parts: QcParts) -> None:
+    mdl = parts.mdl
+    bones = mdl.bones
+    if parts.definebone:
+        angles = np.degrees(quaternion_to_euler(bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]))
+        for i, name in enumerate(mdl.bone_names):
+            parent = int(bones["parent"][i])
+            qc.command(
+                "$definebone",
+                Quoted(name),
+                Quoted(mdl.bone_names[parent] if parent >= 0 else ""),
+                *bones["pos"][i].astype(float).tolist(),
+                *angles[i].tolist(),
+                0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+            )  # fmt: skip
+    for i, name in enumerate(mdl.bone_names):
+        if int(bones["flags"][i]) & BONE_USED_BY_BONE_MERGE:
+            qc.command("$bonemerge", Quoted(name))
+
+
+def _attachments(qc: QcWriter, parts: QcParts) -> None:
+    mdl = parts.mdl
+    for att in mdl.attachments:
+        matrix = np.asarray(att.matrix, dtype=np.float64)
+        rotation, position = matrix[:3, :3], matrix[:, 3]
+        if parts.turn is not None:
+            rotation, position = parts.turn @ rotation, parts.turn @ position
+        angles = np.degrees(matrix_to_euler(rotation))
+        bone = mdl.bone_names[att.bone] if 0 <= att.bone < len(mdl.bone_names) else mdl.bone_names[0]
+        extra = ["world_align"] if att.flags & 0x10000 else []
+        qc.command(
+            "$attachment", Quoted(att.name), Quoted(bone), *position.tolist(), "rotate", *angles.tolist(), *extra
+        )
+
+
+def _hitboxes(qc: QcWriter, mdl: MdlFile, turn: np.ndarray | None) -> None:
+    for set_name, boxes in mdl.hitbox_sets.items():
+        qc.command("$hboxset", Quoted(set_name))
+        for box in boxes:
+            if not 0 <= box.bone < len(mdl.bone_names):
+                continue
+            low, high = box.bbmin.astype(np.float64), box.bbmax.astype(np.float64)
+            if turn is not None:  # a quarter turn keeps a box a box
+                ends = np.stack([low, high]) @ turn.T
+                low, high = ends.min(axis=0), ends.max(axis=0)
+            name = [Quoted(box.name)] if box.name else []
+            qc.command("$hbox", box.group, Quoted(mdl.bone_names[box.bone]), *low.tolist(), *high.tolist(), *name)
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if np.isfinite(number) else None
+
+
+def _collision(qc: QcWriter, parts: QcParts) -> None:
+    if parts.physics is None or parts.phy is None:
+        return
+    phy = parts.phy
+    edit = phy.block("editparams")
+    first = parts.solids[0].props if parts.solids else {}
+    joints = len(parts.solids) > 1
+    total = _number(edit.get("totalmass"))
+    if total is None:
+        total = sum(_number(o.props.get("source_phy_mass")) or 0.0 for o in parts.solids)
+    with qc.block("$collisionjoints" if joints else "$collisionmodel", Quoted(parts.physics)):
+        qc.line("$mass", float(total))
+        for key, command in (("inertia", "$inertia"), ("damping", "$damping"), ("rotdamping", "$rotdamping")):
+            value = _number(first.get(f"source_phy_{key}"))
+            if value is not None:
+                qc.line(command, value)
+        root = edit.get("rootname")
+        if isinstance(root, str) and root:
+            qc.line("$rootbone", Quoted(root))
+        if any(o.props.get("source_phy_pieces", 1) > 1 for o in parts.solids) or str(edit.get("concave", "")) == "1":
+            qc.line("$concave")
+        if joints:
+            for obj in parts.solids:
+                bone = obj.props.get("source_phy_name") or obj.bone
+                for axis in "xyz":
+                    lo = obj.props.get(f"source_constraint_{axis}min")
+                    hi = obj.props.get(f"source_constraint_{axis}max")
+                    if lo is None or hi is None:
+                        continue
+                    friction = obj.props.get(f"source_constraint_{axis}friction", 0.0)
+                    qc.line("$jointconstrain", Quoted(str(bone)), axis, "limit", float(lo), float(hi), float(friction))
+                mass = _number(obj.props.get("source_phy_mass"))
+                if mass is not None and total:
+                    qc.comment(f"{bone}: mass {mass}")
+
+
+def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
+    mdl, details = parts.mdl, parts.details
+    written = parts.animations
+    for i, seq in enumerate(mdl.sequences):
+        files = []
+        for a in seq.animations:
+            w = written.get((0, a))
+            if w is None:
+                break
+            files.append(w)
+        if not files:
+            if seq.animations:
+                warnings.add(f"sequence '{seq.name}': its animation was not written; left out of the QC")
+            continue
+        d = details.sequences[i] if i < len(details.sequences) else None
+        first = files[0]
+        with qc.block("$sequence", Quoted(seq.name)):
+            for w in files:
+                qc.line(Quoted(w.file))
+            if d is not None and d.groupsize[0] * d.groupsize[1] > 1:
+                qc.line("blendwidth", d.groupsize[0])
+                for axis in (0, 1):
+                    p = d.params[axis]
+                    if 0 <= p < len(details.pose_parameters):
+                        qc.line(
+                            "blend", Quoted(details.pose_parameters[p].name), d.param_start[axis], d.param_end[axis]
+                        )
+            qc.line("fps", first.fps)
+            flags = seq.flags
+            for bit, word in (
+                (STUDIO_LOOPING, "loop"),
+                (STUDIO_SNAP, "snap"),
+                (STUDIO_DELTA, "delta"),
+                (STUDIO_AUTOPLAY, "autoplay"),
+                (STUDIO_POST, "post"),
+                (STUDIO_REALTIME, "realtime"),
+                (STUDIO_HIDDEN, "hidden"),
+                (STUDIO_WORLD, "worldspace"),
+            ):
+                if flags & bit:
+                    qc.line(word)
+            if seq.activity:
+                qc.line("activity", Quoted(seq.activity), d.actweight if d else 1)
+            if d is not None:
+                if abs(d.fadein - 0.2) > 1e-6:
+                    qc.line("fadein", d.fadein)
+                if abs(d.fadeout - 0.2) > 1e-6:
+                    qc.line("fadeout", d.fadeout)
+                _nodes(qc, details.nodes, d)
+                for layer in d.layers:
+                    _layer(qc, mdl, layer)
+            last = max(first.frames - 1, 0)
+            for e in seq.events:
+                frame = round(min(max(e.cycle, 0.0), 1.0) * last)
+                if e.event == 0 and e.name:
+                    qc.line("{", "event", Quoted(e.name), frame, "}")
+                else:
+                    qc.line("{", "event", e.event, frame, Quoted(e.name), "}")
+
+
+def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
+    def name(n: int) -> str | None:
+        return nodes[n - 1] if 0 < n <= len(nodes) else None
+
+    entry, exit_ = name(d.entry_node), name(d.exit_node)
+    if entry is None:
+        return
+    if exit_ is None or exit_ == entry:
+        qc.line("node", Quoted(entry))
+    elif d.node_flags & 1:
+        qc.line("rtransition", Quoted(entry), Quoted(exit_))
+    else:
+        qc.line("transition", Quoted(entry), Quoted(exit_))
+
+
+def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
+    seq, _pose, flags, start, peak, tail, end = layer
+    if not 0 <= seq < len(mdl.sequences):
+        return
+    name = Quoted(mdl.sequences[seq].name)
+    if flags & 0x10 or (start, peak, tail, end) == (0.0, 0.0, 0.0, 0.0):  # a plain layer
+        qc.line("addlayer", name)
+        return
+    words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
+    qc.line("blendlayer", name, start, peak, tail, end, *words)
