@@ -291,14 +291,15 @@ def match_triangles(ours: Triangles, theirs: Triangles, tolerance: float) -> tup
 
 
 def compare_meshes(ours: Triangles, theirs: Triangles, size: float) -> None:
-    """Positions within 1e-5 of the model's size, normals within 1e-3, UVs within 1e-4, weights within 1e-3 by bone
-    name, material names, and every shape key's corners within 1e-5 of the size."""
+    """Positions within 1e-5 of the model's size, normals within 1e-2 (Blender stores custom normals quantised, in
+    each corner's own normal space: up to about 5e-3 apart for the same normal in two meshes), UVs within 1e-4,
+    weights within 1e-3 by bone name, material names, and every shape key's corners within 1e-5 of the size."""
     tolerance = 1e-5 * size
     partner, rotation = match_triangles(ours, theirs, tolerance)
     corners = (np.arange(3)[None, :] + rotation[:, None]) % 3
     normals = theirs.normals[partner[:, None], corners]
     worst = np.abs(normals - ours.normals).max(initial=0)
-    assert worst <= 1e-3, f"normals differ by {worst}"
+    assert worst <= 1e-2, f"normals differ by {worst}"
     for i, j in enumerate(partner.tolist()):
         assert ours.materials[i] == theirs.materials[j], f"triangle {i}: {ours.materials[i]} vs {theirs.materials[j]}"
         for k in range(3):
@@ -312,21 +313,30 @@ def compare_meshes(ours: Triangles, theirs: Triangles, size: float) -> None:
         assert worst <= tolerance, f"shape key {name!r} differs by {worst}"
 
 
+REST_TURN = 5e-4  # Blender keeps a bone's rest as head, tail and roll (float32): a bone along ±Z loses ~1e-4 there
+
+
 def compare_rest(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], size: float) -> None:
+    """Heads within 1e-5 of the model's size; rotations within REST_TURN (both sides' bones went through Blender's
+    head/tail/roll, whose roll is ill-conditioned for bones along ±Z)."""
     assert set(ours) == set(theirs), f"bones {sorted(set(ours) ^ set(theirs))} are on one side only"
     for name, matrix in ours.items():
         other = theirs[name]
         moved = np.abs(matrix[:3, 3] - other[:3, 3]).max()
         turned = np.abs(matrix[:3, :3] - other[:3, :3]).max()
-        assert moved <= 1e-5 * size and turned <= 1e-5, f"bone {name}: rest differs by {moved} (size {size}), {turned}"
+        assert moved <= 1e-5 * size and turned <= REST_TURN, (
+            f"bone {name}: rest differs by {moved} (size {size}), {turned} in rotation"
+        )
 
 
 def compare_poses(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray], size: float, what: str) -> None:
+    """Every frame of every bone: positions within 1e-4 of the model's size, rotations within REST_TURN (a posed
+    frame is built on the rest frame, with its head/tail/roll precision)."""
     for name, frames in ours.items():
         other = theirs[name]
         moved = np.abs(frames[:, :3, 3] - other[:, :3, 3]).max(axis=1)
         turned = np.abs(frames[:, :3, :3] - other[:, :3, :3]).max(axis=(1, 2))
-        bad = np.flatnonzero((moved > 1e-4 * max(size, 1.0)) | (turned > 1e-4))
+        bad = np.flatnonzero((moved > 1e-4 * max(size, 1.0)) | (turned > REST_TURN))
         if len(bad):
             f = int(bad[0])
             raise AssertionError(
