@@ -59,6 +59,7 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
         try:
             decompiler.run(DecompileJob(path, data, output, options, result))
         finally:
+            output.close()
             result.files = list(output.files)
     result.seconds = time.perf_counter() - started
     return result

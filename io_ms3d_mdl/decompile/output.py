@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import FormatError
-from ..filesystem.no_links import output_folder
+from ..filesystem.no_links import Folder, open_root
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -48,6 +48,26 @@ class Output:
         self.overwrite = overwrite
         self.files: list[str] = []  # relative paths written, in order
         self._taken: set[str] = set()
+        self._folders: dict[str, Folder] = {}  # reached once each (without links), kept open until close()
+
+    def folder(self, relative: str) -> Folder:
+        """The folder ``relative`` (``a/b``) below the output folder, made when missing, each step reached from the
+        one above without following a link (``filesystem.no_links``)."""
+        found = self._folders.get(relative)
+        if found is not None:
+            return found
+        if not relative:
+            found = open_root(self.root)
+        else:
+            parent, _, name = relative.rpartition("/")
+            found = self.folder(parent).folder(name)
+        self._folders[relative] = found
+        return found
+
+    def close(self) -> None:
+        for folder in self._folders.values():
+            folder.close()
+        self._folders.clear()
 
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
@@ -66,26 +86,27 @@ class Output:
     def open(self, relative: str) -> Iterator[BinaryIO]:
         """A binary stream for ``relative`` (from :meth:`name`), published when the block ends without error."""
         target = self.root / relative
-        with output_folder(target.parent, self.root) as folder:
-            partial = f".{target.name}.{uuid.uuid4().hex[:12]}.partial"
-            descriptor = folder.create(partial)
-            try:
-                with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
-                    yield stream
-                if self.overwrite:
-                    folder.replace(partial, target.name)
-                else:
-                    try:
-                        folder.link(partial, target.name)
-                    except FileExistsError:
+        parent, _, name = relative.rpartition("/")
+        folder = self.folder(parent)
+        partial = f".{name}.{uuid.uuid4().hex[:12]}.partial"
+        descriptor = folder.create(partial)
+        try:
+            with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
+                yield stream
+            if self.overwrite:
+                folder.replace(partial, name)
+            else:
+                try:
+                    folder.link(partial, name)
+                except FileExistsError:
+                    raise OutputExists(target) from None
+                except OSError:  # no hard links here: rename, after checking nothing is there
+                    if folder.exists(name):
                         raise OutputExists(target) from None
-                    except OSError:  # no hard links here: rename, after checking nothing is there
-                        if folder.exists(target.name):
-                            raise OutputExists(target) from None
-                        folder.replace(partial, target.name)
-            finally:
-                with suppress(OSError):
-                    folder.unlink(partial)
+                    folder.replace(partial, name)
+        finally:
+            with suppress(OSError):
+                folder.unlink(partial)
         self.files.append(relative)
 
     def write(self, relative: str, data: bytes) -> None:

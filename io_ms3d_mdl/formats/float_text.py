@@ -53,19 +53,27 @@ def digits_needed(flat: np.ndarray) -> np.ndarray:
 
 def float_tokens(values: np.ndarray) -> tuple[np.ndarray, int]:
     """The text of each value (flattened, in order) as an object array of str, and how many non-finite values
-    were written as 0."""
+    were written as 0. Each distinct value is formatted once (animations repeat most of theirs)."""
     a, bad = finite32(values)
     flat = a.ravel()
+    if flat.size > 1024:
+        unique, inverse = np.unique(flat, return_inverse=True)
+        if unique.size < flat.size // 2:
+            return _tokens(unique)[inverse.reshape(-1)], bad
+    return _tokens(flat), bad
+
+
+def _tokens(flat: np.ndarray) -> np.ndarray:
     tokens = np.empty(flat.size, dtype=object)
     if flat.size == 0:
-        return tokens, bad
+        return tokens
     need = digits_needed(flat)
     for p in (*PRECISIONS, 9):
         where = np.nonzero(need == p)[0]
         if where.size:
             text = (f"%.{p}g\n" * where.size) % tuple(flat[where].astype(np.float64).tolist())
             tokens[where] = text.split("\n")[:-1]
-    return tokens, bad
+    return tokens
 
 
 def float_text(value: float) -> str:

@@ -5,6 +5,7 @@ Every offset goes through the bounds-checked ``Cursor``; a field that cannot be 
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,7 @@ SEQ_FIELDS = np.dtype(
         ("nodeflags", "<i4", ()),
         ("numautolayers", "<i4", ()),
         ("autolayerindex", "<i4", ()),
+        ("weightlistindex", "<i4", ()),
     ]
 )
 # (field, offset in mstudioseqdesc_t) [SDK studio.h]
@@ -45,6 +47,7 @@ SEQ_OFFSETS = {
     "nodeflags": 120,
     "numautolayers": 148,
     "autolayerindex": 152,
+    "weightlistindex": 156,
 }
 POSEPARAM = np.dtype([("sznameindex", "<i4"), ("flags", "<i4"), ("start", "<f4"), ("end", "<f4"), ("loop", "<f4")])
 AUTOLAYER = np.dtype(
@@ -66,6 +69,52 @@ class SequenceDetails:
     exit_node: int = 0
     node_flags: int = 0
     layers: list[tuple[int, int, int, float, float, float, float]] = field(default_factory=list)
+    weights: np.ndarray | None = None  # (bones,) float32: the sequence's bone weights (None: unread)
+
+
+IKCHAIN = np.dtype([("sznameindex", "<i4"), ("linktype", "<i4"), ("numlinks", "<i4"), ("linkindex", "<i4")])
+IKLINK = np.dtype([("bone", "<i4"), ("kneedir", "<f4", 3), ("unused", "<f4", 3)])
+JIGGLE_FIELDS = (
+    "flags",
+    "length",
+    "tip_mass",
+    "yaw_stiffness",
+    "yaw_damping",
+    "pitch_stiffness",
+    "pitch_damping",
+    "along_stiffness",
+    "along_damping",
+    "angle_limit",
+    "min_yaw",
+    "max_yaw",
+    "yaw_friction",
+    "yaw_bounce",
+    "min_pitch",
+    "max_pitch",
+    "pitch_friction",
+    "pitch_bounce",
+    "base_mass",
+    "base_stiffness",
+    "base_damping",
+    "base_min_left",
+    "base_max_left",
+    "base_left_friction",
+    "base_min_up",
+    "base_max_up",
+    "base_up_friction",
+    "base_min_forward",
+    "base_max_forward",
+    "base_forward_friction",
+)
+JIGGLE = np.dtype([(n, "<i4" if n == "flags" else "<f4") for n in JIGGLE_FIELDS])  # mstudiojigglebone_t
+PROC_JIGGLE = 5
+
+
+@dataclass
+class IkChain:
+    name: str
+    bones: list[int]  # thigh, knee, foot
+    knee: np.ndarray
 
 
 @dataclass
@@ -90,9 +139,11 @@ class ModelDetails:
     pose_parameters: list[PoseParameter]
     nodes: list[str]
     keyvalues: str
+    ik_chains: list[IkChain] = field(default_factory=list)
+    jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
 
 
-def model_details(data: bytes, path: str | None, sequence_count: int) -> ModelDetails:
+def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None) -> ModelDetails:
     cur = Cursor(data, path)
     header, _ = _header(cur)
     version = int(header["version"])
@@ -123,6 +174,13 @@ def model_details(data: bytes, path: str | None, sequence_count: int) -> ModelDe
         details.fadein, details.fadeout = float(raw["fadeintime"][0]), float(raw["fadeouttime"][0])
         details.entry_node, details.exit_node = int(raw["localentrynode"][0]), int(raw["localexitnode"][0])
         details.node_flags = int(raw["nodeflags"][0])
+        count = int(header["numbones"])
+        if int(raw["weightlistindex"][0]) and 0 < count <= 4096:
+            try:
+                weights = cur.array_at(np.dtype("<f4"), off + int(raw["weightlistindex"][0]), count, "weight list")
+                details.weights = np.nan_to_num(weights.astype(np.float32))
+            except FormatError:
+                pass
         layers = int(raw["numautolayers"][0])
         if 0 < layers <= 64 and version != 53:
             try:
@@ -160,6 +218,26 @@ def model_details(data: bytes, path: str | None, sequence_count: int) -> ModelDe
             keyvalues = raw_kv.split(b"\0", 1)[0].decode("utf-8", "replace")
         except FormatError:
             keyvalues = ""
+    chains = []
+    count, index = int(header["numikchains"]), int(header["ikchainindex"])
+    if 0 < count <= 256 and version != 53:
+        try:
+            for k, r in enumerate(cur.array_at(IKCHAIN, index, count, "ik chains")):
+                at = index + k * IKCHAIN.itemsize
+                links = cur.array_at(IKLINK, at + int(r["linkindex"]), min(max(int(r["numlinks"]), 0), 16), "ik links")
+                name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
+                knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
+                chains.append(IkChain(name, [int(b) for b in links["bone"]], knee))
+        except FormatError:
+            chains = []
+    jiggles = {}
+    if version != 53:
+        bone_size = 216
+        for i, (kind, proc) in enumerate(zip(bone_types(bones), bone_procs(bones), strict=True)):
+            if kind == PROC_JIGGLE and proc:
+                at = int(header["boneindex"]) + i * bone_size + proc
+                with suppress(FormatError):
+                    (jiggles[i],) = cur.array_at(JIGGLE, at, 1, "jiggle")
     return ModelDetails(
         eye_position=np.array(header["eyeposition"], np.float32),
         illum_position=np.array(header["illumposition"], np.float32),
@@ -172,4 +250,14 @@ def model_details(data: bytes, path: str | None, sequence_count: int) -> ModelDe
         pose_parameters=pose_parameters,
         nodes=nodes,
         keyvalues=keyvalues,
+        ik_chains=chains,
+        jiggles=jiggles,
     )
+
+
+def bone_types(bones: np.ndarray | None) -> list[int]:
+    return bones["proctype"].tolist() if bones is not None else []
+
+
+def bone_procs(bones: np.ndarray | None) -> list[int]:
+    return bones["procindex"].tolist() if bones is not None else []

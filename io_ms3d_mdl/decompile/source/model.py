@@ -63,7 +63,7 @@ def decompile_source(job: DecompileJob) -> None:
         phy,
     )
     warnings.extend(scene.warnings)
-    details = model_details(job.data, job.path, len(mdl.sequences))
+    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones)
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None
     stem = safe_stem(os.path.splitext(os.path.basename(job.path))[0], "model")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import Warnings
-from ...formats.qc import QcWriter, Quoted
+from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.source.model import MdlFile, VtxFile
 from ...formats.source.phy import PhyFile
 from .angles import matrix_to_euler, quaternion_to_euler
@@ -38,6 +38,7 @@ class QcParts:
     phy: PhyFile | None = None
     solids: list = field(default_factory=list)  # the scene's collision objects (their props hold the text keys)
     animations: dict = field(default_factory=dict)  # (source, index) → animations.WrittenAnimation
+    weightlists: dict[int, str] = field(default_factory=dict)  # sequence → its $weightlist name
     definebone: bool = False
 
 
@@ -74,10 +75,13 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$includemodel", Quoted(name))
     qc.blank()
     _bones(qc, parts)
+    _jiggles(qc, parts)
+    _ik_chains(qc, parts)
     _attachments(qc, parts)
     _hitboxes(qc, mdl, parts.turn)
     _collision(qc, parts)
     qc.blank()
+    parts.weightlists = _weightlists(qc, parts)
     for p in details.pose_parameters:
         extra = ["loop", p.loop] if p.loop else []
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
@@ -157,7 +161,7 @@ def _skins(qc: QcWriter, mdl: MdlFile) -> None:
 
     with qc.block("$texturegroup", "skinfamilies"):
         for row in skins.tolist():
-            qc.line("{", *(Quoted(name(row[c])) for c in columns), "}")
+            qc.line("{", *(Quoted(name(row[c])) for c in columns), Raw("}"))
 
 
 def _bones(qc: QcWriter, parts: QcParts) -> None:
@@ -187,7 +191,9 @@ def _attachments(qc: QcWriter, parts: QcParts) -> None:
         rotation, position = matrix[:3, :3], matrix[:, 3]
         if parts.turn is not None:
             rotation, position = parts.turn @ rotation, parts.turn @ position
-        angles = np.degrees(matrix_to_euler(rotation))
+        # studiomdl reads "rotate" as a QAngle: pitch (about y), yaw (about z), roll (about x), in degrees
+        x, y, z = np.degrees(matrix_to_euler(rotation)).tolist()
+        angles = np.array([y, z, x])
         bone = mdl.bone_names[att.bone] if 0 <= att.bone < len(mdl.bone_names) else mdl.bone_names[0]
         extra = ["world_align"] if att.flags & 0x10000 else []
         qc.command(
@@ -296,6 +302,8 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line(word)
             if seq.activity:
                 qc.line("activity", Quoted(seq.activity), d.actweight if d else 1)
+            if i in parts.weightlists:
+                qc.line("weightlist", Quoted(parts.weightlists[i]))
             if d is not None:
                 if abs(d.fadein - 0.2) > 1e-6:
                     qc.line("fadein", d.fadein)
@@ -308,9 +316,9 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
             for e in seq.events:
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
                 if e.event == 0 and e.name:
-                    qc.line("{", "event", Quoted(e.name), frame, "}")
+                    qc.line("{", "event", Quoted(e.name), frame, Raw("}"))
                 else:
-                    qc.line("{", "event", e.event, frame, Quoted(e.name), "}")
+                    qc.line("{", "event", e.event, frame, Quoted(e.name), Raw("}"))
 
 
 def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
@@ -338,3 +346,77 @@ def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
         return
     words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
     qc.line("blendlayer", name, start, peak, tail, end, *words)
+
+
+def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
+    """A ``$weightlist`` per distinct set of sequence bone weights that is not all ones (the default)."""
+    names: dict[bytes, str] = {}
+    out: dict[int, str] = {}
+    bones = parts.mdl.bone_names
+    for i, d in enumerate(parts.details.sequences):
+        w = d.weights
+        if w is None or len(w) != len(bones) or (w == 1).all():
+            continue
+        key = w.tobytes()
+        if key not in names:
+            names[key] = f"weights{len(names)}"
+            with qc.block("$weightlist", Quoted(names[key])):
+                for bone, weight in zip(bones, w.tolist(), strict=True):
+                    qc.line(Quoted(bone), float(weight))
+        out[i] = names[key]
+    return out
+
+
+def _ik_chains(qc: QcWriter, parts: QcParts) -> None:
+    names = parts.mdl.bone_names
+    for chain in parts.details.ik_chains:
+        if not chain.bones or not 0 <= chain.bones[-1] < len(names):
+            continue
+        knee = ["knee", *chain.knee.tolist()] if np.any(chain.knee) else []
+        qc.command("$ikchain", Quoted(chain.name), Quoted(names[chain.bones[-1]]), *knee)
+
+
+JIGGLE_FLEXIBLE, JIGGLE_RIGID, JIGGLE_YAW, JIGGLE_PITCH, JIGGLE_ANGLE = 0x1, 0x2, 0x4, 0x8, 0x10
+JIGGLE_LENGTH, JIGGLE_BASE = 0x20, 0x40
+
+
+def _jiggles(qc: QcWriter, parts: QcParts) -> None:
+    """``$jigglebone`` blocks from the bones' jiggle records (angles stored in radians, written in degrees)."""
+    names = parts.mdl.bone_names
+    for bone, r in sorted(parts.details.jiggles.items()):
+        flags = int(r["flags"])
+
+        def f(name: str, r: np.void = r) -> float:
+            return float(r[name])
+
+        with qc.block("$jigglebone", Quoted(names[bone])):
+            for flag, word in ((JIGGLE_FLEXIBLE, "is_flexible"), (JIGGLE_RIGID, "is_rigid")):
+                if not flags & flag:
+                    continue
+                with qc.block(word):
+                    qc.line("length", f("length"))
+                    qc.line("tip_mass", f("tip_mass"))
+                    if flag == JIGGLE_FLEXIBLE:
+                        for key in ("pitch_stiffness", "pitch_damping", "yaw_stiffness", "yaw_damping"):
+                            qc.line(key, f(key))
+                        if flags & JIGGLE_LENGTH:
+                            qc.line("along_stiffness", f("along_stiffness"))
+                            qc.line("along_damping", f("along_damping"))
+                        else:
+                            qc.line("allow_length_flex")
+                    if flags & JIGGLE_ANGLE:
+                        qc.line("angle_constraint", float(np.degrees(f("angle_limit"))))
+                    if flags & JIGGLE_YAW:
+                        qc.line("yaw_constraint", float(np.degrees(f("min_yaw"))), float(np.degrees(f("max_yaw"))))
+                        qc.line("yaw_friction", f("yaw_friction"))
+                    if flags & JIGGLE_PITCH:
+                        low, high = float(np.degrees(f("min_pitch"))), float(np.degrees(f("max_pitch")))
+                        qc.line("pitch_constraint", low, high)
+                        qc.line("pitch_friction", f("pitch_friction"))
+            if flags & JIGGLE_BASE:
+                with qc.block("has_base_spring"):
+                    for key in ("base_mass", "base_stiffness", "base_damping"):
+                        qc.line(key.removeprefix("base_") if key != "base_mass" else "base_mass", f(key))
+                    for axis in ("left", "up", "forward"):
+                        qc.line(f"{axis}_constraint", f(f"base_min_{axis}"), f(f"base_max_{axis}"))
+                        qc.line(f"{axis}_friction", f(f"base_{axis}_friction"))

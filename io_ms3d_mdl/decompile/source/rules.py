@@ -31,7 +31,8 @@ def rule_expression(mdl: MdlFile, ops: list[tuple[int, float]]) -> str | None:
     try:
         for op, value in ops:
             if op == CONST:
-                stack.append((float_text(value), 3))
+                text = float_text(value)
+                stack.append((f"({text})" if text.startswith("-") else text, 3))
             elif op == FETCH1:
                 stack.append((_name(controllers[int(value)]), 3))
             elif op == FETCH2:

@@ -59,26 +59,28 @@ def qc_token(value: object) -> str:
     return text
 
 
+class _Pending:
+    """A line whose numbers are formatted when the text is asked for: all of a QC's numbers in one pass."""
+
+    __slots__ = ("indent", "tokens")
+
+    def __init__(self, indent: str, tokens: tuple) -> None:
+        self.indent, self.tokens = indent, tokens
+
+
+def _is_float(token: object) -> bool:
+    return isinstance(token, (float, np.floating)) and not isinstance(token, bool)
+
+
 class QcWriter:
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.lines: list[str | _Pending] = []
         self.depth = 0
         self.non_finite = 0
 
-    def _tokens(self, tokens: tuple) -> str:
-        """The first token, when a plain str, is the command or option keyword and written bare."""
-        out = []
-        if tokens and type(tokens[0]) is str:
-            out.append(tokens[0])
-            tokens = tokens[1:]
-        for token in tokens:
-            if isinstance(token, (float, np.floating)) and not np.isfinite(token):
-                self.non_finite += 1
-            out.append(qc_token(token))
-        return " ".join(out)
-
     def line(self, *tokens: object) -> None:
-        self.lines.append("\t" * self.depth + self._tokens(tokens))
+        self.non_finite += sum(1 for t in tokens if _is_float(t) and not np.isfinite(t))
+        self.lines.append(_Pending("\t" * self.depth, tokens))
 
     command = line
 
@@ -101,7 +103,16 @@ class QcWriter:
             self.lines.append("\t" * self.depth + "}")
 
     def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+        numbers = [t for line in self.lines if isinstance(line, _Pending) for t in line.tokens if _is_float(t)]
+        texts = iter(float_tokens(np.array(numbers, dtype=np.float64))[0].tolist() if numbers else ())
+        out = []
+        for line in self.lines:
+            if isinstance(line, _Pending):  # a first token that is a plain str is the command or keyword: bare
+                first = [line.tokens[0]] if line.tokens and type(line.tokens[0]) is str else []
+                rest = line.tokens[len(first) :]
+                line = line.indent + " ".join(first + [next(texts) if _is_float(t) else qc_token(t) for t in rest])
+            out.append(line)
+        return "\n".join(out) + "\n"
 
     def encode(self) -> bytes:
         return self.text().encode("utf-8")

@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..float_text import float_tokens
+from ..float_text import finite32, float_tokens
 
 CHUNK = 1 << 16  # rows formatted at a time: the text of a big animation never sits whole in memory
 
@@ -86,19 +86,47 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
     frames = np.asarray(frames)
     count, bones = frames.shape[:2]
     out.write(b"skeleton\n")
-    index = np.arange(bones)
     per_chunk = max(1, CHUNK // max(bones, 1))
     for start in range(0, count, per_chunk):
-        block = frames[start : start + per_chunk]
-        text = _rows(np.tile(index, len(block)), block.reshape(-1, 6), stats)
-        lines = text.split("\n")
-        headers = [f"time {start + i}" for i in range(len(block))]
-        pieces = []
-        for i, header in enumerate(headers):  # one join per frame, not per bone
-            pieces.append(header)
-            pieces.extend(lines[i * bones : (i + 1) * bones])
-        out.write(("\n".join(pieces) + "\n").encode("utf-8"))
+        lines = _pose_lines(frames[start : start + per_chunk], stats)
+        n = len(lines)
+        table = np.empty((n, bones + 1), dtype=object)
+        table[:, 0] = ("time %d\n" * n % tuple(range(start, start + n))).split("\n")[:-1]
+        table[:, 1:] = lines
+        out.write(("\n".join(table.ravel().tolist()) + "\n").encode("utf-8"))
     out.write(b"end\n")
+
+
+def _pose_lines(block: np.ndarray, stats: SmdStats) -> np.ndarray:
+    """(F, B) object array: the line of each bone in each frame. A value equal to the same column's in the frame
+    before reuses its text, and a line whose six values all repeat reuses the line: an animation's channels mostly
+    hold still, and formatting numbers is the writer's cost."""
+    values, bad = finite32(block)
+    stats.non_finite += bad
+    n, bones = values.shape[:2]
+    stats.rows += n * bones
+    flat = values.reshape(n, bones * 6)
+    fresh = np.ones(flat.shape, dtype=bool)
+    fresh[1:] = flat[1:] != flat[:-1]
+    tokens, _ = float_tokens(flat[fresh])
+    slot = np.zeros(flat.shape, dtype=np.int64)
+    slot[fresh] = np.arange(tokens.size)
+    slot = slot[_last_fresh(fresh), np.arange(bones * 6)]  # each value's token: its column's latest change
+    row_fresh = fresh.reshape(n, bones, 6).any(axis=2)
+    picked = np.flatnonzero(row_fresh.ravel())
+    table = np.empty((picked.size, 7), dtype=object)
+    table[:, 0] = (picked % bones).tolist()
+    table[:, 1:] = tokens[slot.reshape(n * bones, 6)[picked]]
+    text = ("%d %s %s %s %s %s %s\n" * picked.size) % tuple(table.ravel().tolist())
+    rows = np.array(text.split("\n")[:-1], dtype=object)
+    row_slot = np.zeros(n * bones, dtype=np.int64)
+    row_slot[picked] = np.arange(picked.size)
+    return rows[row_slot.reshape(n, bones)[_last_fresh(row_fresh), np.arange(bones)]]
+
+
+def _last_fresh(fresh: np.ndarray) -> np.ndarray:
+    """(F, C): per column, the latest frame at or before each one where ``fresh`` is set (frame 0 always is)."""
+    return np.maximum.accumulate(np.where(fresh, np.arange(len(fresh))[:, None], 0), axis=0)
 
 
 def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> None:
