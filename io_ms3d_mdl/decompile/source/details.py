@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import FormatError
 from ...formats.binary import Cursor
+from ...formats.source import structs as S
 from ...formats.source.mdl import _header
 
 SEQ_FIELDS = np.dtype(
@@ -108,6 +109,7 @@ JIGGLE_FIELDS = (
 )
 JIGGLE = np.dtype([(n, "<i4" if n == "flags" else "<f4") for n in JIGGLE_FIELDS])  # mstudiojigglebone_t
 PROC_JIGGLE = 5
+MOUTH = np.dtype([("bone", "<i4"), ("forward", "<f4", 3), ("flexdesc", "<i4")])
 
 
 @dataclass
@@ -140,6 +142,8 @@ class ModelDetails:
     nodes: list[str]
     keyvalues: str
     ik_chains: list[IkChain] = field(default_factory=list)
+    eyeballs: dict[tuple[int, int], list[tuple[str, np.void]]] = field(default_factory=dict)  # (part, option)
+    mouths: list[tuple[int, np.ndarray, int]] = field(default_factory=list)  # (bone, forward, flex descriptor)
     jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
 
 
@@ -238,6 +242,30 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
                 at = int(header["boneindex"]) + i * bone_size + proc
                 with suppress(FormatError):
                     (jiggles[i],) = cur.array_at(JIGGLE, at, 1, "jiggle")
+    eyeballs: dict[tuple[int, int], list[tuple[str, np.void]]] = {}
+    mouths = []
+    if version != 53:
+        with suppress(FormatError):
+            count, index = int(header["numbodyparts"]), int(header["bodypartindex"])
+            for b, part in enumerate(cur.array_at(S.BODYPART, index, max(min(count, 4096), 0), "body parts")):
+                part_at = index + b * S.BODYPART.itemsize
+                models_at = part_at + int(part["modelindex"])
+                models = cur.array_at(S.MODEL, models_at, max(min(int(part["nummodels"]), 4096), 0), "models")
+                for m, model in enumerate(models):
+                    n = int(model["numeyeballs"])
+                    if not 0 < n <= 64:
+                        continue
+                    at = models_at + m * S.MODEL.itemsize + int(model["eyeballindex"])
+                    records = cur.array_at(S.EYEBALL, at, n, "eyeballs")
+                    eyeballs[(b, m)] = [
+                        (text(at + k * S.EYEBALL.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else "", r)
+                        for k, r in enumerate(records)
+                    ]
+        count, index = int(header["nummouths"]), int(header["mouthindex"])
+        if 0 < count <= 64:
+            with suppress(FormatError):
+                for r in cur.array_at(MOUTH, index, count, "mouths"):
+                    mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
     return ModelDetails(
         eye_position=np.array(header["eyeposition"], np.float32),
         illum_position=np.array(header["illumposition"], np.float32),
@@ -251,6 +279,8 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         nodes=nodes,
         keyvalues=keyvalues,
         ik_chains=chains,
+        eyeballs=eyeballs,
+        mouths=mouths,
         jiggles=jiggles,
     )
 

@@ -13,6 +13,7 @@ from ...errors import Warnings
 from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.source.model import MdlFile, VtxFile
 from ...formats.source.phy import PhyFile
+from ...scene.rotations import compose, quaternion_to_matrix
 from .angles import matrix_to_euler, quaternion_to_euler
 from .details import ModelDetails
 from .geometry import STATIC_TURN
@@ -54,6 +55,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.blank()
     _body(qc, parts, warnings)
     _lods(qc, parts)
+    _mouths(qc, parts)
     qc.blank()
     if mdl.is_static_prop:
         qc.command("$staticprop")
@@ -109,11 +111,8 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
 def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
     mdl = parts.mdl
     flex = parts.flexes[(b, 0)]
-    model = mdl.body_parts[b].models[0]
     with qc.block("$model", Quoted(name), Quoted(parts.references[(b, 0, 0)])):
-        for eye in model.eyeballs:
-            bone = mdl.bone_names[eye.bone] if 0 <= eye.bone < len(mdl.bone_names) else ""
-            qc.comment(f"eyeball {eye.name} on {bone}: origin {eye.origin.tolist()} radius {eye.radius}")
+        _eyeballs(qc, parts, b)
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
             for i, n in enumerate(flex.names, start=1):
@@ -124,6 +123,49 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
 
         for line in rule_lines(mdl):
             qc.lines.append("\t" * qc.depth + line)
+
+
+def bone_world(mdl: MdlFile) -> np.ndarray:
+    """Each bone's rest pose in model space (parents before children)."""
+    quat = mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]
+    local = compose(quaternion_to_matrix(quat), mdl.bones["pos"].astype(np.float64))
+    world = local.copy()
+    for i, parent in enumerate(mdl.bones["parent"].tolist()):
+        if parent >= 0:
+            world[i] = world[parent] @ local[i]
+    return world
+
+
+def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
+    """``eyeball name bone x y z material diameter angle iris_material iris_scale``: the centre in model space,
+    the angle from the stored tangent (studiomdl stores ``tan(angle)``), the iris scale inverted as it stores it."""
+    mdl = parts.mdl
+    world = bone_world(mdl) if len(mdl.bones) else np.zeros((0, 4, 4))
+    family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
+    for k, (name, r) in enumerate(parts.details.eyeballs.get((b, 0), [])):
+        bone = int(r["bone"])
+        if not 0 <= bone < len(world):
+            continue
+        centre = world[bone] @ np.r_[r["org"].astype(np.float64), 1.0]
+        # the material: of the eyeball's own mesh (material type 1, parameter = the eyeball), else the stored one
+        model = mdl.body_parts[b].models[0]
+        meshes = [m.material for m in model.meshes if m.material_type == 1 and m.material_param == k]
+        ref = meshes[0] if meshes else int(r["texture"])
+        texture = family0[ref] if 0 <= ref < len(family0) else ref
+        material = mdl.textures[texture] if 0 <= texture < len(mdl.textures) else "eyeball"
+        angle = float(np.degrees(np.arctan(float(r["zoffset"]))))
+        iris = float(r["iris_scale"])
+        qc.line(
+            "eyeball", Quoted(name or f"eye{k}"), Quoted(mdl.bone_names[bone]), *centre[:3].tolist(), Quoted(material),
+            float(r["radius"]) * 2.0, angle, Quoted("iris_unused"), 1.0 / iris if iris else 1.0,
+        )  # fmt: skip
+
+
+def _mouths(qc: QcWriter, parts: QcParts) -> None:
+    mdl = parts.mdl
+    for k, (bone, forward, flex) in enumerate(parts.details.mouths):
+        if 0 <= bone < len(mdl.bone_names) and 0 <= flex < len(mdl.flex_names):
+            qc.command("$mouth", k, Quoted(mdl.flex_names[flex]), Quoted(mdl.bone_names[bone]), *forward.tolist())
 
 
 def _lods(qc: QcWriter, parts: QcParts) -> None:
