@@ -258,7 +258,9 @@ def bst_frames(armature) -> list[float]:
 # --- comparing ------------------------------------------------------------------------------------------------
 
 
-def match_triangles(ours: Triangles, theirs: Triangles, tolerance: float) -> tuple[np.ndarray, np.ndarray]:
+def match_triangles(
+    ours: Triangles, theirs: Triangles, tolerance: float, uv_tolerance: float = 1e-4
+) -> tuple[np.ndarray, np.ndarray]:
     """For each of our triangles, the index of the equal triangle of theirs and the rotation of its corners (winding
     kept), order-free; raises when a triangle has no partner within ``tolerance`` or the counts differ."""
     from mathutils.kdtree import KDTree
@@ -281,21 +283,33 @@ def match_triangles(ours: Triangles, theirs: Triangles, tolerance: float) -> tup
             for r in range(3):
                 error = np.abs(np.roll(theirs.positions[j], -r, axis=0) - tri).max()
                 uv_error = np.abs(np.roll(theirs.uvs[j], -r, axis=0) - ours.uvs[i]).max()
-                if error <= tolerance and uv_error <= 1e-4 and (best is None or error < best[0]):
+                if error <= tolerance and uv_error <= uv_tolerance and (best is None or error < best[0]):
                     best = (error, j, r)
         if best is None:
-            raise AssertionError(f"our triangle {i} at {tri.tolist()} has no equal there")
+            j = int(np.linalg.norm(centres - tri.mean(axis=0), axis=1).argmin())
+            nearest = min(
+                (
+                    np.abs(np.roll(theirs.positions[j], -r, axis=0) - tri).max(),
+                    np.abs(np.roll(theirs.uvs[j], -r, axis=0) - ours.uvs[i]).max(),
+                )
+                for r in range(3)
+            )
+            raise AssertionError(
+                f"our triangle {i} ({ours.materials[i]}) has no equal there: the nearest is {nearest[0]:.3g} units "
+                f"away (tolerance {tolerance:.3g}), its UVs {nearest[1]:.3g} apart ({len(ours.positions)} triangles)"
+            )
         used[best[1]] = True
         partner[i], rotation[i] = best[1], best[2]
     return partner, rotation
 
 
-def compare_meshes(ours: Triangles, theirs: Triangles, size: float) -> None:
+def compare_meshes(ours: Triangles, theirs: Triangles, size: float, uv_tolerance: float = 1e-4) -> None:
     """Positions within 1e-5 of the model's size, normals within 1e-2 (Blender stores custom normals quantised, in
-    each corner's own normal space: up to about 5e-3 apart for the same normal in two meshes), UVs within 1e-4,
+    each corner's own normal space: up to about 5e-3 apart for the same normal in two meshes), UVs within
+    ``uv_tolerance`` (1e-4),
     weights within 1e-3 by bone name, material names, and every shape key's corners within 1e-5 of the size."""
     tolerance = 1e-5 * size
-    partner, rotation = match_triangles(ours, theirs, tolerance)
+    partner, rotation = match_triangles(ours, theirs, tolerance, uv_tolerance)
     corners = (np.arange(3)[None, :] + rotation[:, None]) % 3
     normals = theirs.normals[partner[:, None], corners]
     worst = np.abs(normals - ours.normals).max(initial=0)

@@ -7,7 +7,8 @@ materials; order-free), every frame of every animation of the model's own (withi
 Both sides in Source's space (see bst_oracle's docstring): ours imported with units SOURCE, Source's axes and
 bone_orientation SOURCE; Blender Source Tools with its default Z up. One transform of studiomdl's is undone on our
 side: a single-bone ``$staticprop`` is compiled turned 90° about Z, and its SMD holds it before that turn
-(``x' = y, y' = -x``). What is not compared, and why: delta
+(``x' = y, y' = -x``). GoldSrc UVs are compared within half a texel (see ``half_texel``), and not at all on chrome textures (the
+engine makes their UVs from the view). What is not compared, and why: delta
 animations (Blender Source Tools imports an SMD's frames as absolute poses; ours are additive layers) and the
 animations of included models (ours builds them under the includer's bones by name; they have their own tests).
 
@@ -98,6 +99,20 @@ def size_of(meshes, armature) -> float:
     return max(float(np.ptp(np.array(points)[:, :3], axis=0).max()), 1.0) if points else 1.0
 
 
+def half_texel(out: Path) -> float:
+    """GoldSrc stores UVs as whole texels; its SMD holds each texel's centre (``(s + 0.5) / width``) so studiomdl's
+    rounding gives the stored texel back, where our import shows ``s / width``: half a texel of the smallest texture
+    apart at most."""
+    sizes = []
+    for bmp in out.glob("*.bmp"):
+        head = bmp.read_bytes()[:26]
+        sizes += [
+            int.from_bytes(head[18:22], "little", signed=True),
+            abs(int.from_bytes(head[22:26], "little", signed=True)),
+        ]
+    return 0.5 / max(min(sizes), 1) + 1e-4 if sizes else 1e-4
+
+
 def flex_frames(statements) -> dict[str, str]:
     """``flex NAME frame N`` (and ``flexpair``) in the QC's $model blocks: frame number -> flex name."""
     names = {}
@@ -154,7 +169,22 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
     their_mesh.materials = [plain(m) for m in their_mesh.materials]
     ours_mesh.shapes, their_shapes = {}, their_mesh.shapes  # shape keys: compared by name below
     their_mesh.shapes = {}
-    bst_oracle.compare_meshes(ours_mesh, their_mesh, size)
+    goldsrc = result.engine == "goldsrc"
+    uv_tolerance = half_texel(out) if goldsrc else 1e-4
+    chrome = {  # the engine makes a chrome texture's UVs from the view: what either side stores is moot
+        plain(s.args[0].value).removesuffix(".bmp")
+        for s in statements
+        if s.command == "$texrendermode" and len(s.args) > 1 and s.args[1].value.lower() == "chrome"
+    }
+    for mesh in (ours_mesh, their_mesh):
+        moot = np.array(  # (GoldSrc's studiomdl makes every texture named *chrome* chrome)
+            [plain(m).removesuffix(".bmp") in chrome or (goldsrc and "chrome" in plain(m)) for m in mesh.materials],
+            bool,
+        )
+        if moot.any():
+            mesh.uvs = mesh.uvs.copy()
+            mesh.uvs[moot] = 0.0
+    bst_oracle.compare_meshes(ours_mesh, their_mesh, size, uv_tolerance)
     ours_shapes = turned(bst_oracle.triangles(meshes)).shapes if static else bst_oracle.triangles(meshes).shapes
     names = flex_frames(statements)  # Blender Source Tools names a VTA's shapes by frame; the QC says whose
     their_shapes = {names.get(k, k): v for k, v in their_shapes.items()}
@@ -197,8 +227,7 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
         stem = Path(relative.replace("\\", "/")).stem
         if "/" in relative.replace("\\", "/").removeprefix("anims/") or stem not in by_stem:
             continue  # an included model's, or a delta: not compared (see the docstring)
-        if stem not in theirs.animations:
-            problems.append(f"Blender Source Tools' QC import skipped {relative}")
+        if stem not in theirs.animations:  # its QC import skipped it (test_..._qc_import_reads_every_file says so)
             bpy.context.view_layer.objects.active = theirs.armature
             bpy.ops.import_scene.smd(filepath=str(out / relative), boneMode="NONE")
             theirs.animations.update(bst_oracle._bst_animations(theirs.armature, set(bpy.data.actions)))
@@ -209,3 +238,22 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
         bst_oracle.compare_poses(our_poses, their_poses, size, relative)
         compared += 1
     assert not problems, f"{compared} animations equal, but: " + "; ".join(problems[:6])
+
+
+@pytest.mark.parametrize("path", models(), ids=sample_id)
+def test_blender_source_tools_qc_import_reads_every_file(path, tmp_path, blender):
+    """What a user gets from *File › Import › Source Engine* on our QC: every mesh and animation it names."""
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    out = tmp_path / path.stem
+    result = decompile(str(path), str(out))
+    statements = qc_grammar.parse((out / result.qc).read_bytes(), result.qc, strict=False)
+    references, animation_files, _ = named_files(statements)
+    theirs = bst_oracle.import_qc(out / result.qc)
+    stems = {Path(r.replace("\\", "/")).stem.lower() for r in references}
+    missing = sorted(stems - {m.lower() for m in theirs.meshes})
+    skipped = [a for a in animation_files if Path(a.replace("\\", "/")).stem not in theirs.animations]
+    assert not missing and not skipped, (
+        f"Blender Source Tools' QC import built no mesh for {missing[:5]} and skipped {len(skipped)} of "
+        f"{len(animation_files)} animation files ({skipped[:3]}): it reads a $sequence's file only from the "
+        "$sequence line itself"
+    )
