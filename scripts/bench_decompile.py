@@ -5,7 +5,8 @@
 Each measurement is a fresh process (so peak memory is that run's alone): ``io_ms3d_mdl.decompile`` of the model
 into an empty folder (numpy only; every included model's animations too), and ``import_scene.source_mdl`` of the
 same file with every animation built (``animations="ALL"``) in the bpy wheel. Times are the work alone (not the
-interpreter's start), medians of ``--runs``; peak memory is the process's high-water mark (``VmHWM``), which
+interpreter's start, nor loading the modules: the import's are loaded by ``register()`` before its clock starts, the
+decompiler's likewise), medians of ``--runs``; peak memory is the process's high-water mark (``VmHWM``), which
 includes the interpreter, numpy and, for the import, Blender itself (its empty baseline is measured and shown).
 Then a whole VPK through ``io-ms3d-mdl decompile --jobs 2``. Needs the bpy wheel for the import column (run it with
 a pinned environment's python); Linux (``/proc``) for memory.
@@ -49,7 +50,11 @@ DECOMPILE = (
     + """
 import json, sys, tempfile, time
 sys.path.insert(0, sys.argv[1])
-from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile import decompile, decompilers
+import importlib
+for engine in ("source.model", "goldsrc"):  # the modules loaded first (as the import's are by register())
+    importlib.import_module("io_ms3d_mdl.decompile." + engine)
+decompilers()
 with tempfile.TemporaryDirectory() as out:
     start = time.perf_counter()
     result = decompile(sys.argv[2], out)
