@@ -58,10 +58,30 @@ class Budget:
         spaces: 4 M took 5 s and 0.9 GB; the longest real one has 16 k)."""
         return self._n(1_000_000)
 
+    @property
+    def animation_walk_bytes(self) -> int:
+        """GoldSrc animation data walked by leaping, over one import: a channel's spans are a chain, and one of
+        more than a hundred spans is followed through tables of about 12 bytes per byte of data it may cross
+        (real channels hold a handful of spans and never leap)."""
+        return self._n(32 * MIB)
+
     def resampled_keys(self, file_size: int) -> int:
         """Keys MilkShape resampling may add (beyond it the stored keys are kept as they are). Each costs about
         0.8 KB on its way to Blender: 7.9 M took 52 s and 4.6 GB, 0.9 M 5 s and 0.8 GB."""
         return self._n(min(max(500_000, 64 * file_size), 750_000))
+
+    @property
+    def animation_entries(self) -> int:
+        """Animations a model offers in its list (a name and an entry each, built or not): a GoldSrc sequence
+        offers one per blend, and a blend count is a number any file can hold (2³¹ took 2 GB in 4 s). The largest
+        real offer is about 2,000 (a Source character with its includes)."""
+        return self._n(20_000)
+
+    @property
+    def skin_entries(self) -> int:
+        """Skin families × texture references: each entry becomes a material name in the model's skin table
+        (about 385 bytes in Blender: 1,000 × 1,000 took 665 MB). Real tables have at most a few thousand."""
+        return self._n(100_000)
 
     @property
     def texture_pixels(self) -> int:

@@ -89,3 +89,15 @@ BUILDERS = {
     "hostile padded pcx.ms3d": ms3d_pcx_skin,
     "hostile bc6h infinity.mdl": source_bc6h_infinity,
 }
+
+
+# Issue 31: GoldSrc blends, long span chains (which leap) and skin tables, for the mutator to push past their budgets.
+
+
+def goldsrc_blends_spans_skins(tmp: Path) -> Path:
+    from goldsrc_writer import counts_spec
+
+    return hostile.goldsrc(tmp, counts_spec())
+
+
+BUILDERS.update({"hostile goldsrc blends spans skins.mdl": goldsrc_blends_spans_skins})

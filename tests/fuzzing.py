@@ -232,18 +232,20 @@ def synthetic_seeds() -> list[Seed]:
         ),
         Seed("synthetic titanfall2.mdl", check_source, {"mdl": write_mdl(titanfall)}),
         Seed("synthetic goldsrc.mdl", check_goldsrc, _goldsrc_parts()),
+        Seed("synthetic goldsrc blends spans skins.mdl", check_goldsrc, _goldsrc_parts(counts=True)),
     ]
 
 
-def _goldsrc_parts() -> Parts:
-    """The GoldSrc writer's character: the model, its texture file and its group file."""
+def _goldsrc_parts(counts: bool = False) -> Parts:
+    """The GoldSrc writer's character (``counts``: with the blends, long spans and skins of ``counts_spec``): the
+    model, its texture file and its group file."""
     import tempfile
 
     from goldsrc_writer import character_spec as goldsrc_character
-    from goldsrc_writer import write_model_files
+    from goldsrc_writer import counts_spec, write_model_files
 
     with tempfile.TemporaryDirectory() as folder:
-        write_model_files(goldsrc_character(), Path(folder), "guy", textures_apart=True)
+        write_model_files(counts_spec() if counts else goldsrc_character(), Path(folder), "guy", textures_apart=True)
         return _read(Path(folder), mdl="guy.mdl", t="guyT.mdl", g1="guy01.mdl")
 
 

@@ -13,7 +13,8 @@ What the compiler does to the originals, modelled here before comparing:
 - texture coordinates become texels: ``s = trunc(u·(width-1))`` less the smallest ``s`` of that texture, ``t`` the
   largest ``trunc(v·(height-1))`` less this one (``u``, ``v`` clamped to [-1, 2]); chrome textures get none;
 - animation values are quantised (one step of the bone's scale), a looping sequence's last frame is set to its
-  first (bar its ``L`` axes), and an animation's root bones are turned 90° about Z (undone by the decompile).
+  first (bar its ``L`` axes), and an animation's root bones are turned 90° about Z (the decompile writes them
+  turned, as the engine poses them, and names ``rotate -90`` so that a recompile turns nothing).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class QcSequence:
     motion: int = 0
     events: list[tuple[int, int, str]] = field(default_factory=list)
     nodes: tuple[int, int, int] = (0, 0, 0)  # entry, exit, flags
+    group: int = 0  # the $sequencegroup commands before it (its group when the QC names groups)
 
 
 @dataclass
@@ -137,6 +139,7 @@ def read_qc(path: Path) -> GoldSrcQc:
             qc.eye = tuple(float(v) for v in values[:3])
         elif command == "$sequence":
             qc.sequences.append(_sequence(statement))
+            qc.sequences[-1].group = len(qc.groups)
         elif command == "$sequencegroup":
             qc.groups.append(values[0])
         elif command == "$sequencegroupsize":

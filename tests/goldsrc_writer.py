@@ -310,3 +310,19 @@ def character_spec(frames: int = 8) -> GSpec:
         attachments=[("muzzle", 1, (1.0, 0.0, 0.0))],
         hitboxes=[(0, 1, (-1, -1, -1), (1, 1, 1))],
     )
+
+
+def counts_spec(spans: int = 600) -> GSpec:
+    """The character with what issue 31 budgets, for the fuzzers to mutate: sequences of three and eight blends,
+    a channel of ``spans`` one-frame spans (long enough to leap), and a skin table of eight families."""
+    spec = character_spec()
+    one_frame = b"".join(struct.pack("<BBh", 1, 1, (i * 37) % 2000 - 1000) for i in range(spans))
+    long_channel = [[one_frame, None, None, None, None, [i * 10 for i in range(spans)]], [None] * 6]
+    blend = [[list(range(0, 40, 10)), None, None, None, None, None], [None, None, None, None, None, [700] * 4]]
+    spec.sequences += [
+        GSequence("long", spans, [long_channel], flags=1),
+        GSequence("aim3", 4, [blend] * 3),
+        GSequence("aim8", 4, [blend] * 8, group=1),
+    ]
+    spec.skins = [[(f + r) % 3 for r in range(3)] for f in range(8)]
+    return spec

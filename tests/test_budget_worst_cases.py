@@ -326,6 +326,95 @@ def shape_key_vertices(tmp: Path) -> Built:
     return path, {}, count * len(mesh.vertices)
 
 
+# --- GoldSrc counts and skin tables (issue 31) ---------------------------------------------------------------------
+
+
+def goldsrc_offers(tmp: Path) -> Built:
+    """Sequences of 999 blends each (the table of every blend in the file, its channels at rest), as many
+    animations on offer as the budget allows: every one is a row in the animation list."""
+    from goldsrc_writer import GBone, GSequence, GSpec, write_model_files
+
+    blends = 999
+    count = (DEFAULT.animation_entries - 1) // blends
+    rest = [[[None] * 6] for _ in range(blends)]
+    sequences = [GSequence("idle", 2, [[[None] * 6]])] + [GSequence(f"s{i}", 2, rest) for i in range(count)]
+    path = write_model_files(GSpec("offers.mdl", [GBone("root", -1)], sequences=sequences), tmp, "offers")
+    return path, {}, 1 + count * blends
+
+
+def skin_table(kind: str) -> Callable[[Path], Built]:
+    """A skin table of as many entries (families × references) as the budget allows, every entry a material."""
+
+    def build(tmp: Path) -> Built:
+        refs = 1_000
+        families = [[i % 3 for i in range(refs)] for _ in range(DEFAULT.skin_entries // refs)]
+        if kind == "Source":
+            path = write_source(_one_mesh_spec(textures=["t0", "t1", "t2"], skins=families), tmp, "skins")
+        else:
+            from goldsrc_writer import character_spec, write_model_files
+
+            spec = character_spec()
+            spec.skins = families
+            path = write_model_files(spec, tmp, "skins")
+        return path, {}, len(families) * refs
+
+    return build
+
+
+def goldsrc_leaping(tmp: Path) -> Built:
+    """One bone of a million frames (the per-animation budget), each frame a span of its own holding 15 values
+    (32 bytes): the chain spans all the data the leaping budget allows."""
+    from goldsrc_writer import GBone, GSequence, GSpec, write_model_files
+
+    frames = DEFAULT.animation_bone_frames
+    span = (DEFAULT.animation_walk_bytes - 4096) // frames // 2 * 2  # bytes a span, within the budget
+    valid = span // 2 - 1
+    spans = np.zeros((frames, span), np.uint8)
+    spans[:, 0], spans[:, 1] = valid, 1
+    spans[:, 2:4] = (np.arange(frames) % 4000 - 2000).astype("<i2").view(np.uint8).reshape(-1, 2)
+    sequence = GSequence("long", frames, [[[spans.tobytes()] + [None] * 5]])
+    path = write_model_files(GSpec("long.mdl", [GBone("root", -1)], sequences=[sequence]), tmp, "long")
+    return path, {}, frames * span
+
+
+def goldsrc_short_commands(tmp: Path) -> Built:
+    """A command list of one-vertex commands (each counts as a triangle), as many as the triangle budget allows,
+    after one quad."""
+    from goldsrc_writer import GBodyPart, GBone, GMesh, GModel, GSpec, write_model_files
+
+    count = DEFAULT.triangles - 2
+    verts = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, 1, 0)]
+    strip = (1, [(i, 0, 0, 0) for i in range(4)])
+    mesh = GMesh(0, [strip] + [(1, [(0, 0, 0, 0)])] * count)
+    model = GModel("m", verts, [0] * 4, [(0, 0, 1)], [0], [mesh])
+    spec = GSpec("short.mdl", [GBone("root", -1)], [GBodyPart("b", [model])])
+    return write_model_files(spec, tmp, "short"), {}, count + 2
+
+
+def goldsrc_shared_commands(tmp: Path) -> Built:
+    """Meshes that all name one command list of 1,500 triangles, as many as the triangle budget allows: the list
+    is walked once, and every mesh draws its triangles."""
+    from goldsrc_writer import GBodyPart, GBone, GMesh, GModel, GSpec, write_goldsrc
+
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    side, meshes = 751, DEFAULT.triangles // 1_500
+    verts = [(x, y, 0.0) for y in range(2) for x in range(side)]
+    strip = (1, [(x + side * y, 0, x, y) for x in range(side) for y in range(2)])
+    model = GModel("m", verts, [0] * len(verts), [(0, 0, 1)], [0], [GMesh(0, [strip])] * meshes)
+    data = bytearray(write_goldsrc(GSpec("shared.mdl", [GBone("root", -1)], [GBodyPart("b", [model])])))
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0]
+    part = np.frombuffer(bytes(data), G.BODY_PART, 1, int(header["bodypartindex"]))[0]
+    record = np.frombuffer(bytes(data), G.MODEL, 1, int(part["modelindex"]))[0]
+    at = int(record["meshindex"])
+    table = np.frombuffer(bytes(data[at : at + meshes * G.MESH.itemsize]), G.MESH).copy()
+    table["triindex"] = table["triindex"][0]  # every mesh names the first one's list
+    data[at : at + table.nbytes] = table.tobytes()
+    path = tmp / "shared.mdl"
+    path.write_bytes(bytes(data))
+    return path, {}, meshes * 1_500
+
+
 CASES: dict[str, Callable[[Path], Built]] = {
     "flex rule work: 6,600 rules sharing a 301-operation table": flex_shared_table,
     "flex rule work: distinct rules of constants": flex_distinct_tables("constants"),
@@ -345,6 +434,12 @@ CASES: dict[str, Callable[[Path], Built]] = {
     "texture pixels": textures,
     "triangles": triangles,
     "shape keys × vertices": shape_key_vertices,
+    "animations on offer: GoldSrc sequences × blends": goldsrc_offers,
+    "skin table entries: Source": skin_table("Source"),
+    "skin table entries: GoldSrc": skin_table("GoldSrc"),
+    "animation data walked by leaping: GoldSrc, 1 M one-frame spans": goldsrc_leaping,
+    "triangles: GoldSrc one-vertex commands": goldsrc_short_commands,
+    "triangles: GoldSrc meshes sharing one command list": goldsrc_shared_commands,
 }
 
 

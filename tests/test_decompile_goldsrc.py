@@ -23,7 +23,7 @@ from goldsrc_pairs import (
     smd_path,
     texture_path,
 )
-from goldsrc_writer import GSequence, character_spec, write_model_files
+from goldsrc_writer import GBone, GSequence, character_spec, write_model_files
 from qc_grammar import check_file
 from smd_reader import read as read_smd
 
@@ -269,14 +269,67 @@ def test_the_synthetic_character_comes_back(tmp_path):
     assert (aim.name, aim.files) == ("aim", ["aim_blend1", "aim_blend2"])
     assert qc.attachments == [(0, "arm", np.float32(1), np.float32(0), np.float32(0))]
     gs = read_goldsrc(path)
+    assert not result.warnings
     smd = read_smd(out / "walk.smd")
     decoded = decode_sequence(gs, gs.sequences[0])
     ours = np.array([smd.pose(t) for t in sorted(smd.frames)])
     assert np.allclose(ours[:, 1, :3], decoded.positions[0, :, 1], atol=1e-5)  # the child as decoded
-    assert np.allclose(ours[:, 0, 0], decoded.positions[0, :, 0, 1], atol=1e-5)  # the root turned back 90°
-    assert np.allclose(ours[:, 0, 1], -decoded.positions[0, :, 0, 0], atol=1e-5)
-    assert np.allclose(ours[:, 0, 5], np.remainder(decoded.angles[0, :, 0, 2] - np.pi / 2 + np.pi, 2 * np.pi) - np.pi)
+    assert np.allclose(ours[:, :, :3], decoded.positions[0], atol=1e-5)  # as the engine poses them
+    assert np.allclose(ours[:, :, 3:], decoded.angles[0], atol=1e-6)
+    assert "rotate -90" in (out / result.qc).read_text()
     check_file(out / result.qc)
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (hostile.goldsrc_commands_overrun, "past the end of the file"),
+        (hostile.goldsrc_missing_vertices, "uses vertex 999"),
+        (hostile.goldsrc_texture_beyond_data, "work budget|run past the end"),
+        (hostile.goldsrc_cyclic_parents, "parents must come before"),
+    ],
+)
+def test_hostile_models_are_one_message_and_no_files(tmp_path, build, says):
+    path = build(tmp_path / "in")
+    with pytest.raises(FormatError, match=says) as info:
+        decompile(str(path), str(tmp_path / "out"))
+    assert info.value.message.startswith(path.name)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_hostile_companions_cost_their_sequences_only(tmp_path):
+    """A group naming a file outside the model's folder, and a stream of empty spans: the rest decompiles."""
+    result, out = _decompile(hostile.goldsrc_group_traversal(tmp_path / "a"), tmp_path / "a_out")
+    assert any("outside the model's folder; refused" in w for w in result.warnings)
+    text = (out / result.qc).read_text()
+    assert "$sequence walk walk" in text.replace('"', "") and "// sequence 'aim' is not written" in text
+    result, out = _decompile(hostile.goldsrc_empty_spans(tmp_path / "b"), tmp_path / "b_out")
+    assert result.warnings and result.qc
+    check_file(out / result.qc)
+
+
+def test_options_leave_out_animations_and_textures(tmp_path):
+    model = samples_dir() / COMPILED / "man.mdl"
+    result, out = _decompile(model, tmp_path / "out", animations=False, textures=False)
+    assert sorted(result.files) == sorted(
+        ["reference_headless.smd", "reference_head1.smd", "reference_head2.smd", "reference_head3.smd", "man.qc"]
+    )
+    qc = read_qc(out / "man.qc")
+    assert [s.files for s in qc.sequences] == [["reference"], ["walk"], [f"arms_up_blend{i}" for i in range(1, 5)]]
+    assert "animations were turned off" in (out / "man.qc").read_text()
+
+
+def test_non_finite_values_are_written_as_zero_and_reported(tmp_path):
+    spec = character_spec()
+    spec.bones[1] = GBone("arm", 0, (0, 0, float("nan"), 0, 0, float("inf")), (float("nan"),) * 6)
+    spec.attachments = [("muzzle", 1, (float("inf"), 0.0, 0.0))]
+    result, out = _decompile(write_model_files(spec, tmp_path / "models", "guy"), tmp_path / "out")
+    assert any("not finite" in w for w in result.warnings)
+    check_file(out / result.qc)  # refuses nan/inf in any spelling
+    for name in result.files:
+        if name.endswith(".smd"):
+            smd = read_smd(out / name)  # refuses nan/inf too
+            assert smd.vertices is None or np.isfinite(smd.vertices).all()
 
 
 def test_a_model_that_cannot_be_decompiled_is_one_clean_error(tmp_path):
@@ -450,6 +503,12 @@ def _same_bone_commands(original: GoldSrcQc, ours: GoldSrcQc) -> None:
 
 def _same_sequences(qc_path: Path, original: GoldSrcQc, ours: GoldSrcQc, out: Path, gs, compiled: list[str]) -> None:
     assert [s.name for s in original.sequences] == [s.name for s in ours.sequences]
+    assert original.groups == ours.groups  # named groups, in order
+    if original.groups:
+        assert [s.group for s in original.sequences] == [s.group for s in ours.sequences]
+        assert [s.group for s in ours.sequences] == [s.seqgroup for s in gs.sequences]
+    else:  # groups the compiler fills by size: ours ask for them too, the stored sequences in the same groups
+        assert (original.group_size is None) == (ours.group_size is None) == (len(gs.groups) == 1)
     for theirs, mine, seq in zip(original.sequences, ours.sequences, gs.sequences, strict=True):
         assert np.float32(theirs.fps) == np.float32(mine.fps)
         assert (theirs.loop, theirs.activity, theirs.weight) == (mine.loop, mine.activity, mine.weight)
@@ -464,8 +523,8 @@ def _same_sequences(qc_path: Path, original: GoldSrcQc, ours: GoldSrcQc, out: Pa
 
 
 def _same_frames(source, mine, seq, gs, compiled: list[str]) -> None:
-    """Every frame of every bone within one quantisation step, after the compiler's loop rule and root freezes
-    (applied in its turned frame)."""
+    """Every frame of every bone within one quantisation step of the original after the compiler's turn of its
+    roots (ours are written turned, as the engine poses them, with ``rotate -90``), loop rule and root freezes."""
     times = sorted(source.frames)
     index = [i for i, name in enumerate(compiled) if name in source.names]  # compiled bones the SMD animates
     theirs = np.array([[source.pose(t)[source.names.index(compiled[i])] for i in index] for t in times])
@@ -480,7 +539,6 @@ def _same_frames(source, mine, seq, gs, compiled: list[str]) -> None:
     for axis, flag in ((3, 8), (4, 16), (5, 32)):
         if seq.motion & flag and len(roots):
             theirs[:, roots, axis] = theirs[0, roots, axis]
-    unturn_roots(theirs, roots)
     scale = gs.bones["scale"][index].astype(np.float64)
     step_pos = np.repeat(scale[:, :3].max(axis=1, keepdims=True), 3, axis=1)
     step = np.concatenate([step_pos, scale[:, 3:]], axis=1) + 2e-6

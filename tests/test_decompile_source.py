@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import qc_grammar
+import smd_reader
 from conftest import SAMPLES, sample_names, sample_path
 from smd_strict import corner_arrays, qc_commands, read_smd
 
@@ -48,6 +50,7 @@ def test_every_source_sample_decompiles_to_files_studiomdl_reads(tmp_path, name)
     assert commands[0][0] == "$modelname"
     for named in qc_files(qc):
         assert named in files, named
+    qc_grammar.check_file(tmp_path / result.qc)  # the other strict checker: known commands, arity, files there
     animations = 0
     for relative, data in files.items():
         assert not NON_FINITE.search(data.replace(b"notsolid", b"")), relative
@@ -58,6 +61,7 @@ def test_every_source_sample_decompiles_to_files_studiomdl_reads(tmp_path, name)
                     continue
             smd = read_smd(data)
             assert smd.names and smd.frames
+            smd_reader.parse(data, relative)
 
 
 def scene_meshes(path: Path) -> dict[tuple[int, int], object]:
@@ -240,8 +244,13 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
             assert mine[mine.index("activity") + 1 : mine.index("activity") + 3] == seq[seq.index("activity") + 1 :][:2]
         their_file = next(t for t in seq[2:] if t.lower().endswith(".smd"))
         our_file = next(t for t in mine[2:] if t.lower().endswith(".smd"))
-        frames_theirs = len(original_smd(HAMMER / Path(qc_path).parent / their_file).frames)
-        assert len(read_smd((tmp_path / our_file).read_bytes()).frames) == frames_theirs
+        theirs_anim = original_smd(HAMMER / Path(qc_path).parent / their_file)
+        ours_anim = read_smd((tmp_path / our_file).read_bytes())
+        assert len(ours_anim.frames) == len(theirs_anim.frames)
+        if ours_anim.names == theirs_anim.names:  # every frame's pose, studiomdl's root turn undone
+            for t, pose in theirs_anim.frames.items():
+                for bone, values in pose.items():
+                    assert np.allclose(ours_anim.frames[t][bone], values, atol=1e-4), (our_file, t, bone)
     # the collision model: the hull's points, as the original physics SMD holds them
     for command in ("$collisionmodel", "$collisionjoints"):
         if command in theirs_cmds:
@@ -250,3 +259,62 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
             a = np.unique(theirs_points["positions"].round(3), axis=0)
             b = np.unique(ours_points["positions"].round(3), axis=0)
             assert a.shape == b.shape and np.abs(a - b).max() <= 2e-3
+
+
+def test_decompile_reads_within_the_import_budget(tmp_path):
+    """The same work budget as an import: a tiny one stops the decompile with one clean error, and nothing is
+    left half-written under a final name."""
+    from io_ms3d_mdl.errors import BudgetExceeded
+
+    path = sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl")
+    with pytest.raises(BudgetExceeded):
+        decompiled(path, tmp_path, work_limit=1e-4)
+    assert not [p for p in tmp_path.rglob("*.partial*")]
+
+
+def test_a_second_decompile_refuses_to_overwrite_unless_asked(tmp_path):
+    from io_ms3d_mdl.decompile.output import OutputExists
+
+    path = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    first = decompiled(path, tmp_path)
+    with pytest.raises(OutputExists):
+        decompiled(path, tmp_path)
+    again = decompiled(path, tmp_path, overwrite=True)
+    assert again.files == first.files
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl", "GoodFishMan__mercenaries/models/player/scout.mdl"],
+)
+def test_animation_roots_come_back_in_the_reference_frame(tmp_path, name):
+    """studiomdl turns every animation's root bones (Y-up models a quarter about X as well); undone, a character's
+    ``ref`` animation poses its root where the reference SMD's skeleton has it."""
+    result = decompiled(sample_path("source", name), tmp_path, include_animations=False, lods=False)
+    qc = (tmp_path / result.qc).read_text("utf-8")
+    reference = read_smd((tmp_path / body_options(qc)[0][0]).read_bytes())
+    ref = read_smd((tmp_path / "anims" / "ref.smd").read_bytes())
+    root = reference.parents.index(-1)
+    assert np.allclose(ref.frames[0][root][:3], reference.frames[0][root][:3], atol=0.05)
+    assert np.allclose(ref.frames[0][root][3:], reference.frames[0][root][3:], atol=0.01)
+
+
+def test_a_model_inside_a_vpk_decompiles(tmp_path):
+    archive = SAMPLES / "vpk" / "SirPlease__L4D2-Competitive-Rework" / "addons" / "knife.vpk"
+    if not archive.is_file():
+        pytest.skip("the VPK sample is not in ../shared")
+    result = decompiled(archive / "models" / "v_models" / "v_knife_t.mdl", tmp_path)
+    assert result.qc == "v_knife_t.qc" and any(f.startswith("anims/") for f in result.files)
+    qc_grammar.check_file(tmp_path / result.qc)
+
+
+def test_definebone_option_writes_the_whole_skeleton(tmp_path):
+    path = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    mdl = read_mdl(path)
+    result = decompiled(path, tmp_path, definebone=True, animations=False)
+    statements = qc_grammar.check_file(tmp_path / result.qc)
+    defined = [s for s in statements if s.command == "$definebone"]
+    assert [s.args[0].value for s in defined] == mdl.bone_names
+    for s, parent in zip(defined, mdl.bones["parent"].tolist(), strict=True):
+        assert s.args[1].value == (mdl.bone_names[parent] if parent >= 0 else "")
+        assert np.allclose([float(t.value) for t in s.args[2:5]], mdl.bones["pos"][defined.index(s)], atol=1e-6)

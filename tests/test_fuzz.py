@@ -30,6 +30,7 @@ CASES = {
     "r1delta__CORE/models/rocks/single_rock_01.mdl": 500,
     "MORBO.pcx": 500,
     "synthetic goldsrc.mdl": 800,
+    "synthetic goldsrc blends spans skins.mdl": 300,
     "Pi0h1__halflife/models/sr666mdl/martini.mdl": 400,
     "Pi0h1__halflife/models/houndeye.mdl": 150,
     "phoenixprojectsoftware__halflifeclassic/models/islave.mdl": 100,

@@ -125,3 +125,124 @@ def test_non_finite_values_are_replaced(tmp_path):
         for channel in action.channels:
             assert np.isfinite(channel.rotations).all() and np.isfinite(channel.locations).all()
     assert scene.warnings
+
+
+# --- issue 31: counts charged before anything is built -----------------------------------------------------------
+
+
+def _one_bone(sequences, **extra):
+    from goldsrc_writer import GBone, GSpec
+
+    return GSpec("counts.mdl", [GBone("root", -1)], sequences=sequences, **extra)
+
+
+def test_a_blend_count_no_file_holds_is_offered_once(tmp_path):
+    """Blend count 2³¹−1 in a small model (one name per blend took 2 GB in 4 s): its table cannot fit the file, so
+    the sequence is offered once and says why it was not decoded."""
+    import struct
+
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    path = write_model_files(character_spec(), tmp_path / "models", "guy")
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0]
+    at = int(header["seqindex"]) + G.SEQUENCE.fields["numblends"][1]
+    data[at : at + 4] = struct.pack("<i", 2**31 - 1)
+    path.write_bytes(bytes(data))
+    start = time.perf_counter()
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    assert time.perf_counter() - start < 2.0
+    assert [a.name for a in scene.animations] == ["walk", "aim", "aim_blend1"]
+    assert any("'walk' could not be decoded: the animation table" in w for w in scene.warnings)
+
+
+def test_honest_blends_beyond_the_offer_budget_are_refused_before_naming(tmp_path):
+    from goldsrc_writer import GSequence
+
+    from io_ms3d_mdl.budget import DEFAULT
+
+    rest = [[[None] * 6] for _ in range(1_000)]
+    count = DEFAULT.animation_entries // 1_000 + 1
+    path = write_model_files(_one_bone([GSequence(f"s{i}", 2, rest) for i in range(count)]), tmp_path, "counts")
+    with pytest.raises(BudgetExceeded, match=r"animations on offer \(sequences × blends\) of 21,000"):
+        load_source(str(path))
+
+
+@pytest.mark.parametrize("kind", ["Source", "GoldSrc"])
+def test_a_skin_table_beyond_the_budget_is_refused_before_it_is_read(tmp_path, kind):
+    """1,000 families × 1,000 references (2 MB) took 665 MB as material names; the budget is 100,000 entries."""
+    families = [[0] * 1_000 for _ in range(1_000)]
+    if kind == "Source":
+        from source_writer import SBodyPart, SModel, SourceSpec, quad_mesh, write_source
+
+        spec = SourceSpec(body_parts=[SBodyPart("b", [SModel("m", [quad_mesh()])])], skins=families)
+        path = write_source(spec, tmp_path, "skins")
+    else:
+        spec = character_spec()
+        spec.skins = families
+        path = write_model_files(spec, tmp_path, "skins")
+    with pytest.raises(BudgetExceeded, match=r"skin table entries .* of 1,000,000 exceeds"):
+        load_source(str(path))
+
+
+def _shared_lists(tmp_path, meshes: int):
+    """The character with ``meshes`` meshes in its body model, every one naming the first mesh's command list."""
+    from goldsrc_writer import quad
+
+    from io_ms3d_mdl.formats.goldsrc import structs as G
+
+    spec = character_spec()
+    spec.body_parts[0].models[0].meshes = [quad(0, 0)] * meshes
+    path = write_model_files(spec, tmp_path / "models", "guy")
+    data = bytearray(path.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0]
+    part = np.frombuffer(bytes(data), G.BODY_PART, 1, int(header["bodypartindex"]))[0]
+    model = np.frombuffer(bytes(data), G.MODEL, 1, int(part["modelindex"]))[0]
+    at = int(model["meshindex"])
+    table = np.frombuffer(bytes(data[at : at + meshes * G.MESH.itemsize]), G.MESH).copy()
+    table["triindex"] = table["triindex"][0]
+    data[at : at + table.nbytes] = table.tobytes()
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_command_list_shared_by_meshes_is_walked_once(tmp_path, monkeypatch):
+    from io_ms3d_mdl.formats.goldsrc import reader
+
+    walks = []
+    real = reader.mesh_corners
+    monkeypatch.setattr(reader, "mesh_corners", lambda *a: walks.append(a[1]) or real(*a))
+    gs = read_goldsrc(_shared_lists(tmp_path, 500))
+    assert [len(m.meshes) for m in gs.body_parts[0].models] == [500]
+    assert len(walks) == 2  # the shared list and the hat's strip, each once
+    assert all(len(m.corners) == 6 for m in gs.body_parts[0].models[0].meshes)
+
+
+def test_one_vertex_commands_count_against_the_triangle_budget(tmp_path):
+    """A list of a million one-vertex commands draws nothing, yet was walked without a budget."""
+    from goldsrc_writer import GBodyPart, GMesh, GModel
+
+    mesh = GMesh(0, [(1, [(0, 0, 0, 0)])] * 1_000_000)
+    model = GModel("m", [(0, 0, 0)], [0], [(0, 0, 1)], [0], [mesh])
+    path = write_model_files(_one_bone([], body_parts=[GBodyPart("b", [model])]), tmp_path, "short")
+    start = time.perf_counter()
+    with pytest.raises(BudgetExceeded, match="triangles and commands of triangle commands of mesh 0"):
+        read_goldsrc(path)
+    assert time.perf_counter() - start < 3.0
+
+
+def test_the_leaping_walk_is_charged_to_the_import(tmp_path):
+    """Long chains leap through tables as large as the data they may cross: that is charged over the import."""
+    from goldsrc_writer import GSequence
+
+    from io_ms3d_mdl.budget import DEFAULT
+    from io_ms3d_mdl.formats.goldsrc import decode_sequence
+    from io_ms3d_mdl.formats.goldsrc.animation import WalkAllowance
+
+    stream = b"\x01\x01\x05\x00" * 1_000  # a thousand one-frame spans
+    path = write_model_files(_one_bone([GSequence("long", 1_000, [[[stream] + [None] * 5]])]), tmp_path, "long")
+    gs = read_goldsrc(path)
+    decoded = decode_sequence(gs, gs.sequences[0], WalkAllowance())
+    assert np.allclose(decoded.positions[0, :, 0, 0], 0.05)
+    with pytest.raises(BudgetExceeded, match="animation data walked for the long channels"):
+        decode_sequence(gs, gs.sequences[0], WalkAllowance(DEFAULT.animation_walk_bytes - 100))

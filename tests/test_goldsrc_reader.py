@@ -45,7 +45,7 @@ def test_triangles_and_rest_vertices_equal_assimp(relative):
         ]
     ).astype(np.float64)
     flat = (a[:, 0] == a[:, 1]).all(1) | (a[:, 1] == a[:, 2]).all(1) | (a[:, 0] == a[:, 2]).all(1)
-    a = a[~flat]  # we drop triangles that repeat a vertex (with a warning); Assimp keeps them
+    a = a[~flat]  # we drop triangles that repeat a vertex (and count them); Assimp keeps them
     o = np.concatenate([obj.mesh.positions[obj.mesh.triangles] for obj in ours.objects]).astype(np.float64)
     assert len(o) == len(a)
     # every triangle of ours is one of Assimp's, with the same winding (a rotation of its corners)
@@ -207,7 +207,122 @@ def test_folder_searches_skip_the_companion_files():
     assert names == ["islave.mdl", "scientist.mdl", "v_9mmhandgun.mdl"]
 
 
-@pytest.mark.parametrize("relative", [m for m in MODELS if "gauss" not in m])  # v_gauss: 5 degenerate triangles
+@pytest.mark.parametrize("relative", MODELS)
 def test_the_samples_import_without_warnings(relative):
     scene = load_source(str(goldsrc(relative)), SourceOptions(animations="ALL"))
     assert list(scene.warnings) == []
+
+
+def test_degenerate_triangles_are_counted_not_warned_about():
+    """v_gauss repeats a vertex in 5 triangles: skipped, and counted in the model's properties and `info`."""
+    from io_ms3d_mdl.cli.goldsrc_info import goldsrc_info, goldsrc_text
+
+    path = goldsrc("Pi0h1__halflife/models/v_gauss.mdl")
+    scene = load_source(str(path), SourceOptions(import_animations=False))
+    assert scene.degenerate_triangles == 5 and scene.props["source_degenerate_triangles"] == 5
+    info = goldsrc_info(str(path))
+    assert sum(o["degenerate_triangles"] for bp in info["body_parts"] for o in bp["options"]) == 5
+    assert "  degenerate triangles (a repeated vertex, skipped on import): 5" in goldsrc_text(info)
+
+
+HOSTAGE = "gloeyisk__CS16/models/hostage.mdl"
+
+
+def reference_or_none(data: bytes, start: int, frames: int) -> list[int] | None:
+    """The reference channel, or None where the engine would read past the end of the file."""
+    try:
+        return reference_channel(data, start, frames)
+    except (IndexError, struct.error):
+        return None
+
+
+def test_hostage_channels_past_their_group_file_hold_their_rest_value():
+    """CS 1.6's hostage.mdl: every sequence of its group files has channels whose offsets (near 65,535) point past
+    the end of its hostageNN.mdl. Those hold the bone's default value, the others decode as the reference does,
+    and every one of the 156 sequences imports, each naming its held bones once."""
+    gs = read_goldsrc(goldsrc(HOSTAGE))
+    held_groups = []
+    for seq in gs.sequences:
+        data = gs.data if seq.seqgroup == 0 else gs.group_data[seq.seqgroup][0]
+        decoded = decode_sequence(gs, seq)
+        ours = np.concatenate([decoded.positions, decoded.angles], axis=-1)
+        for blend in range(seq.numblends):
+            for bone in range(len(gs.bones)):
+                record = seq.animindex + 12 * (blend * len(gs.bones) + bone)
+                for channel, offset in enumerate(struct.unpack_from("<6H", data, record)):
+                    raw = reference_or_none(data, record + offset, seq.numframes) if offset else [0] * seq.numframes
+                    assert decoded.held[blend, bone, channel] == (raw is None), (seq.label, bone, channel)
+                    default, scale = float(gs.bones[bone]["value"][channel]), float(gs.bones[bone]["scale"][channel])
+                    want = default + np.array(raw or [0] * seq.numframes) * scale
+                    np.testing.assert_allclose(ours[blend, :, bone, channel], want, rtol=0, atol=1e-4)
+        if decoded.held.any():
+            held_groups.append(seq.seqgroup)
+    assert len(held_groups) == 88 and all(held_groups)  # every sequence of the group files, none of the model's
+    scene = load_source(str(goldsrc(HOSTAGE)), SourceOptions(animations="ALL"))
+    assert len(scene.actions) == len(gs.sequences) == 156
+    held = [w for w in scene.warnings if "points past the end of 'hostage0" in w]
+    assert len(held) == 88 and len(scene.warnings) == 88  # once per sequence, nothing else
+    assert "sequence 'lying_on_back': the animation data of bones 'Bip01 R Clavicle', 'Bip01 R UpperArm'" in held[0]
+
+
+def _chain(rng: np.random.Generator, frames: int, single: bool) -> bytes:
+    """A channel's spans: one value a frame (``single``), or spans of 0–4 frames with 0–3 values (empty ones too)."""
+    out, covered = bytearray(), 0
+    while covered < frames:
+        valid, total = (1, 1) if single else (int(rng.integers(0, 4)), int(rng.integers(0, 5)))
+        out += struct.pack(f"<BB{valid}h", valid, total, *rng.integers(-3000, 3000, valid).tolist())
+        covered += total
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("frames", "single", "stored"),
+    [(300, False, 300), (20_000, False, 20_000), (60_000, True, 60_000), (9_000, True, 8_000)],
+)
+def test_long_chains_leap_and_equal_the_reference(frames, single, stored):
+    """Channels of thousands of spans (beyond the lockstep walk) decode as the frame-by-frame reference does; one
+    whose spans end before its frames do runs past the end of the file in mid-leap and is held."""
+    from goldsrc_writer import GBone, GSequence, GSpec, write_goldsrc
+
+    from io_ms3d_mdl.formats.goldsrc import read_goldsrc_bytes
+
+    rng = np.random.default_rng(frames)
+    short = [_chain(rng, 200, False), None, _chain(rng, 300, True)]  # a few spans, then whatever follows them
+    bones = [[*short, None, None, None], [*short, None, None, _chain(rng, stored, single)]]  # the long one last
+    spec = GSpec(bones=[GBone("root", -1), GBone("b", 0)], sequences=[GSequence("s", frames, [bones])])
+    data = write_goldsrc(spec)
+    gs = read_goldsrc_bytes(data, "long.mdl")
+    (seq,) = gs.sequences
+    decoded = decode_sequence(gs, seq)
+    ours = np.concatenate([decoded.positions, decoded.angles], axis=-1)
+    want = np.zeros_like(ours)
+    for bone in range(2):
+        record = seq.animindex + 12 * bone
+        for channel, offset in enumerate(struct.unpack_from("<6H", data, record)):
+            raw = reference_or_none(data, record + offset, frames) if offset else [0] * frames
+            assert decoded.held[0, bone, channel] == (raw is None)
+            default, scale = gs.bones[bone]["value"][channel], gs.bones[bone]["scale"][channel]
+            want[0, :, bone, channel] = default + np.array(raw or [0] * frames) * scale
+    assert decoded.held[0, 1, 5] == (stored < frames)
+    np.testing.assert_allclose(ours, want, rtol=0, atol=1e-4)
+
+
+def test_a_million_frames_of_one_bone_decode_in_well_under_a_second():
+    """The issue's case: a 4 MB file, one bone, 1 M frames of one-frame spans (a Python turn per span took 17 s)."""
+    import time
+
+    from goldsrc_writer import GBone, GSequence, GSpec, write_goldsrc
+
+    from io_ms3d_mdl.formats.goldsrc import read_goldsrc_bytes
+
+    frames = 1_000_000
+    spans = np.zeros((frames, 4), np.uint8)
+    spans[:, :2] = 1
+    spans[:, 2:] = (np.arange(frames) % 4000 - 2000).astype("<i2").view(np.uint8).reshape(-1, 2)
+    spec = GSpec(bones=[GBone("root", -1)], sequences=[GSequence("s", frames, [[[spans.tobytes()] + [None] * 5]])])
+    gs = read_goldsrc_bytes(write_goldsrc(spec), "million.mdl")
+    start = time.perf_counter()
+    decoded = decode_sequence(gs, gs.sequences[0])
+    seconds = time.perf_counter() - start
+    np.testing.assert_allclose(decoded.positions[0, :, 0, 0], (np.arange(frames) % 4000 - 2000) * 0.01, atol=1e-9)
+    assert seconds < 1.0, f"{seconds:.2f} s"

@@ -36,6 +36,7 @@ class ImportResult:
     missing_materials: int = 0  # of ``materials``: placeholders for materials the game files did not have
     bones: int = 0
     actions: int = 0
+    degenerate_triangles: int = 0  # skipped for repeating a vertex (reported, not warned about)
     seconds: float = 0.0
 
     @property
@@ -48,7 +49,9 @@ class ImportResult:
             return f"Import failed: {self.error}"
         text = (
             f"Imported {name}: {_plural(len(self.objects), 'object')}, {_plural(self.vertices, 'vertex', 'vertices')}, "
-            f"{_plural(self.triangles, 'triangle')}, {_plural(self.materials - self.missing_materials, 'material')}"
+            f"{_plural(self.triangles, 'triangle')}"
+            + (f" ({self.degenerate_triangles:,} degenerate skipped)" if self.degenerate_triangles else "")
+            + f", {_plural(self.materials - self.missing_materials, 'material')}"
         )
         if self.missing_materials:
             text += f" (+{self.missing_materials:,} missing)"
@@ -98,6 +101,7 @@ def _import_one(
         result.collection = collection.name
         result.objects = [o.name for o in objects]
         result.vertices, result.triangles = scene.vertex_count, scene.triangle_count
+        result.degenerate_triangles = scene.degenerate_triangles
         result.materials = len(scene.materials)
         result.missing_materials = sum(bool(m.props.get("source_missing")) for m in scene.materials)
         result.bones = len(scene.skeleton.bones) if scene.skeleton else 0

@@ -216,6 +216,8 @@ def _convert(
         bones=result.bones,
         actions=result.actions,
     )
+    if result.degenerate_triangles:
+        record["degenerate_triangles"] = result.degenerate_triangles
     if not result.ok:
         record.update(status="failed", error=one_line(str(result.error)))
     elif task.target is not None and folder is not None:

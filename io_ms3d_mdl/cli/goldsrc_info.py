@@ -56,6 +56,7 @@ def goldsrc_info(path: str) -> dict[str, Any]:
                         "name": m.name,
                         "vertices": len(m.vertices),
                         "triangles": sum(len(x.corners) // 3 for x in m.meshes),
+                        "degenerate_triangles": sum(_degenerate(x.corners) for x in m.meshes),
                     }
                     for m in bp.models
                 ],
@@ -102,6 +103,12 @@ def goldsrc_info(path: str) -> dict[str, Any]:
     }
 
 
+def _degenerate(corners) -> int:
+    """Triangles that repeat a vertex (the import skips them)."""
+    tris = corners[:, 0].reshape(-1, 3)
+    return int(((tris[:, 0] == tris[:, 1]) | (tris[:, 1] == tris[:, 2]) | (tris[:, 0] == tris[:, 2])).sum())
+
+
 def goldsrc_text(info: dict[str, Any]) -> list[str]:
 
     lines = ["  game: GoldSrc (Half-Life 1)"]
@@ -120,6 +127,9 @@ def goldsrc_text(info: dict[str, Any]) -> list[str]:
             for bp in info["body_parts"]
         ]
     )
+    degenerate = sum(o["degenerate_triangles"] for bp in info["body_parts"] for o in bp["options"])
+    if degenerate:
+        lines.append(f"  degenerate triangles (a repeated vertex, skipped on import): {degenerate:,}")
     where = f" (from {info['texture_file']})" if info["texture_file"] else ""
     lines.append(f"  textures: {len(info['textures'])}{where}")
     lines += table(

@@ -171,6 +171,7 @@ RECORD_FIELDS: dict[str, Check] = {
     "input_mtime_ns": ("a whole number", _whole),
     "reused": ("true or false", lambda v: isinstance(v, bool)),
     **{name: ("a count", _count) for name in COUNTS},
+    "degenerate_triangles": ("a count", _count),
 }
 REQUIRED = ("file", "status")
 

@@ -238,6 +238,9 @@ class SceneData:
     # Skin families: family → (skin-table column → index into ``materials``); meshes name their column per slot
     # in MeshData.material_refs so the active family can be switched after import.
     skin_families: list[list[int]] = field(default_factory=list)
+    # Triangles dropped for repeating a vertex (no area; real models are full of them): counted for the report and
+    # the model's ``source_degenerate_triangles``, not warned about.
+    degenerate_triangles: int = 0
 
     @property
     def vertex_count(self) -> int:

@@ -20,6 +20,8 @@ import numpy as np
 from ...budget import current_budget
 from ...errors import BudgetExceeded, FormatError
 from ...formats.goldsrc import structs as S
+from ...formats.goldsrc.animation import WalkAllowance
+from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
@@ -30,6 +32,7 @@ from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
 from .qc import QcParts, SequenceFiles, stored_names, write_qc
 
+HELD_NAMES = 8  # bones a warning names
 NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
 _BMP = re.compile(r"\.bmp$", re.IGNORECASE)
 
@@ -45,32 +48,61 @@ def accepts(head: bytes) -> bool:
 
 
 def run(job: DecompileJob) -> None:
+    with np.errstate(all="ignore"):  # a stranger's nan and inf are written as 0 and reported (the writers count them)
+        _run(job)
+
+
+def _run(job: DecompileJob) -> None:
     gs = read_goldsrc_bytes(job.data, job.path)
     attach_companions(gs, job.path)
     warnings = job.result.warnings
     warnings.extend(gs.warnings)
     job.result.version = S.VERSION
-    out = job.output
     model_file = os.path.basename(job.path)
-    stem = os.path.splitext(model_file)[0]
 
     bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
     if bone_names != gs.bone_names:
         warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
     skeleton = SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64))
-    world = bone_world(gs)
-    rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): the reference SMDs' one frame
-
-    texture_files = [out.name(_BMP.sub("", t.name) or f"texture{i}", ".bmp") for i, t in enumerate(gs.textures)]
-    renamed = [t.name for t, f in zip(gs.textures, texture_files, strict=True) if t.name != f]
-    if renamed:
-        warnings.add(f"textures renamed to safe, unique BMP file names: {', '.join(renamed[:5])}")
-    materials, sizes = _columns(gs, texture_files)
-    if gs.body_parts and not gs.textures:
-        warnings.add(f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels")
-
+    texture_files = _texture_files(gs, job)
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
+    body_parts = _references(gs, job, skeleton, texture_files, part_names)
+    sequences = _animations(gs, job, skeleton, labels)
+    if job.options.textures:
+        for texture, relative in zip(gs.textures, texture_files, strict=True):
+            if texture.indices is not None and texture.palette is not None:
+                job.output.write(relative, paletted_bmp(texture.indices, texture.palette))
+
+    notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
+    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes))
+    qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
+    job.output.write(qc_file, qc.encode())
+    _non_finite(warnings, qc_file, qc.non_finite)
+    job.result.qc = qc_file
+
+
+def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
+    """Per texture, the BMP file it is written to: its own name where that is a safe, unique file name."""
+    files = [job.output.name(_BMP.sub("", t.name) or f"texture{i}", ".bmp") for i, t in enumerate(gs.textures)]
+    renamed = [t.name for t, f in zip(gs.textures, files, strict=True) if t.name != f]
+    if renamed:
+        job.result.warnings.add(f"textures renamed to safe, unique BMP file names: {', '.join(renamed[:5])}")
+    if gs.body_parts and not gs.textures:
+        job.result.warnings.add(
+            f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels"
+        )
+    return files
+
+
+def _references(
+    gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, texture_files: list[str], part_names: list[str]
+) -> list[tuple[str, list[str | None]]]:
+    """One reference SMD per body-part option (blank ones stay blank): per part, its name and options' stems."""
+    warnings, out = job.result.warnings, job.output
+    world = bone_world(gs)
+    rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
+    materials, sizes = _columns(gs, texture_files)
     body_parts = []
     for b, part in enumerate(gs.body_parts):
         options: list[str | None] = []
@@ -78,8 +110,7 @@ def run(job: DecompileJob) -> None:
             if len(model.vertices) == 0 and not any(len(mesh.corners) for mesh in model.meshes):
                 options.append(None)
                 continue
-            name = source_stem(model.name) or f"{part.name}_{m}"
-            relative = out.name(name, ".smd")
+            relative = out.name(source_stem(model.name) or f"{part.name}_{m}", ".smd")
             triangles, dropped = model_triangles(gs, model, world, materials, sizes)
             if dropped:
                 warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")
@@ -88,47 +119,48 @@ def run(job: DecompileJob) -> None:
             _non_finite(warnings, relative, stats.non_finite)
             options.append(relative[: -len(".smd")])
         body_parts.append((part_names[b], options))
+    return body_parts
 
+
+def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[SequenceFiles]:
+    """One animation SMD per blend of every sequence; a sequence that cannot be decoded is a warning (and a
+    comment in the QC)."""
+    warnings, out = job.result.warnings, job.output
     sequences = []
+    walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
     for s, seq in enumerate(gs.sequences):
         label = labels[s]
         base = label or f"sequence{s}"
-        try:
-            frames = sequence_frames(gs, seq)
-        except BudgetExceeded:
-            raise
-        except FormatError as exc:
-            warnings.add(f"sequence '{label}' was not written: {exc.message}")
-            sequences.append(SequenceFiles(seq, label, [], exc.message))
-            continue
+        frames, held = None, []
+        if job.options.animations:
+            try:
+                frames, held = sequence_frames(gs, seq, walked)
+            except BudgetExceeded:
+                raise
+            except FormatError as exc:
+                warnings.add(f"sequence '{label}' was not written: {exc.message}")
+                sequences.append(SequenceFiles(seq, label, [], exc.message))
+                continue
+        if held:
+            names = ", ".join(skeleton.names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
+            warnings.add(
+                f"sequence '{label}': channels of {len(held)} bones ({names}) point past the end of their "
+                "file; written at the bones' defaults"
+            )
+        blends = len(frames) if frames is not None else max(seq.numblends, 1)
         smds = []
-        for blend in range(len(frames)):
-            name = base if len(frames) == 1 else f"{base}_blend{blend + 1}"
-            relative = out.name(name, ".smd")
-            if job.options.animations:
+        for blend in range(blends):
+            relative = out.name(base if blends == 1 else f"{base}_blend{blend + 1}", ".smd")
+            if frames is not None:
                 with out.open(relative) as stream:
                     stats = write_smd(stream, skeleton, frames[blend])
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])
         sequences.append(SequenceFiles(seq, label, smds))
-
-    if job.options.textures:
-        for texture, relative in zip(gs.textures, texture_files, strict=True):
-            if texture.indices is not None and texture.palette is not None:
-                out.write(relative, paletted_bmp(texture.indices, texture.palette))
-
-    notes = []
-    if not job.options.animations:
-        notes.append("The animation SMDs were not written (animations were turned off).")
-    parts = QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes)
-    qc = write_qc(gs, parts)
-    qc_file = out.name(stem, ".qc")
-    out.write(qc_file, qc.encode())
-    _non_finite(warnings, qc_file, qc.non_finite)
-    job.result.qc = qc_file
+    return sequences
 
 
-def _check_animation_budget(gs, path: str) -> None:
+def _check_animation_budget(gs: GsFile, path: str) -> None:
     """Every blend of every sequence is decoded and written: their frames × bones against the import's budget for
     a model's animations (sequences may share one stream of values, so each alone passing proves nothing)."""
     budget = current_budget()
@@ -144,7 +176,7 @@ def source_stem(name: str) -> str:
     return re.sub(r"\.smd$", "", stem, flags=re.IGNORECASE).replace(".", "_")
 
 
-def _columns(gs, texture_files: list[str]) -> tuple[list[str], np.ndarray]:
+def _columns(gs: GsFile, texture_files: list[str]) -> tuple[list[str], np.ndarray]:
     """Per skin-table column, the material its meshes name (family 0's texture file) and that texture's size."""
     family = gs.skins[0].tolist() if len(gs.skins) else []
     names, sizes = [], []

@@ -1,8 +1,11 @@
 """A GoldSrc sequence's blends as animation SMD frames, every frame of every bone as the engine poses it.
 
-What ``studiomdl`` (the HL SDK's) does to an animation SMD, and how each step is undone here:
-- The root bones (no parent) were turned by the sequence's rotation, 90° about Z unless ``rotate`` said otherwise
-  (position turned, angle added to Z): turned back by 90°, since the QC written here names no rotation.
+What ``studiomdl`` (the HL SDK's) does to an animation SMD, and how each step is met here:
+- The root bones (no parent) are turned by the sequence's rotation, 90° about Z unless ``rotate`` says otherwise
+  (position turned, angle added to Z). The frames are written as the engine poses them (turned), and every
+  ``$sequence`` says ``rotate -90`` (a rotation of 0): a recompile turns nothing, and an SMD importer shows what the
+  game shows. (An author's SMDs hold the roots before that turn: :func:`unturn_roots` and :func:`turn_roots` go
+  between the two.)
 - With ``LX``/``LY``/``LZ`` the root's travel from the first to the last frame (along those axes) was taken out of
   every frame, in even steps, and stored as the sequence's linear movement: put back, so a recompile finds and
   takes out the same movement, and the SMD shows the walk the game shows (the entity carries that travel).
@@ -18,18 +21,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...formats.goldsrc.animation import decode_sequence
+from ...formats.goldsrc.animation import WalkAllowance, decode_sequence
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 
 LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX 64, LY 128, LZ 256
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
+QC_ROTATE = -90  # ``rotate`` a $sequence names so that the compiler turns nothing (its rotation is this + 90°)
 
 
-def sequence_frames(gs: GsFile, seq: GsSequence) -> np.ndarray:
+def sequence_frames(
+    gs: GsFile, seq: GsSequence, allowance: WalkAllowance | None = None
+) -> tuple[np.ndarray, list[int]]:
     """(blends, frames, bones, 6) float64: each bone's local position and Euler angles (radians, ``Rz·Ry·Rx``), as
-    the animation SMD holds them."""
-    decoded = decode_sequence(gs, seq)
+    the animation SMD holds them; and the bones some of whose channels point past the end of the file (the reader
+    holds those at the bone's default, as they are written). ``allowance``: the data walked so far, shared by a
+    model's sequences."""
+    decoded = decode_sequence(gs, seq, allowance)
+    held = np.flatnonzero(decoded.held.any(axis=(0, 2))).tolist()
     frames = np.concatenate([decoded.positions, decoded.angles], axis=-1)
     roots = np.flatnonzero(gs.bones["parent"] < 0)
     count = frames.shape[1]
@@ -41,9 +50,8 @@ def sequence_frames(gs: GsFile, seq: GsSequence) -> np.ndarray:
         if travel.any():
             steps = np.arange(count, dtype=np.float64)[:, None] / (count - 1) * travel  # (frames, 3)
             frames[:, :, roots, :3] += steps[None, :, None, :]
-    unturn_roots(frames, roots)
     frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi  # as studiomdl keeps them
-    return frames
+    return frames, held
 
 
 def unturn_roots(frames: np.ndarray, roots: np.ndarray, angle: float = DEFAULT_ROTATION) -> None:

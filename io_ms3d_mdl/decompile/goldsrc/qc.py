@@ -10,6 +10,7 @@ Facts of that compiler this follows:
   other flags (the SDK's compiler knows ``masked`` and ``additive``; later ones also ``fullbright``, ``flatshade`` and
   ``chrome``).
 - ``$texturegroup`` rows list the textures of the skin-table columns that differ between families, family 0 first.
+- ``$sequence``'s ``rotate R`` turns the animation's roots by R + 90° (``motion``): written ``rotate -90``.
 - ``$controller`` index 4 is the mouth; ``$attachment`` and ``$hbox`` name their bone; events' frames count from 0.
 - Sequence groups: without ``$sequencegroup`` the compiler fills groups of at most ``$sequencegroupsize`` KB with
   the sequences that have no activity (labels empty); named groups come from ``$sequencegroup "label"`` before the
@@ -28,6 +29,7 @@ from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.text import fixed_string
 from .activities import activity_name
+from .motion import QC_ROTATE
 
 CONTROLS = {
     0x1: "X",
@@ -202,7 +204,8 @@ def _bones(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
 
 
 def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
-    labelled = any(g.label for g in gs.groups[1:])
+    # groups the compiler filled by size hold only sequences without an activity, and have no labels
+    labelled = any(g.label for g in gs.groups[1:]) or any(s.seqgroup > 0 and s.activity for s in gs.sequences)
     if len(gs.groups) > 1 and not labelled:
         w.command(Raw("$sequencegroupsize"), _group_kilobytes(gs))
     opened = 0
@@ -222,7 +225,7 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
         if seq.numblends > 1 and seq.blendtype[0] in CONTROLS:
             tokens += [Raw("blend"), Raw(CONTROLS[seq.blendtype[0]]), seq.blendstart[0], seq.blendend[0]]
         tokens += motion_tokens(seq.motiontype)
-        tokens += [Raw("fps"), seq.fps]
+        tokens += [Raw("rotate"), QC_ROTATE, Raw("fps"), seq.fps]
         if seq.looping:
             tokens.append(Raw("loop"))
         if seq.activity:

@@ -1,5 +1,7 @@
-"""The Source decompiler (MDL 44–49, 52, 53): see ``qc`` for the QC and ``references``/``animations``/
-``collision``/``flexes`` for the files it names."""
+"""The Source decompiler (MDL 44–49, 52, 53). ``model`` reads what the import reads and writes: the QC (``qc``,
+with ``details`` for the header and sequence facts the import does not keep, ``rules`` for flex rules), a reference
+SMD per body-part option and level of detail and a physics SMD (``geometry``), an SMD per animation
+(``animations``) and a VTA per flexed model (``flexes``)."""
 
 from __future__ import annotations
 

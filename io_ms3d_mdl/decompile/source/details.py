@@ -145,6 +145,7 @@ class ModelDetails:
     eyeballs: dict[tuple[int, int], list[tuple[str, np.void]]] = field(default_factory=dict)  # (part, option)
     mouths: list[tuple[int, np.ndarray, int]] = field(default_factory=list)  # (bone, forward, flex descriptor)
     jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
+    bone_surface_props: list[str] = field(default_factory=list)  # per bone ("" when unread)
 
 
 def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None) -> ModelDetails:
@@ -266,6 +267,10 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
             with suppress(FormatError):
                 for r in cur.array_at(MOUTH, index, count, "mouths"):
                     mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
+    surface_props = []
+    if version != 53 and bones is not None:
+        for i, offset in enumerate(bones["surfacepropidx"].tolist()):
+            surface_props.append(text(int(header["boneindex"]) + i * 216 + offset) if offset else "")
     return ModelDetails(
         eye_position=np.array(header["eyeposition"], np.float32),
         illum_position=np.array(header["illumposition"], np.float32),
@@ -281,6 +286,7 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         ik_chains=chains,
         eyeballs=eyeballs,
         mouths=mouths,
+        bone_surface_props=surface_props,
         jiggles=jiggles,
     )
 

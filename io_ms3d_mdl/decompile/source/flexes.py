@@ -15,6 +15,8 @@ from ...formats.source.model import MdlFile, MdlModel
 from ...scene.types import ObjectData
 from ..output import Output
 
+VTA_SKELETON = SmdSkeleton(["root"], np.array([-1]))  # a VTA's skeleton only counts its frames
+
 
 @dataclass
 class FlexPart:
@@ -56,7 +58,7 @@ def write_flexes(
         names.append(mdl.flex_names[desc])
     relative = output.name(reference.rsplit("/", 1)[-1].removesuffix(".smd"), ".vta")
     with output.open(relative) as stream:
-        stats = write_vta(stream, skeleton, base, normals, shapes)
+        stats = write_vta(stream, VTA_SKELETON, base, normals, shapes)
     if stats.non_finite:
         warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
     return FlexPart(relative, names)

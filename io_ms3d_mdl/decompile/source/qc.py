@@ -5,6 +5,7 @@ animation), names exactly as stored (quoted by ``formats.qc`` when needed). Angl
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,10 +64,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$surfaceprop", Quoted(details.surface_prop))
     names = [n for bit, n in CONTENTS if details.contents & bit]
     qc.command("$contents", *(Quoted(n) for n in (names or ["notsolid"])))
-    # studiomdl turns $illumposition a quarter (x' = -y, y' = x) for every model: turned back
+    # studiomdl turns $illumposition and $eyeposition a quarter (x' = -y, y' = x) for every model: turned back
     qc.command("$illumposition", *(details.illum_position.astype(np.float64) @ STATIC_TURN.T).tolist())
-    if np.any(details.eye_position):
-        qc.command("$eyeposition", *details.eye_position.astype(float).tolist())
+    if np.any(details.eye_position):  # turned by studiomdl as $illumposition is
+        qc.command("$eyeposition", *(details.eye_position.astype(np.float64) @ STATIC_TURN.T).tolist())
     if np.any(details.hull[0]) or np.any(details.hull[1]):
         qc.command("$bbox", *details.hull[0].astype(float).tolist(), *details.hull[1].astype(float).tolist())
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
@@ -75,6 +76,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     _skins(qc, mdl)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
+    _keyvalues(qc, details.keyvalues, warnings)
     qc.blank()
     _bones(qc, parts)
     _jiggles(qc, parts)
@@ -224,6 +226,15 @@ def _bones(qc: QcWriter, parts: QcParts) -> None:
     for i, name in enumerate(mdl.bone_names):
         if int(bones["flags"][i]) & BONE_USED_BY_BONE_MERGE:
             qc.command("$bonemerge", Quoted(name))
+    # a bone's own surface property and contents, where they differ from the model's
+    model_prop, model_contents = parts.details.surface_prop, parts.details.contents
+    for i, prop in enumerate(parts.details.bone_surface_props):
+        if prop and prop != model_prop:
+            qc.command("$jointsurfaceprop", Quoted(mdl.bone_names[i]), Quoted(prop))
+        contents = int(bones["contents"][i])
+        if contents != model_contents:
+            words = [n for bit, n in CONTENTS if contents & bit] or ["notsolid"]
+            qc.command("$jointcontents", Quoted(mdl.bone_names[i]), *(Quoted(w) for w in words))
 
 
 def _attachments(qc: QcWriter, parts: QcParts) -> None:
@@ -335,7 +346,6 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 (STUDIO_SNAP, "snap"),
                 (STUDIO_DELTA, "delta"),
                 (STUDIO_AUTOPLAY, "autoplay"),
-                (STUDIO_POST, "post"),
                 (STUDIO_REALTIME, "realtime"),
                 (STUDIO_HIDDEN, "hidden"),
                 (STUDIO_WORLD, "worldspace"),
@@ -353,7 +363,7 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("fadeout", d.fadeout)
                 _nodes(qc, details.nodes, d)
                 for layer in d.layers:
-                    _layer(qc, mdl, layer)
+                    _layer(qc, mdl, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
             for e in seq.events:
                 frame = round(min(max(e.cycle, 0.0), 1.0) * last)
@@ -378,7 +388,8 @@ def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
         qc.line("transition", Quoted(entry), Quoted(exit_))
 
 
-def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
+def _layer(qc: QcWriter, mdl: MdlFile, layer, last: int) -> None:
+    """``blendlayer`` takes frames of this sequence; the model stores them as cycles (frame / last frame)."""
     seq, _pose, flags, start, peak, tail, end = layer
     if not 0 <= seq < len(mdl.sequences):
         return
@@ -387,7 +398,8 @@ def _layer(qc: QcWriter, mdl: MdlFile, layer) -> None:
         qc.line("addlayer", name)
         return
     words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
-    qc.line("blendlayer", name, start, peak, tail, end, *words)
+    frames = [round(v * last) for v in (start, peak, tail, end)]
+    qc.line("blendlayer", name, *frames, *words)
 
 
 def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
@@ -462,3 +474,51 @@ def _jiggles(qc: QcWriter, parts: QcParts) -> None:
                     for axis in ("left", "up", "forward"):
                         qc.line(f"{axis}_constraint", f(f"base_min_{axis}"), f(f"base_max_{axis}"))
                         qc.line(f"{axis}_friction", f(f"base_{axis}_friction"))
+
+
+_KV_TOKEN = re.compile(r'"([^"]*)"|([{}])|([^\s{}"]+)')
+
+
+def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
+    """``$keyvalues { ... }``: the model's key values (``mdlkeyvalue { ... }``) re-tokenised, every word quoted and
+    every brace on its own, so text from the file can never break the QC's structure."""
+    if not text.strip():
+        return
+    tokens = [(q if q or not (b or w) else None, b, w) for q, b, w in _KV_TOKEN.findall(text)]
+    depth, body, started = 0, [], False
+    for quoted, brace, bare in tokens:
+        if brace == "{":
+            depth += 1
+            if depth == 1:
+                started = True
+                continue
+        elif brace == "}":
+            depth -= 1
+            if depth == 0 and started:
+                break
+            if depth < 0:
+                break
+        if started:
+            body.append(Raw(brace) if brace else Quoted(quoted if quoted is not None else bare))
+    if depth != 0 or not started:
+        warnings.add("the model's key values are not balanced braces; left out of the QC")
+        return
+    with qc.block("$keyvalues"):
+        line: list = []
+        for token in body:
+            if isinstance(token, Raw):
+                if line:
+                    qc.line(*line)
+                    line = []
+                if token == "}":
+                    qc.depth -= 1
+                qc.lines.append("\t" * qc.depth + token)
+                if token == "{":
+                    qc.depth += 1
+            else:
+                line.append(token)
+                if len(line) == 2:
+                    qc.line(*line)
+                    line = []
+        if line:
+            qc.line(*line)

@@ -10,13 +10,17 @@ from ...budget import current_budget
 from ..binary import Cursor
 
 
-def mesh_corners(cur: Cursor, offset: int, what: str) -> np.ndarray:
-    """(T*3, 4) int16 corners of the triangles the command list at ``offset`` draws."""
+def mesh_corners(cur: Cursor, offset: int, what: str, work_left: int) -> tuple[np.ndarray, int]:
+    """(T*3, 4) int16 corners of the triangles the command list at ``offset`` draws, and the work of walking it:
+    one unit per triangle and one per command too short to draw any (a list of one-vertex commands is work
+    too), checked against ``work_left`` as the walk goes. The walk stops where the copy budget does (the bytes
+    walked are charged before they are used)."""
     if offset < 0 or offset + 2 > cur.size:
         raise cur.error(f"{what}: offset {offset} is outside the {cur.size}-byte file", offset)
     shorts = np.frombuffer(cur.data, dtype="<i2", count=(cur.size - offset) // 2, offset=offset)
-    limit = current_budget().triangles
-    pos, starts, kinds, counts, total = 0, [], [], [], 0
+    budget = current_budget()
+    copy_left = (cur.copy_limit - cur.copied) // 2  # shorts the copy budget still allows
+    pos, starts, kinds, counts, work = 0, [], [], [], 0
     end = len(shorts)
     while True:
         if pos >= end:
@@ -34,14 +38,16 @@ def mesh_corners(cur: Cursor, offset: int, what: str) -> np.ndarray:
             starts.append(pos + 1)
             kinds.append(count > 0)
             counts.append(n)
-            total += n - 2
-            if total > limit:
-                raise current_budget().exceeded(cur.path, f"triangles of {what}", total, limit)
+        work += max(n - 2, 1)
+        if work > work_left:
+            raise budget.exceeded(cur.path, f"triangles and commands of {what}", work, work_left)
         pos += 1 + 4 * n
-    cur.charge(2 * pos, what)
+        if pos > copy_left:
+            cur.charge(2 * pos, what)  # over the budget: raises, naming it
+    cur.charge(2 * (pos + 1), what)
     if not counts:
-        return np.zeros((0, 4), dtype=np.int16)
-    return _expand(shorts, np.array(starts), np.array(kinds), np.array(counts))
+        return np.zeros((0, 4), dtype=np.int16), work
+    return _expand(shorts, np.array(starts), np.array(kinds), np.array(counts)), work
 
 
 def _expand(shorts: np.ndarray, starts: np.ndarray, strip: np.ndarray, counts: np.ndarray) -> np.ndarray:

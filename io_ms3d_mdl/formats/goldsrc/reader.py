@@ -142,6 +142,8 @@ def _textures(cur: Cursor, header: np.void) -> tuple[list[GsTexture], np.ndarray
         raise cur.error(f"negative skin table size {families} × {refs}", 0)
     if families * refs == 0:
         return textures, np.zeros((0, 0), dtype=np.int16)
+    budget = current_budget()
+    budget.check(cur.path, "skin table entries (families × references)", families * refs, budget.skin_entries)
     with cur.section("skin families"):
         skins = cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table")
     return textures, skins.reshape(families, refs)
@@ -219,7 +221,8 @@ def _pivots(cur: Cursor, record: np.void) -> np.ndarray:
 def _body_parts(cur: Cursor, header: np.void, bone_count: int) -> list[GsBodyPart]:
     parts = []
     budget = current_budget()
-    totals = {"vertices": 0, "triangles": 0}
+    # running totals; command lists shared by several meshes are walked (and charged) once
+    totals = {"vertices": 0, "triangles": 0, "walked": 0, "lists": {}}
     for b, record in enumerate(_records(cur, header, "numbodyparts", "bodypartindex", S.BODY_PART, "body parts")):
         name = fixed_string(bytes(record["name"])) or f"bodypart{b}"
         with cur.section(f"body part '{name}'"):
@@ -248,7 +251,12 @@ def _model(cur: Cursor, record: np.void, bone_count: int, budget, totals: dict) 
                 )
         meshes = []
         for m, mesh in enumerate(cur.array_at(S.MESH, int(record["meshindex"]), int(record["nummesh"]), "meshes")):
-            corners = mesh_corners(cur, int(mesh["triindex"]), f"triangle commands of mesh {m} of model '{name}'")
+            corners = totals["lists"].get(int(mesh["triindex"]))
+            if corners is None:
+                what = f"triangle commands of mesh {m} of model '{name}'"
+                corners, work = mesh_corners(cur, int(mesh["triindex"]), what, budget.triangles - totals["walked"])
+                totals["walked"] += work
+                totals["lists"][int(mesh["triindex"])] = corners
             totals["triangles"] += len(corners) // 3
             budget.check(cur.path, "triangles over all models", totals["triangles"], budget.triangles)
             if len(corners):

@@ -189,20 +189,21 @@ def write_vta(
     base_normals: np.ndarray,
     shapes: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
 ) -> SmdStats:
-    """See the module's docstring. The skeleton section has one (rest-less) frame per VTA frame, as studiomdl
-    expects the frame count to match."""
+    """See the module's docstring. The skeleton section has one frame per VTA frame, each node posed at zero
+    (studiomdl only counts them; a one-node ``root`` skeleton is the usual VTA's)."""
     stats = SmdStats()
     write_nodes(out, skeleton)
-    frames = [f"time {i}\n" for i in range(len(shapes) + 1)]
+    pose = "".join(f"{b} 0 0 0 0 0 0\n" for b in range(len(skeleton.names)))
+    frames = [f"time {i}\n{pose}" for i in range(len(shapes) + 1)]
     out.write(("skeleton\n" + "".join(frames) + "end\nvertexanimation\n").encode("utf-8"))
     count = len(base_positions)
     base = np.concatenate([np.asarray(base_positions), np.asarray(base_normals)], axis=1).reshape(-1, 6)
-    out.write(b"time 0 # basis\n")
+    out.write(b"time 0\n")  # (no "# name" after it: strict readers take the line whole; the QC names frames)
     for start in range(0, count, CHUNK):
         stop = min(count, start + CHUNK)
         out.write(_rows(list(range(start, stop)), base[start:stop], stats).encode("utf-8"))
-    for frame, (name, indices, positions, normals) in enumerate(shapes, start=1):
-        out.write(f"time {frame} # {smd_name(name)}\n".encode())
+    for frame, (_name, indices, positions, normals) in enumerate(shapes, start=1):
+        out.write(f"time {frame}\n".encode())
         rows = np.concatenate([np.asarray(positions), np.asarray(normals)], axis=1).reshape(-1, 6)
         if len(rows):
             out.write(_rows(np.asarray(indices, dtype=np.int64).tolist(), rows, stats).encode("utf-8"))

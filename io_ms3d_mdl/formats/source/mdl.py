@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...access import read_file
+from ...budget import current_budget
 from ..binary import Cursor
 from . import structs as S
 from .animation_values import half_to_float
@@ -317,6 +318,8 @@ def _skins(cur: Cursor, header: np.ndarray) -> np.ndarray:
         # Animation-only models say one family of no columns. Zero-byte rows escape the size check, so a corrupt
         # count is capped at studiomdl's MAXSTUDIOSKINS: empty rows carry nothing, but millions cost memory.
         return np.zeros((min(max(families, 0), MAX_SKIN_FAMILIES), max(refs, 0)), dtype=np.int16)
+    budget = current_budget()
+    budget.check(cur.path, "skin table entries (families × references)", families * refs, budget.skin_entries)
     return cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table").reshape(
         families, refs
     )

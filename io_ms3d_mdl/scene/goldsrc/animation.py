@@ -8,11 +8,13 @@ position is zeroed on those axes, as the engine does when it plays a sequence in
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ...budget import current_budget
-from ...errors import FormatError
-from ...formats.goldsrc.animation import decode_sequence
+from ...errors import BudgetExceeded, FormatError
+from ...formats.goldsrc.animation import DecodedSequence, WalkAllowance, decode_sequence, sequence_data
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 from ...formats.source.animation import DecodedAnimation
@@ -25,14 +27,28 @@ MOTION_AXES = ((MOTION_X, 0), (MOTION_Y, 1), (MOTION_Z, 2))
 
 
 def offers(gs: GsFile) -> list[tuple[int, int, str]]:
-    """(sequence, blend, name) of every animation the model offers, names unique."""
+    """(sequence, blend, name) of every animation the model offers, names unique; counted against the budget
+    before any is named."""
+    counts = [_blends(gs, seq) for seq in gs.sequences]
+    budget = current_budget()
+    budget.check(gs.path, "animations on offer (sequences × blends)", sum(counts), budget.animation_entries)
     raw = []
-    for s, seq in enumerate(gs.sequences):
-        blends = max(seq.numblends, 1)
+    for s, (seq, blends) in enumerate(zip(gs.sequences, counts, strict=True)):
         for b in range(blends):
             raw.append((s, b, seq.label if b == 0 else f"{seq.label}_blend{b}"))
     names = unique_names([r[2] for r in raw], "sequence")
     return [(s, b, n) for (s, b, _), n in zip(raw, names, strict=True)]
+
+
+def _blends(gs: GsFile, seq: GsSequence) -> int:
+    """The blends a sequence offers: as many as its animation table can hold in its file (each needs 12 bytes a
+    bone). A count beyond that (or in a file that was not read) is offered once, and says why when it is built."""
+    try:
+        data, _ = sequence_data(gs, seq)
+    except FormatError:
+        return 1
+    room = (len(data) - max(seq.animindex, 0)) // max(len(gs.bones) * 12, 1)
+    return seq.numblends if 1 <= seq.numblends <= room else 1
 
 
 def add_goldsrc_animations(
@@ -76,18 +92,23 @@ def add_goldsrc_animations(
     local = gs.bones["value"].astype(np.float64)
     rest_rot = euler_xyz_to_matrix(local[:, 3:])
     rest_pos = local[:, :3]
-    decoded: dict[int, object] = {}
+    decoded: dict[int, DecodedSequence | None] = {}
+    allowance = WalkAllowance()
     picked, positions, angles = [], [], []
     for i in chosen:
         s, blend, _ = available[i]
         seq = gs.sequences[s]
         if s not in decoded:
             try:
-                decoded[s] = decode_sequence(gs, seq)
+                decoded[s] = decode_sequence(gs, seq, allowance)
+            except BudgetExceeded:
+                raise
             except FormatError as exc:
                 where = f" (byte {exc.offset})" if exc.offset is not None else ""
                 decoded[s] = None
                 scene.warnings.add(f"sequence '{seq.label}' could not be decoded: {exc.reason}{where}")
+            else:
+                _report_held(gs, seq, decoded[s], scene)
         data = decoded[s]
         if data is None:
             continue
@@ -130,6 +151,24 @@ def add_goldsrc_animations(
     if not scene.actions:
         return
     show_first_action(scene, fps)
+
+
+HELD_NAMES = 8  # bones named in a warning about channels held at rest (then "and N more")
+
+
+def _report_held(gs: GsFile, seq: GsSequence, data: DecodedSequence, scene: SceneData) -> None:
+    """Once per sequence: the bones some of whose channels point past the end of the file (held at rest)."""
+    bones = np.flatnonzero(data.held.any(axis=(0, 2))).tolist()
+    if not bones:
+        return
+    names = [gs.bone_names[b] or f"bone {b}" for b in bones[:HELD_NAMES]]
+    more = f" and {len(bones) - HELD_NAMES} more" if len(bones) > HELD_NAMES else ""
+    where = os.path.basename(sequence_data(gs, seq)[1] or "the model")
+    scene.warnings.add(
+        f"sequence '{seq.label}': the animation data of {'bone' if len(bones) == 1 else 'bones'} "
+        f"{', '.join(repr(n) for n in names)}{more} points past the end of '{where}'; those channels hold the "
+        "bone's rest value"
+    )
 
 
 def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:

@@ -73,6 +73,8 @@ def _scene(gs: GsFile, options: SourceOptions) -> SceneData:
         _hitboxes(gs, world, options, scene)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
+    if scene.degenerate_triangles:
+        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
     cap_material_slots(scene)
     replace_non_finite(scene)
     return scene
@@ -228,7 +230,7 @@ def _model_object(
     tris = corners[:, 0].reshape(-1, 3)
     solid = (tris[:, 0] != tris[:, 1]) & (tris[:, 1] != tris[:, 2]) & (tris[:, 0] != tris[:, 2])
     if not solid.all():
-        scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
+        scene.degenerate_triangles += int((~solid).sum())
         tris, refs = tris[solid], refs[solid]
         corners = corners.reshape(-1, 3, 4)[solid].reshape(-1, 4)
         if not len(tris):

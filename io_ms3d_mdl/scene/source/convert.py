@@ -117,6 +117,8 @@ def source_to_scene(
         add_collision(scene, mdl, ani, phy, world, options.scale)
     if (options.axis_forward, options.axis_up) != ("Y", "Z"):
         scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
+    if scene.degenerate_triangles:
+        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
     cap_material_slots(scene)
     replace_non_finite(scene)
     return scene
@@ -304,7 +306,7 @@ def _model_object(
     dropped = not solid.all()
     live_refs = group_refs
     if dropped:
-        scene.warnings.add(f"'{name}': {int((~solid).sum())} degenerate triangles (a repeated vertex) were skipped")
+        scene.degenerate_triangles += int((~solid).sum())
         tris_global = tris_global[solid]
         if not len(tris_global):
             return None
