@@ -92,3 +92,22 @@ def test_nan_and_inf_never_reach_a_file(tmp_path, cube):
         data = (tmp_path / relative).read_bytes().lower()
         assert b"nan" not in data and b"inf" not in data, relative
     assert any("nan/inf" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(("stored", "other"), [(b"c\xe9ntral", b"c\xc3\xa9ntral"), (b"c\xc3\xa9ntra", b"c\xe9ntra")])
+def test_non_ascii_names_come_back_with_the_bytes_stored(tmp_path, stored, other):
+    """A bone name stored in cp1252 is written in cp1252, one stored in UTF-8 in UTF-8 (Crowbar writes '????')."""
+    import io_ms3d_mdl
+
+    folder = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl").parent
+    data = (folder / "monster_cube.mdl").read_bytes()
+    assert data.count(b"\0central_bits\0") == 1
+    data = data.replace(b"\0central_bits\0", b"\0" + stored + b"_bits"[: 12 - len(stored)] + b"\0")
+    model = tmp_path / "models" / "monster_cube.mdl"
+    model.parent.mkdir()
+    model.write_bytes(data)
+    for suffix in (".vvd", ".dx90.vtx"):
+        (tmp_path / "models" / f"monster_cube{suffix}").write_bytes((folder / f"monster_cube{suffix}").read_bytes())
+    result = io_ms3d_mdl.decompile(str(model), str(tmp_path / "out"))
+    written = [(tmp_path / "out" / f).read_bytes() for f in result.files if f.endswith(".smd")]
+    assert written and all(b'"' + stored in smd and b'"' + other not in smd for smd in written)

@@ -212,6 +212,8 @@ def test_reference_smds_equal_the_real_originals(tmp_path, pair):
     original = (HAMMER / qc_path).read_text("utf-8", "replace")
     ours_cmds = {c[0].lower(): c for c in qc_commands(qc)}
     theirs_cmds = {c[0].lower(): c for c in qc_commands(original)}
+    for key in ("$mostlyopaque", "$opaque"):
+        assert (key in ours_cmds) == (key in theirs_cmds), key
     for key in ("$modelname", "$surfaceprop", "$cdmaterials", "$staticprop"):
         if key in theirs_cmds:
             assert [t.lower() for t in ours_cmds[key][1:2]] == [t.lower() for t in theirs_cmds[key][1:2]], key
@@ -318,3 +320,73 @@ def test_definebone_option_writes_the_whole_skeleton(tmp_path):
     for s, parent in zip(defined, mdl.bones["parent"].tolist(), strict=True):
         assert s.args[1].value == (mdl.bone_names[parent] if parent >= 0 else "")
         assert np.allclose([float(t.value) for t in s.args[2:5]], mdl.bones["pos"][defined.index(s)], atol=1e-6)
+
+
+def test_named_events_keep_their_options_and_the_shadow_lod_is_shadowlod(tmp_path):
+    cube = decompiled(
+        sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"), tmp_path / "a"
+    )
+    tokens = qc_grammar.check_file(tmp_path / "a" / cube.qc)
+    events = [s for s in tokens if s.command == "$sequence"]
+    words = [t.value for s in events for t in s.args]
+    assert "AE_CL_PLAYSOUND" in words and "MonsterBox.Footstep" in words
+    civilian = decompiled(
+        sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl"),
+        tmp_path / "b",
+        animations=False,
+    )
+    commands = [c[0] for c in qc_commands((tmp_path / "b" / civilian.qc).read_text("utf-8"))]
+    assert commands.count("$lod") == 4 and commands.count("$shadowlod") == 1
+
+
+def test_jigglebones_come_back_in_degrees(tmp_path):
+    """No sample has a jiggle bone: a record made here goes through the QC writer."""
+    from io_ms3d_mdl.decompile.source.details import JIGGLE, model_details
+    from io_ms3d_mdl.decompile.source.qc import QcParts, write_qc
+    from io_ms3d_mdl.errors import Warnings
+    from io_ms3d_mdl.formats.qc import QcWriter
+
+    mdl = read_mdl(sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"))
+    details = model_details(mdl.data, mdl.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    record = np.zeros(1, JIGGLE)[0]
+    record["flags"] = 0x1 | 0x4 | 0x10 | 0x40  # flexible, yaw and angle constraints, base spring
+    record["length"], record["tip_mass"] = 10.0, 2.0
+    record["angle_limit"], record["min_yaw"], record["max_yaw"] = np.radians(30), np.radians(-20), np.radians(45)
+    record["base_mass"], record["base_min_up"], record["base_max_up"] = 5.0, -3.0, 4.0
+    details.jiggles = {1: record}
+    qc = QcWriter()
+    write_qc(qc, QcParts(mdl=mdl, details=details, stem="cube", turn=None, vtx=None), Warnings())
+    (tmp_path / "cube.qc").write_bytes(qc.encode())
+    statements = qc_grammar.check_file(tmp_path / "cube.qc")
+    jiggle = next(s for s in statements if s.command == "$jigglebone")
+    words = [t.value for t in jiggle.args]
+    assert words[0] == mdl.bone_names[1]
+    assert words[words.index("angle_constraint") + 1] == "30"
+    assert words[words.index("yaw_constraint") + 1 : words.index("yaw_constraint") + 3] == ["-20", "45"]
+    assert words[words.index("up_constraint") + 1 : words.index("up_constraint") + 3] == ["-3", "4"]
+    assert "is_flexible" in words and "has_base_spring" in words and "is_rigid" not in words
+
+
+def test_decompile_runs_without_blender_and_reports_a_json_row(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    model = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    script = f"""
+import sys, json
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
+            raise ImportError('bpy is blocked in this test: ' + name)
+sys.meta_path.insert(0, Block())
+sys.path.insert(0, {str(ROOT)!r})
+import io_ms3d_mdl
+result = io_ms3d_mdl.decompile({str(model)!r}, {str(tmp_path / "out")!r})
+print(json.dumps(result.as_row()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    assert row["engine"] == "source" and row["qc"] == "monster_cube.qc" and len(row["files"]) > 3

@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from ..errors import FormatError
 from ..filesystem.no_links import Folder, open_root
+from ..formats.stored_text import printable_name
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
 _RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
@@ -28,7 +29,7 @@ NAME_LIMIT = 120  # characters of a file name's stem: a long name stays within e
 
 def safe_stem(name: str, fallback: str = "unnamed") -> str:
     """A file name stem from a name in a model: the last path step, unsafe characters as ``_``."""
-    stem = re.split(r"[/\\]", name)[-1].strip()
+    stem = re.split(r"[/\\]", printable_name(name))[-1].strip()
     stem = _UNSAFE.sub("_", stem).strip(". ") or fallback
     if stem.split(".")[0].lower() in _RESERVED:
         stem = "_" + stem

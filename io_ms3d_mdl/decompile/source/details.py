@@ -71,6 +71,7 @@ class SequenceDetails:
     node_flags: int = 0
     layers: list[tuple[int, int, int, float, float, float, float]] = field(default_factory=list)
     weights: np.ndarray | None = None  # (bones,) float32: the sequence's bone weights (None: unread)
+    events: list[tuple[int, int, str]] = field(default_factory=list)  # per event: (number, type, options text)
 
 
 IKCHAIN = np.dtype([("sznameindex", "<i4"), ("linktype", "<i4"), ("numlinks", "<i4"), ("linkindex", "<i4")])
@@ -112,6 +113,24 @@ PROC_JIGGLE = 5
 MOUTH = np.dtype([("bone", "<i4"), ("forward", "<f4", 3), ("flexdesc", "<i4")])
 
 
+IKRULE = np.dtype(  # mstudioikrule_t, 152 bytes [SDK studio.h]
+    [
+        ("index", "<i4"), ("type", "<i4"), ("chain", "<i4"), ("bone", "<i4"), ("slot", "<i4"), ("height", "<f4"),
+        ("radius", "<f4"), ("floor", "<f4"), ("pos", "<f4", 3), ("q", "<f4", 4), ("compressedikerrorindex", "<i4"),
+        ("unused2", "<i4"), ("istart", "<i4"), ("ikerrorindex", "<i4"), ("start", "<f4"), ("peak", "<f4"),
+        ("tail", "<f4"), ("end", "<f4"), ("unused3", "<f4"), ("contact", "<f4"), ("drop", "<f4"), ("top", "<f4"),
+        ("unused6", "<i4", 3), ("szattachmentindex", "<i4"), ("unused", "<i4", 7),
+    ]
+)  # fmt: skip
+assert IKRULE.itemsize == 152
+
+
+@dataclass
+class IkRule:
+    record: np.void
+    attachment: str
+
+
 @dataclass
 class IkChain:
     name: str
@@ -146,9 +165,13 @@ class ModelDetails:
     mouths: list[tuple[int, np.ndarray, int]] = field(default_factory=list)  # (bone, forward, flex descriptor)
     jiggles: dict[int, np.void] = field(default_factory=dict)  # bone → its jiggle record
     bone_surface_props: list[str] = field(default_factory=list)  # per bone ("" when unread)
+    ik_rules: dict[int, list[IkRule]] = field(default_factory=dict)  # animation → its IK rules (in the .mdl)
+    directional_light_dot: int = 0  # header byte: $constantdirectionallight × 255
 
 
-def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None) -> ModelDetails:
+def model_details(
+    data: bytes, path: str | None, sequence_count: int, bones: np.ndarray | None = None, animations: tuple = ()
+) -> ModelDetails:
     cur = Cursor(data, path)
     header, _ = _header(cur)
     version = int(header["version"])
@@ -179,6 +202,19 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         details.fadein, details.fadeout = float(raw["fadeintime"][0]), float(raw["fadeouttime"][0])
         details.entry_node, details.exit_node = int(raw["localentrynode"][0]), int(raw["localexitnode"][0])
         details.node_flags = int(raw["nodeflags"][0])
+        with suppress(FormatError):
+            (head,) = cur.array_at(S.SEQDESC_HEAD, off, 1, "sequence")
+            count = int(head["numevents"])
+            if 0 < count <= 4096:
+                records = cur.array_at(S.EVENT, off + int(head["eventindex"]), count, "events")
+                details.events = [
+                    (
+                        int(r["event"]),
+                        int(r["type"]),
+                        r["options"].tobytes().split(b"\0", 1)[0].decode("utf-8", "replace"),
+                    )
+                    for r in records
+                ]
         count = int(header["numbones"])
         if int(raw["weightlistindex"][0]) and 0 < count <= 4096:
             try:
@@ -267,6 +303,20 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
             with suppress(FormatError):
                 for r in cur.array_at(MOUTH, index, count, "mouths"):
                     mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
+    ik_rules: dict[int, list[IkRule]] = {}
+    if version != 53:
+        for a, desc in enumerate(animations):
+            with suppress(FormatError):
+                (record,) = cur.array_at(S.ANIMDESC, desc.offset, 1, "animation")
+                count, index = int(record["numikrules"]), int(record["ikruleindex"])
+                if 0 < count <= 64 and index:  # (rules kept in an .ani block are not read)
+                    at = desc.offset + index
+                    rules = cur.array_at(IKRULE, at, count, "ik rules")
+                    ik_rules[a] = [
+                        IkRule(r, text(at + k * IKRULE.itemsize + int(r["szattachmentindex"]))
+                               if int(r["szattachmentindex"]) else "")
+                        for k, r in enumerate(rules)
+                    ]  # fmt: skip
     surface_props = []
     if version != 53 and bones is not None:
         for i, offset in enumerate(bones["surfacepropidx"].tolist()):
@@ -287,6 +337,8 @@ def model_details(data: bytes, path: str | None, sequence_count: int, bones: np.
         eyeballs=eyeballs,
         mouths=mouths,
         bone_surface_props=surface_props,
+        ik_rules=ik_rules,
+        directional_light_dot=int(header["constdirectionallightdot"]),
         jiggles=jiggles,
     )
 

@@ -24,6 +24,7 @@ from .details import model_details
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .qc import QcParts, write_qc
+from .stored_names import restore_stored_names
 
 
 def decompile_source(job: DecompileJob) -> None:
@@ -63,7 +64,8 @@ def decompile_source(job: DecompileJob) -> None:
         phy,
     )
     warnings.extend(scene.warnings)
-    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones)
+    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None
     stem = safe_stem(os.path.splitext(os.path.basename(job.path))[0], "model")

@@ -115,4 +115,4 @@ class QcWriter:
         return "\n".join(out) + "\n"
 
     def encode(self) -> bytes:
-        return self.text().encode("utf-8")
+        return self.text().encode("utf-8", "surrogateescape")  # (formats.stored_text: names as stored)

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..float_text import finite32, float_tokens
 
+STORED = ("utf-8", "surrogateescape")  # names as the model stored them (formats.stored_text)
 CHUNK = 1 << 16  # rows formatted at a time: the text of a big animation never sits whole in memory
 
 
@@ -67,7 +68,7 @@ def smd_name(name: str) -> str:
 def write_nodes(out: BinaryIO, skeleton: SmdSkeleton) -> None:
     parents = np.asarray(skeleton.parents, dtype=np.int64).tolist()
     rows = [f'{i} "{smd_name(n)}" {p}\n' for i, (n, p) in enumerate(zip(skeleton.names, parents, strict=True))]
-    out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode("utf-8"))
+    out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED))
 
 
 def _rows(first: list | np.ndarray, numbers: np.ndarray, stats: SmdStats) -> str:
@@ -93,7 +94,7 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
         table = np.empty((n, bones + 1), dtype=object)
         table[:, 0] = ("time %d\n" * n % tuple(range(start, start + n))).split("\n")[:-1]
         table[:, 1:] = lines
-        out.write(("\n".join(table.ravel().tolist()) + "\n").encode("utf-8"))
+        out.write(("\n".join(table.ravel().tolist()) + "\n").encode(*STORED))
     out.write(b"end\n")
 
 
@@ -167,7 +168,7 @@ def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> 
         block = np.empty((stop - start, 4), dtype=object)
         block[:, 0] = material[start:stop]
         block[:, 1:] = lines.reshape(-1, 3)
-        out.write(("%s\n%s\n%s\n%s\n" * (stop - start) % tuple(block.ravel().tolist())).encode("utf-8"))
+        out.write(("%s\n%s\n%s\n%s\n" * (stop - start) % tuple(block.ravel().tolist())).encode(*STORED))
     out.write(b"end\n")
 
 
@@ -195,17 +196,17 @@ def write_vta(
     write_nodes(out, skeleton)
     pose = "".join(f"{b} 0 0 0 0 0 0\n" for b in range(len(skeleton.names)))
     frames = [f"time {i}\n{pose}" for i in range(len(shapes) + 1)]
-    out.write(("skeleton\n" + "".join(frames) + "end\nvertexanimation\n").encode("utf-8"))
+    out.write(("skeleton\n" + "".join(frames) + "end\nvertexanimation\n").encode(*STORED))
     count = len(base_positions)
     base = np.concatenate([np.asarray(base_positions), np.asarray(base_normals)], axis=1).reshape(-1, 6)
     out.write(b"time 0\n")  # (no "# name" after it: strict readers take the line whole; the QC names frames)
     for start in range(0, count, CHUNK):
         stop = min(count, start + CHUNK)
-        out.write(_rows(list(range(start, stop)), base[start:stop], stats).encode("utf-8"))
+        out.write(_rows(list(range(start, stop)), base[start:stop], stats).encode(*STORED))
     for frame, (_name, indices, positions, normals) in enumerate(shapes, start=1):
         out.write(f"time {frame}\n".encode())
         rows = np.concatenate([np.asarray(positions), np.asarray(normals)], axis=1).reshape(-1, 6)
         if len(rows):
-            out.write(_rows(np.asarray(indices, dtype=np.int64).tolist(), rows, stats).encode("utf-8"))
+            out.write(_rows(np.asarray(indices, dtype=np.int64).tolist(), rows, stats).encode(*STORED))
     out.write(b"end\n")
     return stats
