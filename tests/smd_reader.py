@@ -61,11 +61,7 @@ def read(path: Path) -> Smd:
 
 
 def parse(data: bytes, name: str = "SMD") -> Smd:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("latin-1")
-    lines = text.split("\n")
+    lines = [_text(line) for line in data.split(b"\n")]  # each name as stored: UTF-8, else Latin-1, line by line
     if lines and lines[-1] == "":
         lines.pop()
     else:
@@ -97,6 +93,13 @@ def parse(data: bytes, name: str = "SMD") -> Smd:
     if "vertexanimation" not in seen and len(first) != len(smd.names):  # a VTA's frames only count its shapes
         raise SmdError(f"{name}: the first frame poses {len(first)} of {len(smd.names)} bones")
     return smd
+
+
+def _text(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
 
 
 class _State:
