@@ -7,9 +7,10 @@ materials; order-free), every frame of every animation of the model's own (withi
 Both sides in Source's space (see bst_oracle's docstring): ours imported with units SOURCE, Source's axes and
 bone_orientation SOURCE; Blender Source Tools with its default Z up. One transform of studiomdl's is undone on our
 side: a single-bone ``$staticprop`` is compiled turned 90° about Z, and its SMD holds it before that turn
-(``x' = y, y' = -x``). GoldSrc's studiomdl turns every animation's
-root bones 90° about Z as well (unless the QC's ``rotate`` says otherwise), so its animation SMDs hold them turned
-back, and our poses are turned the same way before comparing. GoldSrc UVs are compared within half a texel (see ``half_texel``), and not at all on chrome textures (the
+(``x' = y, y' = -x``). studiomdl also turns every animation's root bones
+(GoldSrc: 90° about Z unless the QC's ``rotate`` says otherwise; Source likewise, and about X for ``$upaxis Y``
+models), and the decompiler writes them turned back: our poses are turned by whichever of those turns brings frame
+0 closest (``unturned``) before every frame is compared. GoldSrc UVs are compared within half a texel (see ``half_texel``), and not at all on chrome textures (the
 engine makes their UVs from the view). What is not compared, and why: delta
 animations (Blender Source Tools imports an SMD's frames as absolute poses; ours are additive layers) and the
 animations of included models (ours builds them under the includer's bones by name; they have their own tests).
@@ -105,6 +106,34 @@ def size_of(meshes, armature) -> float:
     if armature is not None:
         points += [np.append(b.head_local, 1.0) for b in armature.data.bones]
     return max(float(np.ptp(np.array(points)[:, :3], axis=0).max()), 1.0) if points else 1.0
+
+
+def _turns() -> list[np.ndarray]:
+    """studiomdl's turns of an animation's root bones (none; a quarter about Z; and for ``$upaxis Y`` models also a
+    quarter about X), as the decompiler undoes them."""
+    rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+    found = []
+    for m in (np.eye(3), STATIC_TURN, STATIC_TURN @ rx, STATIC_TURN @ rx.T, rx, rx.T):
+        turn = np.eye(4)
+        turn[:3, :3] = m
+        found.append(turn)
+    return found
+
+
+TURNS = _turns()
+
+
+def unturned(ours: dict[str, np.ndarray], theirs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Our poses turned as the SMD holds them: studiomdl turns every animation's roots (GoldSrc by default a quarter
+    about Z; Source likewise, and about X for ``$upaxis Y`` models), so the decompiler writes them turned back. The
+    turn is the one of these that brings frame 0 closest; every frame is then compared with it."""
+    names = [n for n in ours if n in theirs]
+
+    def distance(turn: np.ndarray) -> float:
+        return max((float(np.abs(turn @ ours[n][0] - theirs[n][0]).max()) for n in names), default=0.0)
+
+    best = min(TURNS, key=distance)
+    return {name: best @ frames for name, frames in ours.items()}
 
 
 def half_texel(out: Path) -> float:
@@ -246,10 +275,7 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
         frames = bst_oracle.bst_frames(theirs.armature)
         their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
         our_poses = evaluate_ours(bpy, armature, by_stem[stem], len(frames))
-        if goldsrc:  # studiomdl turns an animation's roots 90° about Z; the SMD holds them before that turn
-            turn = np.eye(4)
-            turn[:3, :3] = STATIC_TURN
-            our_poses = {name: turn @ frames_ for name, frames_ in our_poses.items()}
+        our_poses = unturned(our_poses, their_poses)
         try:
             bst_oracle.compare_poses(our_poses, their_poses, size, relative)
             compared += 1
