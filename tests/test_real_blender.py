@@ -319,7 +319,7 @@ def test_batch_import_beside_the_installed_extension(blender, installed, tmp_pat
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar",)
 GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
-GUI_SHOTS += ("goldsrc",)
+GUI_SHOTS += ("goldsrc", "export_menu", "ms3d_export_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -385,7 +385,7 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     rigged = sample(CIVILIAN)
     command = [blender_gui, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
     command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC), "--vpk", vpk, "--steam", steam_tree(tmp_path)]
-    code, log = run(command, installed, timeout=400)
+    code, log = run(command, installed, timeout=560)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
     result_file = shots / "result.json"
@@ -425,6 +425,9 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["mount"] == ["FINISHED"] and checks["browser_open"] == ["RUNNING_MODAL"], checks
     assert checks["browser_models"] == ["models/v_models/v_knife_t.mdl", "models/w_models/weapons/w_knife_t.mdl"]
     assert checks["browser_index"] == 0 and checks["browser_import"] == 1806, checks  # a click imported it
+    assert checks["export_browser_operator"] == "EXPORT_SCENE_OT_ms3d", checks
+    assert checks["export"] == checks["export_reimport"] == ["FINISHED"], checks
+    assert checks["export_counts_equal"] and checks["export_bones"] == [44], checks  # dwarf.ms3d's 44 joints
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
     crops = tmp_path / "crops"

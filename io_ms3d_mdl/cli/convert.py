@@ -27,11 +27,12 @@ from .reports import failure, summary
 from .safe_write import OutputExists, discard, partial_path, refuse_existing, scratch_folder
 from .settings import Settings
 
-OUTPUTS = (".blend", ".glb")
+OUTPUTS = (".blend", ".glb", ".ms3d")
 SUMMARY = "Import models with Blender, print what was built, and save it in one file or one file each."
 EXAMPLES = """examples:
   io-ms3d-mdl convert model.ms3d                              # import and print the table; nothing saved
   io-ms3d-mdl convert model.ms3d other.mdl -o scene.blend
+  io-ms3d-mdl convert model.mdl -o model.ms3d                  # MilkShape 3D, straight from the scene (no Blender)
   io-ms3d-mdl convert models/player/civilian.mdl -o civilian.glb --animations default
   io-ms3d-mdl convert models/ --output-dir converted/ --units hammer
   io-ms3d-mdl convert --vpk pak01_dir.vpk models/weapons/v_x.mdl -o x.blend   # a model inside an archive
@@ -71,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     single = Path(args.output).resolve() if args.output else None
     out_dir = Path(args.output_dir).resolve() if args.output_dir else None
     check(args, files, single)
+    if single is not None and single.suffix.lower() == ".ms3d":
+        from .to_ms3d import convert_to_ms3d
+
+        return convert_to_ms3d(args, files, single)
     try:
         choices = choices_from(args)
     except ValueError as exc:
@@ -117,7 +122,7 @@ def check(args: argparse.Namespace, files: list[str], single: Path | None) -> No
     if single is not None and args.output_dir:
         raise UsageError("give -o OUT.blend (everything in one file) or --output-dir DIR (one file each), not both")
     if single is not None and single.suffix.lower() not in OUTPUTS:
-        raise UsageError(f"-o saves a .blend or .glb file, not {single.name}")
+        raise UsageError(f"-o saves a .blend, .glb or .ms3d file, not {single.name}")
     glb = (single is not None and single.suffix.lower() == ".glb") or (args.output_dir and args.format == "glb")
     if args.textures == "png" and glb:
         raise UsageError("--textures png applies to .blend outputs; a .glb holds its textures")

@@ -147,3 +147,39 @@ def compose(rotation: np.ndarray, translation: np.ndarray) -> np.ndarray:
     m[..., :3, 3] = translation
     m[..., 3, 3] = 1.0
     return m
+
+
+def matrix_to_euler_xyz(m: np.ndarray) -> np.ndarray:
+    """(…, 3, 3) rotations → (…, 3) radians with R = Rz·Ry·Rx, the inverse of :func:`euler_xyz_to_matrix`
+    (y in [-π/2, π/2]; at gimbal lock, z = 0)."""
+    m = np.asarray(m, dtype=np.float64)
+    sy = np.clip(-m[..., 2, 0], -1.0, 1.0)
+    y = np.arcsin(sy)
+    locked = np.hypot(m[..., 0, 0], m[..., 1, 0]) < 1e-9
+    x = np.where(locked, np.arctan2(sy * m[..., 0, 1], m[..., 1, 1]), np.arctan2(m[..., 2, 1], m[..., 2, 2]))
+    z = np.where(locked, 0.0, np.arctan2(m[..., 1, 0], m[..., 0, 0]))
+    return np.stack([x, y, z], axis=-1)
+
+
+def quaternion_to_euler_xyz(q: np.ndarray) -> np.ndarray:
+    """(…, 4) unit quaternions (w, x, y, z) → (…, 3) radians with R = Rz·Ry·Rx, through only the five matrix
+    entries :func:`matrix_to_euler_xyz` reads (no 3×3 matrices for a long key list)."""
+    q = np.asarray(q, dtype=np.float64)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    m00 = 1.0 - 2.0 * (y * y + z * z)
+    m10 = 2.0 * (x * y + w * z)
+    m20 = 2.0 * (x * z - w * y)
+    m21 = 2.0 * (y * z + w * x)
+    m22 = 1.0 - 2.0 * (x * x + y * y)
+    sy = np.clip(-m20, -1.0, 1.0)
+    locked = np.hypot(m00, m10) < 1e-9
+    out = np.empty((*q.shape[:-1], 3))
+    out[..., 1] = np.arcsin(sy)
+    out[..., 0] = np.arctan2(m21, m22)
+    out[..., 2] = np.arctan2(m10, m00)
+    if locked.any():  # gimbal lock: z = 0 and x from the entries that still carry it
+        m01 = 2.0 * (x * y - w * z)
+        m11 = 1.0 - 2.0 * (x * x + z * z)
+        out[locked, 0] = np.arctan2(sy[locked] * m01[locked], m11[locked])
+        out[locked, 2] = 0.0
+    return out

@@ -35,7 +35,7 @@ ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
 BROWSER_FIRST_ROW = (150, 540)  # where the browser window's first row lies when opened at the screen's centre
 BROWSER_CROP = [8, 450, 1164, 344]  # the window, opened at the centre with two models
-DEADLINE = 240.0  # seconds: the tour gives up (and says so) rather than hang the test
+DEADLINE = 420.0  # seconds: the tour gives up (and says so) rather than hang the test
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
@@ -354,6 +354,7 @@ def tour():
     yield from game_stops(view3d)
     if ARGS.goldsrc:
         yield from goldsrc_stop(view3d)
+    yield from export_stop()
 
 
 def game_stops(view3d: bpy.types.Area):
@@ -483,6 +484,82 @@ def goldsrc_stop(view3d: bpy.types.Area):
     assert compiled, "shaders still compiling after 90 s"
     yield 3.0
     shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
+
+
+def export_stop():
+    """File > Export > MilkShape 3D: the menu entry, its file browser with the options sidebar (presets on top),
+    then the MilkShape sample exported (selected objects only) and imported again with the same counts."""
+    checks = RESULT["checks"]
+    for other in bpy.context.view_layer.objects:
+        other.hide_set(True)  # the models imported before, out of the export and the picture
+    before = set(bpy.data.collections)
+    with override():
+        checks["export_source_import"] = sorted(bpy.ops.import_scene.ms3d(filepath=ARGS.ms3d))
+    model = next(c for c in bpy.data.collections if c not in before)
+    ours = set(model.all_objects)
+    for other in bpy.context.view_layer.objects:
+        other.select_set(other in ours)
+    bpy.context.view_layer.objects.active = next(o for o in ours if o.type == "ARMATURE")
+    view3d = find_area("VIEW_3D")
+    view3d.spaces.active.shading.type = "SOLID"
+    with override():
+        bpy.ops.view3d.view_axis(type="FRONT")
+        bpy.ops.view3d.view_selected()
+    yield 1.0
+    xdotool("mousemove", 400, 400)
+    xdotool("mousemove", 46, 14)
+    yield 0.5
+    xdotool("click", 1)
+    yield 1.0
+    xdotool("mousemove", 70, 330)
+    xdotool("mousemove", 90, 333)  # Export, below Import
+    yield 0.8
+    xdotool("click", 1)  # a click opens the submenu at once (hovering waits on Blender's timer)
+    yield 1.5
+    shot("export_menu", [0, 0, 860, 700], "File > Export with the MilkShape 3D entry")
+    xdotool("mousemove", 800, 600)
+    xdotool("click", 1)  # outside the menu: closes it (the click lands in the 3D View: reselect after)
+    yield 0.8
+    for other in bpy.context.view_layer.objects:
+        other.select_set(other in ours)
+
+    target = os.path.join(os.path.dirname(ARGS.ms3d), "dwarf_export.ms3d")  # beside it: its textures are found
+    windows = len(bpy.context.window_manager.windows)
+    with override():
+        bpy.ops.export_scene.ms3d("INVOKE_DEFAULT", filepath=target, use_selection=True)
+    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+    assert opened, "export: no file browser window opened"
+    browser = bpy.context.window_manager.windows[-1]
+    area = find_area("FILE_BROWSER", browser)
+    area.spaces.active.show_region_tool_props = True
+    checks["export_browser_operator"] = (
+        area.spaces.active.active_operator.bl_idname if area.spaces.active.active_operator else None
+    )
+    files = find_region(area, "WINDOW")
+    x, y, width, height = screen_rect(browser, files.x, files.y, files.width, files.height)
+    xdotool("mousemove", x + width // 2, y + height - 40)
+    yield 3.0
+    shot("ms3d_export_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "the export's options")
+    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
+        bpy.ops.file.cancel()
+    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+    assert closed, "export: the file browser did not close"
+    yield 0.5
+
+    with override():
+        checks["export"] = sorted(bpy.ops.export_scene.ms3d(filepath=target, use_selection=True))
+    meshes = [o for o in ours if o.type == "MESH"]
+    made = (sum(len(o.data.vertices) for o in meshes), sum(len(o.data.polygons) for o in meshes))
+    before = set(bpy.data.collections)
+    with override():
+        checks["export_reimport"] = sorted(bpy.ops.import_scene.ms3d(filepath=target))
+    again = next(c for c in bpy.data.collections if c not in before)
+    meshes = [o for o in again.all_objects if o.type == "MESH"]
+    checks["export_counts_equal"] = made == (
+        sum(len(o.data.vertices) for o in meshes),
+        sum(len(o.data.polygons) for o in meshes),
+    )
+    checks["export_bones"] = [len(o.data.bones) for o in again.all_objects if o.type == "ARMATURE"]
 
 
 GENERATOR = tour()

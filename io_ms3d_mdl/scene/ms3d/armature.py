@@ -45,6 +45,12 @@ def build_skeleton(
     for j in rig.order.tolist():
         joint = model.joints[j]
         props = {"ms3d_comment": joint.comment} if joint.comment else {}
+        # The joint as stored: an export of the unchanged bone writes these exact numbers back.
+        props["ms3d_rotation"] = [float(v) for v in joint.rotation]
+        props["ms3d_position"] = [float(v) for v in joint.position]
+        props["ms3d_flags"] = joint.flags
+        if joint.color is not None:
+            props["ms3d_color"] = [float(c) for c in joint.color]
         props.update(original_name_props("ms3d_name", joint.name, names[j]))
         if joint.parent_name and rig.parent[j] < 0:
             props["ms3d_missing_parent"] = joint.parent_name

@@ -230,7 +230,12 @@ def _material(
         return textures.attach(ImageRef(raw, resolved))
 
     props: dict = {
+        "ms3d_material_index": index,  # its place in the file, which an export keeps
         "ms3d_ambient": [float(x) for x in mat.ambient],
+        # As stored, so an unchanged material exports the same numbers (the Principled values clip them).
+        "ms3d_diffuse": [float(x) for x in mat.diffuse],
+        "ms3d_specular": [float(x) for x in mat.specular],
+        "ms3d_emissive": [float(x) for x in mat.emissive],
         "ms3d_shininess": mat.shininess,
         "ms3d_transparency": mat.transparency,
         "ms3d_mode": mat.mode,
@@ -263,7 +268,11 @@ def _model_props(model: Ms3dModel) -> dict:
         "ms3d_version": model.version,
         "ms3d_fps": model.fps,
         "ms3d_total_frames": model.total_frames,
+        "ms3d_current_time": model.current_time,
     }
+    if model.vertex_extra is not None:
+        props["ms3d_vertex_extra"] = model.vertex_extra.sub_version
+    props["ms3d_extended_blocks"] = len(model.extended_blocks)  # how many of the four optional blocks it had
     if model.path:
         props["ms3d_source"] = os.path.basename(model.path)
     if model.model_comment:

@@ -1,0 +1,545 @@
+"""Blender objects back into a :class:`SceneData` for the writers: the mirror of :mod:`.scene_builder`.
+
+Everything is read in bulk (``foreach_get``): meshes triangulated through their loop triangles, weights through a
+temporary Geometry Nodes modifier that copies every bone's vertex group into a float attribute (Blender has no
+bulk getter for vertex groups, and a loop over ``vertex.groups`` is a Python step per vertex), keys through
+``keyframe_points.foreach_get``. The rig is read in its rest pose (Armature modifiers are switched off while the
+meshes are evaluated), and nothing in the file is changed once the export has finished.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..scene.ms3d.export import ExportError
+from ..scene.rotations import euler_xyz_to_matrix, make_continuous, matrix_to_quaternion
+from ..scene.types import (
+    ActionData,
+    BoneChannels,
+    BoneData,
+    ClipData,
+    ImageRef,
+    MaterialData,
+    MeshData,
+    ObjectData,
+    SceneData,
+    SkeletonData,
+    SkinData,
+)
+
+WEIGHT_PREFIX = "io_ms3d_mdl_weight_"
+MAX_READ_INFLUENCES = 5  # four to keep and a fifth to tell that a vertex had more
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    selection_only: bool = False
+    apply_modifiers: bool = True
+    animation: str = "ACTIVE"  # "NONE", "ACTIVE" (the armature's action) or "ALL" (every action keying it)
+    output_dir: str | None = None  # texture paths inside it are written relative to it
+
+
+def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions()) -> SceneData:
+    """The meshes (and the armature they use) that the export takes, as a scene; :class:`ExportError` names the
+    object when something cannot be exported."""
+    meshes = [o for o in context.view_layer.objects if o.type == "MESH" and _taken(o, options)]
+    if not meshes:
+        raise ExportError("nothing to export: no mesh object " + ("is selected" if options.selection_only else ""))
+    armature = _armature(meshes, context, options)
+    scene = SceneData(name=_scene_name(meshes, armature), props=_model_props(meshes, armature))
+    bone_names: list[str] = []
+    if armature is not None:
+        scene.skeleton, bone_names = _skeleton(armature)
+    materials: dict[str, int] = {}
+    depsgraph = context.evaluated_depsgraph_get()
+    with _rest_pose(meshes):
+        for obj in meshes:
+            scene.objects.append(_object(obj, depsgraph, bone_names, scene, materials, options))
+    if armature is not None and options.animation != "NONE":
+        _animation(context, armature, scene, bone_names, options)
+    return scene
+
+
+def _taken(obj: bpy.types.Object, options: ReadOptions) -> bool:
+    return obj.visible_get() and (obj.select_get() or not options.selection_only)
+
+
+def _armature(
+    meshes: list[bpy.types.Object], context: bpy.types.Context, options: ReadOptions
+) -> bpy.types.Object | None:
+    found: dict[str, tuple[bpy.types.Object, str]] = {}
+    for obj in meshes:
+        for modifier in obj.modifiers:
+            if modifier.type != "ARMATURE":
+                continue
+            if modifier.object is None:
+                raise ExportError(
+                    f"object '{obj.name}': its Armature modifier '{modifier.name}' names no armature, so its "
+                    "joints cannot be exported (set the armature, or remove the modifier)"
+                )
+            found.setdefault(modifier.object.name, (modifier.object, obj.name))
+        if (
+            obj.parent is not None
+            and obj.parent.type == "ARMATURE"
+            and not any(m.type == "ARMATURE" for m in obj.modifiers)
+        ):
+            found.setdefault(obj.parent.name, (obj.parent, obj.name))
+    if len(found) > 1:
+        (a, (_, oa)), (b, (_, ob)) = list(found.items())[:2]
+        raise ExportError(
+            f"objects '{oa}' and '{ob}' use different armatures ('{a}', '{b}'); MilkShape 3D holds one skeleton"
+        )
+    if found:
+        return next(iter(found.values()))[0]
+    chosen = [o for o in context.view_layer.objects if o.type == "ARMATURE" and _taken(o, options)]
+    return chosen[0] if len(chosen) == 1 else None
+
+
+def _scene_name(meshes: list[bpy.types.Object], armature: bpy.types.Object | None) -> str:
+    return (armature or meshes[0]).name
+
+
+def _model_props(meshes: list[bpy.types.Object], armature: bpy.types.Object | None) -> dict:
+    """The ``ms3d_*`` values our import stored on the model's collection."""
+    for obj in [*([armature] if armature else []), *meshes]:
+        for collection in obj.users_collection:
+            props = _props(collection)
+            if props:
+                return props
+    return {}
+
+
+def _props(owner) -> dict:
+    out = {}
+    for key in owner.keys():  # noqa: SIM118 (an ID's custom properties: no __iter__)
+        if not key.startswith("ms3d_"):
+            continue
+        value = owner[key]
+        if hasattr(value, "to_list"):
+            value = value.to_list()
+        elif hasattr(value, "to_dict"):
+            value = value.to_dict()
+        elif isinstance(value, (list, tuple)) or type(value).__name__ == "IDPropertyArray":
+            value = [v.to_dict() if hasattr(v, "to_dict") else v for v in value]
+        out[key] = value
+    return out
+
+
+def _skeleton(armature: bpy.types.Object) -> tuple[SkeletonData, list[str]]:
+    bones = list(armature.data.bones)
+    index = {b.name: i for i, b in enumerate(bones)}
+    order: list[int] = []
+    placed: set[int] = set()
+    pending = list(range(len(bones)))
+    while pending:  # parents first (a bone, not a vertex: at most the armature's bone count of steps)
+        rest = []
+        for i in pending:
+            parent = bones[i].parent
+            if parent is None or index[parent.name] in placed:
+                order.append(i)
+                placed.add(i)
+            else:
+                rest.append(i)
+        pending = rest
+    new_index = {i: n for n, i in enumerate(order)}
+    world = np.array(armature.matrix_world, dtype=np.float64)
+    data = []
+    for i in order:
+        bone = bones[i]
+        color = None
+        if bone.color.palette == "CUSTOM":
+            color = tuple(float(c) for c in bone.color.custom.normal)
+        data.append(
+            BoneData(
+                name=bone.name,
+                parent=new_index[index[bone.parent.name]] if bone.parent is not None else -1,
+                matrix=world @ np.array(bone.matrix_local, dtype=np.float64),
+                length=float(bone.length) * _uniform_scale(world),
+                color=color,
+                props=_props(bone),
+            )
+        )
+    return SkeletonData(armature.data.name, data), [bones[i].name for i in order]
+
+
+def _uniform_scale(matrix: np.ndarray) -> float:
+    return float(np.cbrt(abs(np.linalg.det(matrix[:3, :3])))) or 1.0
+
+
+@contextmanager
+def _rest_pose(meshes: list[bpy.types.Object]) -> Iterator[None]:
+    """Armature modifiers off while the meshes are read, so vertices come in the rig's rest pose."""
+    switched = []
+    try:
+        for obj in meshes:
+            for modifier in obj.modifiers:
+                if modifier.type == "ARMATURE" and modifier.show_viewport:
+                    modifier.show_viewport = False
+                    switched.append(modifier)
+        yield
+    finally:
+        for modifier in switched:
+            modifier.show_viewport = True
+
+
+def _object(
+    obj: bpy.types.Object,
+    depsgraph: bpy.types.Depsgraph,
+    bone_names: list[str],
+    scene: SceneData,
+    materials: dict[str, int],
+    options: ReadOptions,
+) -> ObjectData:
+    groups = [(g.index, bone_names.index(g.name)) for g in obj.vertex_groups if g.name in bone_names]
+    with _evaluated_mesh(obj, depsgraph, groups, options) as me:
+        mesh, skin = _mesh(obj, me, groups, len(bone_names))
+        slots = []
+        for slot in obj.material_slots:
+            mat = slot.material
+            if mat is None:
+                slots.append(None)
+                continue
+            if mat.name not in materials:
+                materials[mat.name] = len(scene.materials)
+                scene.materials.append(_material(mat, options))
+            slots.append(materials[mat.name])
+        mesh.materials = slots
+    return ObjectData(obj.name, mesh, _props(obj), skin=skin)
+
+
+@contextmanager
+def _evaluated_mesh(
+    obj: bpy.types.Object, depsgraph: bpy.types.Depsgraph, groups: list[tuple[int, int]], options: ReadOptions
+) -> Iterator[bpy.types.Mesh]:
+    """The object's mesh as the export sees it (modifiers applied or not), with each bone's weights copied into a
+    float attribute by a temporary Geometry Nodes modifier; everything temporary is removed afterwards."""
+    switched, tree, modifier = [], None, None
+    try:
+        if not options.apply_modifiers:
+            for m in obj.modifiers:
+                if m.show_viewport:
+                    m.show_viewport = False
+                    switched.append(m)
+        if groups:
+            tree = _weight_tree([obj.vertex_groups[i].name for i, _ in groups])
+            modifier = obj.modifiers.new("io_ms3d_mdl weights", "NODES")
+            modifier.node_group = tree
+        depsgraph.update()
+        evaluated = obj.evaluated_get(depsgraph)
+        me = evaluated.to_mesh()
+        try:
+            yield me
+        finally:
+            evaluated.to_mesh_clear()
+    finally:
+        if modifier is not None:
+            obj.modifiers.remove(modifier)
+        if tree is not None:
+            bpy.data.node_groups.remove(tree)
+        for m in switched:
+            m.show_viewport = True
+
+
+def _weight_tree(names: list[str]) -> bpy.types.NodeTree:
+    tree = bpy.data.node_groups.new("io_ms3d_mdl weights", "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    nodes = tree.nodes
+
+    def link(a, b):  # without the per-link check of socket limits (a chain cannot exceed them)
+        tree.links.new(a, b, verify_limits=False)
+
+    geometry = nodes.new("NodeGroupInput").outputs[0]
+    for i, name in enumerate(names):  # one pair of nodes per bone group (both default to float, on points)
+        read = nodes.new("GeometryNodeInputNamedAttribute")
+        read.inputs[0].default_value = name
+        store = nodes.new("GeometryNodeStoreNamedAttribute")
+        store.inputs["Name"].default_value = f"{WEIGHT_PREFIX}{i}"
+        link(geometry, store.inputs[0])
+        link(read.outputs[0], store.inputs["Value"])
+        geometry = store.outputs[0]
+    link(geometry, nodes.new("NodeGroupOutput").inputs[0])
+    return tree
+
+
+def _get(collection, attr: str, count: int, dtype, width: int = 1) -> np.ndarray:
+    out = np.empty(count * width, dtype=dtype)
+    collection.foreach_get(attr, out)
+    return out.reshape(-1, width) if width > 1 else out
+
+
+def _mesh(
+    obj: bpy.types.Object, me: bpy.types.Mesh, groups: list[tuple[int, int]], bone_count: int
+) -> tuple[MeshData, SkinData | None]:
+    world = np.array(obj.matrix_world, dtype=np.float64)
+    nv = len(me.vertices)
+    positions = _get(me.attributes["position"].data, "vector", nv, np.float32, 3).astype(np.float64)
+    if not np.array_equal(world, np.eye(4)):
+        positions = positions @ world[:3, :3].T + world[:3, 3]
+    me.calc_loop_triangles()
+    nt = len(me.loop_triangles)
+    tris = _get(me.loop_triangles, "vertices", nt, np.int32, 3)
+    loops = _get(me.loop_triangles, "loops", nt, np.int32, 3)
+    if np.linalg.det(world[:3, :3]) < 0:  # a mirrored object: its faces turn inside out in world space
+        tris, loops = tris[:, ::-1].copy(), loops[:, ::-1]
+    loops = loops.ravel()
+    polygon = _get(me.loop_triangles, "polygon_index", nt, np.int32)
+    normals = _get(me.corner_normals, "vector", len(me.loops), np.float32, 3)[loops].astype(np.float64)
+    if not np.array_equal(world, np.eye(4)):
+        normals = normals @ np.linalg.inv(world[:3, :3])
+        length = np.linalg.norm(normals, axis=1, keepdims=True)
+        normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
+    uvs = None
+    if me.uv_layers.active is not None:
+        uvs = _get(me.uv_layers.active.data, "uv", len(me.loops), np.float32, 2)[loops]
+    material = _get(me.polygons, "material_index", len(me.polygons), np.int32)[polygon] if nt else None
+    mesh = MeshData(
+        name=obj.name,
+        positions=positions.astype(np.float32),
+        triangles=tris,
+        uvs=uvs,
+        normals=normals.astype(np.float32),
+        material_indices=material,
+        sharp_edges=_sharp_edges(me),
+    )
+    return mesh, _skin(me, groups, nv, bone_count)
+
+
+def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
+    """Edges marked sharp, and every edge of a flat-shaded face."""
+    ne = len(me.edges)
+    if ne == 0:
+        return np.zeros((0, 2), np.int32)
+    pairs = _get(me.attributes[".edge_verts"].data, "value", ne, np.int32, 2)
+    sharp = np.zeros(ne, dtype=bool)
+    if "sharp_edge" in me.attributes:
+        sharp |= _get(me.attributes["sharp_edge"].data, "value", ne, bool)
+    if "sharp_face" in me.attributes:
+        flat = _get(me.attributes["sharp_face"].data, "value", len(me.polygons), bool)
+        if flat.any():
+            totals = _get(me.polygons, "loop_total", len(me.polygons), np.int32)
+            corner_edges = _get(me.attributes[".corner_edge"].data, "value", len(me.loops), np.int32)
+            flat_corner = np.repeat(flat, totals)
+            sharp[corner_edges[flat_corner]] = True
+    return pairs[sharp]
+
+
+def _skin(me: bpy.types.Mesh, groups: list[tuple[int, int]], nv: int, bone_count: int) -> SkinData | None:
+    if not groups or nv == 0:
+        return None
+    weights = np.zeros((nv, len(groups)), dtype=np.float32)
+    for column in range(len(groups)):
+        attribute = me.attributes.get(f"{WEIGHT_PREFIX}{column}")
+        if attribute is not None:
+            values = np.empty(nv, dtype=np.float32)
+            attribute.data.foreach_get("value", values)
+            weights[:, column] = values
+    bones = np.array([b for _, b in groups], dtype=np.int32)
+    keep = min(MAX_READ_INFLUENCES, len(groups))
+    order = np.argsort(-weights, axis=1, kind="stable")[:, :keep]
+    top = np.take_along_axis(weights, order, axis=1)
+    ids = np.where(top > 0, bones[order], -1).astype(np.int32)
+    top = np.where(top > 0, top, 0.0).astype(np.float32)
+    if not (ids >= 0).any():
+        return None
+    return SkinData(ids, top)
+
+
+def _material(mat: bpy.types.Material, options: ReadOptions) -> MaterialData:
+    """The Principled BSDF's values (or the viewport colour without nodes) and the images feeding it."""
+    props = _props(mat)
+    data = MaterialData(
+        name=mat.name, base_color=tuple(mat.diffuse_color[:3]), alpha=float(mat.diffuse_color[3]), props=props
+    )
+    data.roughness = float(mat.roughness)
+    tree = mat.node_tree  # (``use_nodes`` is deprecated in 5.0, where every material has its tree)
+    bsdf = next((n for n in tree.nodes if n.type == "BSDF_PRINCIPLED"), None) if tree is not None else None
+    if bsdf is None:
+        return data
+    inputs = bsdf.inputs
+    base = inputs["Base Color"]
+    # Linked or not, the socket keeps the colour (our import writes it there beside its texture).
+    data.base_color = tuple(float(c) for c in base.default_value[:3])
+    if not inputs["Alpha"].is_linked:
+        data.alpha = float(inputs["Alpha"].default_value)
+    data.roughness = float(inputs["Roughness"].default_value)
+    data.specular_level = float(inputs["Specular IOR Level"].default_value)
+    data.specular_tint = tuple(float(c) for c in inputs["Specular Tint"].default_value[:3])
+    data.emission_color = tuple(float(c) for c in inputs["Emission Color"].default_value[:3])
+    data.emission_strength = float(inputs["Emission Strength"].default_value)
+    base_image, _ = _upstream_image(base)
+    alpha_image, alpha_output = _upstream_image(inputs["Alpha"])
+    if base_image is not None:
+        data.base_texture = _image_ref(base_image, options)
+    if alpha_image is not None:
+        if alpha_image == base_image and alpha_output == "Alpha":
+            data.use_texture_alpha = True
+        else:
+            data.alpha_texture = _image_ref(alpha_image, options)
+    return data
+
+
+def _upstream_image(socket: bpy.types.NodeSocket) -> tuple[bpy.types.Image | None, str | None]:
+    """The first image texture feeding ``socket`` (through any nodes), and which of its outputs."""
+    seen = set()
+    stack = [link for link in socket.links]
+    while stack:
+        link = stack.pop()
+        node = link.from_node
+        if node.type == "TEX_IMAGE" and node.image is not None:
+            return node.image, link.from_socket.name
+        if node.as_pointer() in seen:
+            continue
+        seen.add(node.as_pointer())
+        for inp in node.inputs:
+            stack.extend(inp.links)
+    return None, None
+
+
+def _image_ref(image: bpy.types.Image, options: ReadOptions) -> ImageRef:
+    path = bpy.path.abspath(image.filepath, library=image.library) if image.filepath else ""
+    name = os.path.basename(path) or image.name
+    raw = name
+    if path and options.output_dir:
+        try:
+            relative = os.path.relpath(path, options.output_dir)
+        except ValueError:  # another drive
+            relative = name
+        if not relative.startswith(".."):
+            raw = relative
+    return ImageRef(raw, path or None)
+
+
+# --- animation --------------------------------------------------------------------------------------------------
+
+
+def _animation(
+    context: bpy.types.Context,
+    armature: bpy.types.Object,
+    scene: SceneData,
+    bone_names: list[str],
+    options: ReadOptions,
+) -> None:
+    anim = armature.animation_data
+    render = context.scene.render
+    scene.fps = render.fps / render.fps_base
+    scene.frame_range = (float(context.scene.frame_start), float(context.scene.frame_end))
+    if options.animation == "ACTIVE":
+        actions = [anim.action] if anim is not None and anim.action is not None else []
+        clips = armature.get("ms3d_clips")
+        if clips:
+            scene.clips = [ClipData(str(c["name"]), float(c["start"]), float(c["end"]), bool(c["loop"])) for c in clips]
+    else:
+        actions = [a for a in bpy.data.actions if _keys_bones(a, bone_names)]
+    rotation_modes = {p.name: p.rotation_mode for p in armature.pose.bones}
+    for action in actions:
+        data = _action(action, armature, bone_names, rotation_modes)
+        if data is not None:
+            scene.actions.append(data)
+
+
+def _action_fcurves(action: bpy.types.Action, armature: bpy.types.Object | None = None) -> list[bpy.types.FCurve]:
+    """The action's curves on every Blender: 4.4+ keep them in channelbags per slot (5.0 has nothing else)."""
+    if not hasattr(action, "layers"):
+        return list(action.fcurves)
+    slot = None
+    anim = armature.animation_data if armature is not None else None
+    if anim is not None and anim.action == action:
+        slot = anim.action_slot
+    curves = []
+    for layer in action.layers:
+        for strip in layer.strips:
+            for bag in strip.channelbags:
+                if slot is None or bag.slot == slot:
+                    curves.extend(bag.fcurves)
+    return curves
+
+
+def _keys_bones(action: bpy.types.Action, bone_names: list[str]) -> bool:
+    names = set(bone_names)
+    return any(_bone_of(c.data_path)[0] in names for c in _action_fcurves(action))
+
+
+def _bone_of(path: str) -> tuple[str | None, str]:
+    if not path.startswith('pose.bones["'):
+        return None, ""
+    end = path.rfind('"]')
+    name = path[len('pose.bones["') : end].replace('\\"', '"').replace("\\\\", "\\")
+    return name, path[end + 3 :]
+
+
+def _action(
+    action: bpy.types.Action, armature: bpy.types.Object, bone_names: list[str], rotation_modes: dict[str, str]
+) -> ActionData | None:
+    index = {n: i for i, n in enumerate(bone_names)}
+    curves: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+    for fcurve in _action_fcurves(action, armature):
+        bone, prop = _bone_of(fcurve.data_path)
+        if bone not in index or prop not in ("rotation_quaternion", "rotation_euler", "location"):
+            continue
+        count = len(fcurve.keyframe_points)
+        if count == 0:
+            continue
+        curves.setdefault((bone, prop), {})[fcurve.array_index] = _get(
+            fcurve.keyframe_points, "co", count, np.float32, 2
+        ).astype(np.float64)
+    channels = []
+    scale = _uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
+    for bone in bone_names:
+        mode = rotation_modes.get(bone, "QUATERNION")
+        if mode == "QUATERNION":
+            rot_frames, quats = _sampled(curves.get((bone, "rotation_quaternion")), 4, (1.0, 0.0, 0.0, 0.0))
+        elif mode == "AXIS_ANGLE":
+            rot_frames, quats = np.zeros(0), np.zeros((0, 4))
+        else:
+            rot_frames, angles = _sampled(curves.get((bone, "rotation_euler")), 3, (0.0, 0.0, 0.0))
+            quats = matrix_to_quaternion(_euler_matrix(angles, mode)) if len(angles) else np.zeros((0, 4))
+        loc_frames, locations = _sampled(curves.get((bone, "location")), 3, (0.0, 0.0, 0.0))
+        if not len(rot_frames) and not len(loc_frames):
+            continue
+        if len(quats):
+            quats = make_continuous(quats / np.linalg.norm(quats, axis=1, keepdims=True))
+        channels.append(BoneChannels(index[bone], rot_frames, quats, loc_frames, locations * scale))
+    if not channels:
+        return None
+    start, end = (float(f) for f in action.frame_range)
+    return ActionData(action.name, channels, (start, end), props=_props(action))
+
+
+def _sampled(components: dict[int, np.ndarray] | None, width: int, rest: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """One channel's keys: the union of its curves' key frames, each curve's value there (its own keys where it
+    has them, else linear between them; a curve that is missing holds the rest value)."""
+    if not components:
+        return np.zeros(0), np.zeros((0, width))
+    first = next(iter(components.values()))[:, 0]
+    together = len(components) == width and all(np.array_equal(c[:, 0], first) for c in components.values())
+    if together and (len(first) < 2 or (first[1:] > first[:-1]).all()):  # keyed together, in order: usually
+        return first, np.stack([components[i][:, 1] for i in range(width)], axis=1)
+    frames = np.unique(np.concatenate([c[:, 0] for c in components.values()]))
+    values = np.empty((len(frames), width))
+    for i in range(width):
+        keys = components.get(i)
+        if keys is None:
+            values[:, i] = rest[i]
+        else:
+            order = np.argsort(keys[:, 0], kind="stable")
+            values[:, i] = np.interp(frames, keys[order, 0], keys[order, 1])
+    return frames, values
+
+
+def _euler_matrix(angles: np.ndarray, order: str) -> np.ndarray:
+    """Blender's Euler modes: 'XYZ' applies X first (R = Rz·Ry·Rx), and so on for each order."""
+    if order == "XYZ":
+        return euler_xyz_to_matrix(angles)
+    matrices = {}
+    for axis in range(3):
+        single = np.zeros_like(angles)
+        single[:, axis] = angles[:, axis]
+        matrices["XYZ"[axis]] = euler_xyz_to_matrix(single)
+    return matrices[order[2]] @ matrices[order[1]] @ matrices[order[0]]

@@ -1,0 +1,147 @@
+"""Export benchmark, side by side in one process: File > Export > MilkShape 3D against Blender's own C++ OBJ
+exporter (``wm.obj_export``) on the same mesh, and the keys' rate. Reports medians and ratios.
+
+    python scripts/bench_export.py [--runs 7]
+
+(a) A grid of 64,800 triangles (the most MilkShape 3D holds is 65,534) with UVs, smooth normals, one material,
+    and, in a second case, an armature of 64 bones weighting every vertex: our export (the operator, file written)
+    against ``wm.obj_export`` of the same objects (UVs, normals, materials; the OBJ writes no weights).
+(b) Keys: 64 bones keyed on every frame of 2,000 (rotation and location; 256,000 MilkShape keys): the export's
+    time with them minus its time without, as MilkShape keys per second.
+Runs alternate so drift hits both; ratio = ours / OBJ (below 1.0 means we are faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+
+from io_ms3d_mdl import blender as addon  # noqa: E402
+
+CELLS = 180  # 180 x 180 quads = 64,800 triangles, 32,761 vertices
+BONES = 64
+FRAMES = 2000
+
+
+def grid(rigged: bool) -> None:
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=CELLS, y_subdivisions=CELLS, size=10.0)
+    obj = bpy.context.object
+    obj.data.shade_smooth()
+    obj.data.materials.append(bpy.data.materials.new("Grid"))
+    if not rigged:
+        return
+    bpy.ops.object.armature_add()
+    rig = bpy.context.object
+    bpy.ops.object.mode_set(mode="EDIT")
+    for bone in list(rig.data.edit_bones):
+        rig.data.edit_bones.remove(bone)
+    for i in range(BONES):
+        bone = rig.data.edit_bones.new(f"B{i}")
+        bone.head, bone.tail = (i * 0.1, 0, 0), (i * 0.1, 0, 1)
+    bpy.ops.object.mode_set(mode="OBJECT")
+    co = np.empty(len(obj.data.vertices) * 3, np.float32)
+    obj.data.vertices.foreach_get("co", co)
+    column = np.minimum(((co[0::3] + 5.0) / 10.0 * BONES).astype(int), BONES - 1)
+    for i in range(BONES):  # two weights per vertex: its column's bone at 0.7, the next at 0.3
+        obj.vertex_groups.new(name=f"B{i}").add(np.flatnonzero(column == i).tolist(), 0.7, "REPLACE")
+    for i in range(BONES):
+        obj.vertex_groups[f"B{i}"].add(np.flatnonzero(column == (i - 1) % BONES).tolist(), 0.3, "ADD")
+    obj.modifiers.new("Armature", "ARMATURE").object = rig
+    bpy.ops.object.select_all(action="SELECT")
+
+
+def animate() -> int:
+    """Every bone keyed on every frame, written in bulk; returns the MilkShape keys it makes."""
+    rig = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    action = bpy.data.actions.new("Long")
+    from io_ms3d_mdl.blender.animation import curve_factory
+
+    new = curve_factory(action, rig)
+    frames = np.arange(1, FRAMES + 1, dtype=np.float32)
+    for b in range(BONES):
+        for path, width in (("rotation_quaternion", 4), ("location", 3)):
+            for i in range(width):
+                curve = new(f'pose.bones["B{b}"].{path}', i, f"B{b}")
+                values = np.sin(frames * 0.01 * (i + 1) + b) * 0.1 + (1.0 if path[0] == "r" and i == 0 else 0)
+                co = np.empty(FRAMES * 2, np.float32)
+                co[0::2], co[1::2] = frames, values
+                curve.keyframe_points.add(FRAMES)
+                curve.keyframe_points.foreach_set("co", co)
+    rig.animation_data.action = action
+    return BONES * FRAMES * 2
+
+
+def _joint_turns(scene):
+    """Each joint's X, as the export computes it (its key conversion needs them)."""
+    from io_ms3d_mdl.scene.axes import axis_conversion_matrix
+    from io_ms3d_mdl.scene.ms3d import export
+
+    return export._joints(scene, axis_conversion_matrix("Z", "Y"), 1.0, np.eye(3))[1]
+
+
+def timed(call) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    addon.register()
+    folder = Path(tempfile.mkdtemp())
+    ours_file, obj_file = str(folder / "g.ms3d"), str(folder / "g.obj")
+    for rigged in (False, True):
+        grid(rigged)
+        ours, theirs = [], []
+        for _ in range(args.runs):
+            ours.append(timed(lambda: bpy.ops.export_scene.ms3d(filepath=ours_file, animation="NONE")))
+            theirs.append(timed(lambda: bpy.ops.wm.obj_export(filepath=obj_file, export_materials=True)))
+        a, b = statistics.median(ours), statistics.median(theirs)
+        label = f"grid 64,800 triangles{' + 64 bones, 2 weights a vertex' if rigged else ''}"
+        print(f"{label}: ours {a * 1000:.1f} ms, OBJ {b * 1000:.1f} ms, ratio {a / b:.2f}")
+    keys = animate()
+    curves_points = BONES * 7 * FRAMES
+    from io_ms3d_mdl.blender import scene_reader
+    from io_ms3d_mdl.formats.ms3d.writer import write_ms3d_bytes
+    from io_ms3d_mdl.scene.ms3d import export
+    from io_ms3d_mdl.scene.ms3d.export import scene_to_ms3d
+
+    rig = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    options = scene_reader.ReadOptions(animation="ACTIVE")
+    reads, converts, writes = [], [], []
+    for _ in range(args.runs):  # the key path alone: read the curves, convert, write (mesh and rig read once)
+        scene = scene_reader.read_scene(bpy.context, scene_reader.ReadOptions(animation="NONE"))
+        names = [b.name for b in scene.skeleton.bones]
+        reads.append(timed(lambda: scene_reader._animation(bpy.context, rig, scene, names, options)))  # noqa: B023
+        model = scene_to_ms3d(scene)
+        joints = [copy.copy(j) for j in model.joints]
+        x = _joint_turns(scene)
+        converts.append(timed(lambda: export._key_joints(scene, joints, x, 24.0, 1.0, [])))  # noqa: B023
+        model.joints = joints
+        writes.append(timed(lambda: write_ms3d_bytes(model)))  # noqa: B023
+    r, c, w = (statistics.median(t) for t in (reads, converts, writes))
+    total = r + c + w
+    print(
+        f"keys: {curves_points:,} F-curve points read in {r * 1000:.1f} ms, {keys:,} MilkShape keys converted in "
+        f"{c * 1000:.1f} ms, written (with the mesh) in {w * 1000:.1f} ms: {keys / total / 1e6:.2f} M MilkShape "
+        f"keys/s, {curves_points / total / 1e6:.2f} M F-curve points/s"
+    )
+    addon.unregister()
+
+
+if __name__ == "__main__":
+    main()
