@@ -3,11 +3,12 @@ reads the way it looks, and its arrays are what the tests compare.
 
 Rules (learnt from the format as studiomdl reads it; no code taken):
 - ``version 1`` first; then the blocks ``nodes``, ``skeleton``, and ``triangles`` or ``vertexanimation``, each closed
-  by ``end``. A file that stops inside a block is truncated: an error.
+  by ``end``. A block's keyword is its whole line, with no spaces around it (Blender Source Tools' importer compares
+  whole lines, ``line == "nodes\\n"``). A file that stops inside a block is truncated: an error.
 - ``nodes``: ``index "name" parent``, indices 0, 1, 2, ... in order, names quoted (so no ``"`` inside), unique,
   each parent -1 or an earlier node.
 - ``skeleton``: ``time N`` with N increasing, then ``bone px py pz rx ry rz`` lines, each bone at most once a frame;
-  the first frame poses every bone.
+  the first frame poses every bone (in a VTA the frames may be empty: they only number its shapes).
 - ``triangles``: a material line, then exactly three vertex lines ``bone px py pz nx ny nz u v`` with optionally
   ``count (bone weight)*count``; bones are known nodes, weights positive and summing to 1 (within 1e-3).
 - ``vertexanimation``: ``time N`` then ``vertex px py pz nx ny nz``; frame 0 is the base.
@@ -26,7 +27,7 @@ FLOAT = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 INT = r"[-+]?\d+"
 NODE = re.compile(rf'^\s*({INT})\s+"([^"]*)"\s+({INT})\s*$')
 POSE = re.compile(rf"^\s*({INT})" + rf"\s+({FLOAT})" * 6 + r"\s*$")
-TIME = re.compile(rf"^\s*time\s+({INT})\s*$")
+TIME = re.compile(rf"^\s*time\s+({INT})\s*(?:(?:#|;|//)(.*))?$")  # a VTA names its shape after a comment
 VERTEX_HEAD = re.compile(rf"^\s*({INT})" + rf"\s+({FLOAT})" * 8 + r"(.*)$")
 FLOAT_ONLY = re.compile(rf"^{FLOAT}$")
 
@@ -69,12 +70,14 @@ def parse(data: bytes, name: str = "SMD") -> Smd:
         lines.pop()
     else:
         raise SmdError(f"{name}: the last line has no newline (a truncated file?)")
-    state = _State(name, [line.rstrip("\r") for line in lines])
+    state = _State(name, [line.removesuffix("\r") for line in lines])  # universal newlines, as Python reads it
     state.expect_line("version 1")
     smd = Smd([], np.zeros(0, int))
     seen: set[str] = set()
     while state.more():
         block = state.next_meaningful()
+        if state.lines[state.index - 1] != block:  # BST compares the whole line ("nodes\n"); so does this
+            raise state.error(f"the block keyword line {state.lines[state.index - 1]!r} has spaces around it")
         if block in seen:
             raise state.error(f"a second '{block}' block")
         seen.add(block)
@@ -90,6 +93,9 @@ def parse(data: bytes, name: str = "SMD") -> Smd:
             raise state.error(f"unknown block {block!r}")
     if "nodes" not in seen or "skeleton" not in seen:
         raise SmdError(f"{name}: needs both a nodes and a skeleton block")
+    first = smd.frames[min(smd.frames)]
+    if "vertexanimation" not in seen and len(first) != len(smd.names):  # a VTA's frames only count its shapes
+        raise SmdError(f"{name}: the first frame poses {len(first)} of {len(smd.names)} bones")
     return smd
 
 
@@ -170,9 +176,6 @@ def _skeleton(state: _State, smd: Smd) -> None:
         frame[bone] = np.array([float(match[i]) for i in range(2, 8)])
     if not smd.frames:
         raise state.error("a skeleton without frames")
-    first = smd.frames[min(smd.frames)]
-    if len(first) != len(smd.names):
-        raise state.error(f"the first frame poses {len(first)} of {len(smd.names)} bones")
 
 
 def _triangles(state: _State, smd: Smd) -> None:

@@ -5,9 +5,11 @@ after what ``studiomdl`` does to them (``goldsrc_pairs``)."""
 from __future__ import annotations
 
 import io
+import os
 import time
 from pathlib import Path
 
+import hostile
 import numpy as np
 import pytest
 from conftest import SAMPLES, samples_dir
@@ -21,6 +23,7 @@ from goldsrc_pairs import (
     smd_path,
     texture_path,
 )
+from goldsrc_writer import GSequence, character_spec, write_model_files
 from qc_grammar import check_file
 from smd_reader import read as read_smd
 
@@ -29,9 +32,9 @@ from io_ms3d_mdl.decompile.goldsrc.activities import ACTIVITIES, activity_name, 
 from io_ms3d_mdl.decompile.goldsrc.geometry import texel_to_uv, uv_to_texel
 from io_ms3d_mdl.decompile.goldsrc.motion import turn_roots, unturn_roots
 from io_ms3d_mdl.decompile.output import OutputExists
-from io_ms3d_mdl.errors import FormatError
+from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.formats.float_text import float_tokens
-from io_ms3d_mdl.formats.goldsrc import read_goldsrc
+from io_ms3d_mdl.formats.goldsrc import decode_sequence, read_goldsrc
 from io_ms3d_mdl.formats.goldsrc import structs as S
 from io_ms3d_mdl.formats.images.bmp import paletted_bmp
 from io_ms3d_mdl.formats.smd import SmdSkeleton, write_smd
@@ -184,8 +187,8 @@ def test_skeleton_text_reuses_repeated_values_exactly():
 
 
 def test_goldsrc_decompile_is_fast(tmp_path):
-    """Scientist-size models (129 sequences over 7 group files, 167 files): the target is 0.2 s; on this shared,
-    busy machine the process's time is held under twice that (the figures measured go to the report)."""
+    """Scientist-size models (129 sequences over 7 group files, 167 files) in 0.2 s of the process's time on a quiet
+    machine. This one is shared: the bound grows with the run queue per core (the load average), never shrinks."""
     figures = {}
     for relative in (
         "goldsrc/Pi0h1__halflife/models/hgrunt.mdl",
@@ -197,8 +200,9 @@ def test_goldsrc_decompile_is_fast(tmp_path):
             started = time.process_time()
             decompile(str(model), str(tmp_path / f"{model.stem}{attempt}"))
             best = min(best, time.process_time() - started)
-        figures[model.name] = best
-    assert max(figures.values()) <= 0.4, figures
+        busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        figures[model.name] = (round(best, 3), round(busy, 2))
+        assert best <= 0.2 * busy, figures
 
 
 # --- files from strangers -----------------------------------------------------------------------------------------
@@ -233,6 +237,45 @@ def test_missing_sequence_group_files_are_warnings_and_comments(tmp_path):
     gs = read_goldsrc(folder / "scientist.mdl")
     lost = [s.label for s in gs.sequences if s.seqgroup >= 2]
     assert lost and all(f"// sequence '{label}' is not written" in text for label in lost)
+    check_file(out / result.qc)
+
+
+def test_animation_bombs_stop_at_the_import_budget(tmp_path):
+    """One sequence of ten million frames, or thirty of 400,000 sharing the budget of one: refused before any
+    decoding or writing, in well under a second."""
+    spec = character_spec()
+    spans = b"\x01\xff\x00\x00" * (400_000 // 255 + 1)
+    spec.sequences = [GSequence(f"long{i}", 400_000, [[[spans, *[None] * 5], [None] * 6]]) for i in range(30)]
+    spec.groups = [""]
+    for path in (hostile.goldsrc_frame_bomb(tmp_path / "one"), write_model_files(spec, tmp_path / "many", "guy")):
+        started = time.perf_counter()
+        with pytest.raises(BudgetExceeded, match="frames"):
+            decompile(str(path), str(tmp_path / "out" / path.parent.name))
+        assert time.perf_counter() - started < 1.0
+        assert not (tmp_path / "out" / path.parent.name).exists() or not any((tmp_path / "out").rglob("*.smd"))
+
+
+def test_the_synthetic_character_comes_back(tmp_path):
+    """Every corner the synthetic writer makes: a blank option, skin families, a masked texture, a chrome one whose
+    name does not say so, an in-place (X) looping walk with an event, a two-blend sequence in a group file."""
+    path = write_model_files(character_spec(), tmp_path / "models", "guy")
+    result, out = _decompile(path, tmp_path / "out")
+    qc = read_qc(out / result.qc)
+    assert qc.bodies == [("body", ["body"]), ("hats", [None, "hat"])]
+    assert qc.families == [["skin.bmp", "shiny.bmp"], ["shiny.bmp", "skin.bmp"]]
+    assert qc.modes == {"mask.bmp": S.MASKED, "shiny.bmp": S.CHROME}
+    walk, aim = qc.sequences
+    assert (walk.name, walk.fps, walk.loop, walk.motion, walk.events) == ("walk", 12, True, 1, [(1004, 3, "step")])
+    assert (aim.name, aim.files) == ("aim", ["aim_blend1", "aim_blend2"])
+    assert qc.attachments == [(0, "arm", np.float32(1), np.float32(0), np.float32(0))]
+    gs = read_goldsrc(path)
+    smd = read_smd(out / "walk.smd")
+    decoded = decode_sequence(gs, gs.sequences[0])
+    ours = np.array([smd.pose(t) for t in sorted(smd.frames)])
+    assert np.allclose(ours[:, 1, :3], decoded.positions[0, :, 1], atol=1e-5)  # the child as decoded
+    assert np.allclose(ours[:, 0, 0], decoded.positions[0, :, 0, 1], atol=1e-5)  # the root turned back 90°
+    assert np.allclose(ours[:, 0, 1], -decoded.positions[0, :, 0, 0], atol=1e-5)
+    assert np.allclose(ours[:, 0, 5], np.remainder(decoded.angles[0, :, 0, 2] - np.pi / 2 + np.pi, 2 * np.pi) - np.pi)
     check_file(out / result.qc)
 
 

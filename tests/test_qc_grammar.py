@@ -155,6 +155,7 @@ def test_a_good_smd_reads_into_arrays():
         (b"2 0 0.25 1 0.75", b"3 0 0.25 1 0.75", "3 links announced"),
         (b"2 0 0.25 1 0.75", b"2 0 0.25 7 0.75", "not a node"),
         (b"0 0 0 0 0 0 0\n1 1.5", b"1 1.5", "first frame poses 1 of 2"),
+        (b"triangles\n", b"triangles \n", "spaces around it"),
     ],
 )
 def test_what_the_smd_rules_refuse(old, new, why):

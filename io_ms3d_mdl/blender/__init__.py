@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import bpy
 
-from . import animation_browser, game_browser, ms3d_export, operators, preferences, source_switch
+from . import (
+    animation_browser,
+    decompile_button,
+    game_browser,
+    ms3d_export,
+    operators,
+    preferences,
+    source_switch,
+)
 from .operators import menu_import
 
 # The game browser's sidebar panel registers before the Source Model panel: it heads the "Source" tab, where it
 # stays put whatever model is active.
 CLASSES = preferences.CLASSES + animation_browser.CLASSES + operators.CLASSES + game_browser.CLASSES
-CLASSES += source_switch.CLASSES + ms3d_export.CLASSES
+CLASSES += decompile_button.CLASSES + source_switch.CLASSES + ms3d_export.CLASSES
 
 
 def register() -> None:

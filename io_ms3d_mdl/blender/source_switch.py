@@ -164,6 +164,7 @@ def draw_switches(layout: bpy.types.UILayout, context: bpy.types.Context) -> Non
         return
     _draw_body_and_skins(layout, model)
     draw_list(layout, model)
+    layout.operator("io_ms3d_mdl.source_decompile", icon="EXPORT").model = model.name  # decompile_button.py
 
 
 def _draw_body_and_skins(layout: bpy.types.UILayout, model: bpy.types.Collection) -> None:

@@ -3,6 +3,7 @@
     io-ms3d-mdl info FILE... [--json]                      what a model holds (numpy only, no Blender)
     io-ms3d-mdl convert FILE... [-o OUT.blend|OUT.glb]     import with Blender, print what was built, save it
     io-ms3d-mdl batch FOLDER... -o DIR [--jobs N] ...      whole libraries: workers, limits, resume, shards
+    io-ms3d-mdl decompile MODEL|FOLDER... -o DIR           back to QC/SMD/VTA for studiomdl (numpy only, no Blender)
 
 ``convert`` and ``batch`` need Blender as a Python module (``pip install bpy``) or run inside Blender.
 """
@@ -13,7 +14,7 @@ import argparse
 import sys
 
 from .. import __version__
-from . import batch, convert, info
+from . import batch, convert, decompile, info
 from .needs_blender import BlenderMissing, run_and_leave
 
 
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("info", info, "what each model holds, from the readers alone (no Blender)"),
         ("convert", convert, "import files with Blender and save one .blend/.glb, or one each"),
         ("batch", batch, "convert whole folders: workers, time and memory limits, resume, shards, a JSON report"),
+        ("decompile", decompile, "models back to QC, SMD and VTA for studiomdl, one folder each (no Blender)"),
     ):
         sub = commands.add_parser(
             name,

@@ -17,6 +17,7 @@ import re
 
 import numpy as np
 
+from ...budget import current_budget
 from ...errors import BudgetExceeded, FormatError
 from ...formats.goldsrc import structs as S
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
@@ -68,6 +69,7 @@ def run(job: DecompileJob) -> None:
     if gs.body_parts and not gs.textures:
         warnings.add(f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels")
 
+    _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
     body_parts = []
     for b, part in enumerate(gs.body_parts):
@@ -124,6 +126,15 @@ def run(job: DecompileJob) -> None:
     out.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
     job.result.qc = qc_file
+
+
+def _check_animation_budget(gs, path: str) -> None:
+    """Every blend of every sequence is decoded and written: their frames × bones against the import's budget for
+    a model's animations (sequences may share one stream of values, so each alone passing proves nothing)."""
+    budget = current_budget()
+    data_bytes = len(gs.data) + sum(len(data) for data, _ in gs.group_data.values())
+    work = sum(max(s.numframes, 0) * max(s.numblends, 1) for s in gs.sequences) * len(gs.bones)
+    budget.check(path, "frames × bones over all animations", work, budget.bone_frames(data_bytes))
 
 
 def source_stem(name: str) -> str:

@@ -99,6 +99,7 @@ def _model_props(gs: GsFile) -> dict:
         ]
     if gs.path:
         props["source_source"] = os.path.basename(gs.path)
+        props["source_file"] = os.path.abspath(gs.path)  # what Decompile… reads again
     if gs.texture_file:
         props["source_texture_file"] = os.path.basename(gs.texture_file)
     return props

@@ -149,6 +149,7 @@ def _model_props(mdl: MdlFile) -> dict:
         "source_includes": list(mdl.include_models),
         "source_static_prop": mdl.is_static_prop,
         **({"source_source": os.path.basename(mdl.path)} if mdl.path else {}),
+        **({"source_file": os.path.abspath(mdl.path)} if mdl.path else {}),  # what Decompile… reads again
     }
 
 

@@ -1,0 +1,259 @@
+"""Must-be-true 1, read back independently: for every Source and GoldSrc sample (coverage files included), Blender
+Source Tools (tests/bst_oracle.py; GPL, set up by scripts/oracle_bst.py, never vendored) imports the QC we write
+and every file it names, and what it builds equals our own import of the ``.mdl``: the bones and their rest frames
+(within 1e-5 of the model's size), the reference meshes corner by corner (positions, normals, UVs, weights by bone,
+materials; order-free), every frame of every animation of the model's own (within 1e-4), and the shape keys.
+
+Both sides in Source's space (see bst_oracle's docstring): ours imported with units SOURCE, Source's axes and
+bone_orientation SOURCE; Blender Source Tools with its default Z up. One transform of studiomdl's is undone on our
+side: a single-bone ``$staticprop`` is compiled turned 90° about Z, and its SMD holds it before that turn
+(``x' = y, y' = -x``). GoldSrc UVs are compared within half a texel (see ``half_texel``), and not at all on chrome textures (the
+engine makes their UVs from the view). What is not compared, and why: delta
+animations (Blender Source Tools imports an SMD's frames as absolute poses; ours are additive layers) and the
+animations of included models (ours builds them under the includer's bones by name; they have their own tests).
+
+Blender Source Tools reads a ``$sequence``'s file only from the ``$sequence`` line itself (a file named on the next
+line, inside braces, is not imported): an animation it did not import from the QC is imported from its SMD directly,
+so its frames are still compared, and the test then fails naming the layout, since a user's import would miss it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import bst_oracle
+import numpy as np
+import pytest
+import qc_grammar
+from test_decompile_outputs import models, sample_id
+
+from io_ms3d_mdl.decompile import decompile
+
+pytestmark = [pytest.mark.blender, pytest.mark.long]
+SUFFIX = re.compile(r"\.\d{3}$")  # Blender's .001 on a name taken by the other side
+
+
+def plain(name: str) -> str:
+    """A material as both sides name it: the SMD keeps the model's texture name whole (``models\\x\\metal``), our
+    import its last step; Blender adds ``.001`` to a name the other side took first; case as the engine ignores it."""
+    return SUFFIX.sub("", name).replace("\\", "/").rsplit("/", 1)[-1].lower()
+
+
+def our_import(bpy, path: Path):
+    before, actions_before = set(bpy.data.objects), set(bpy.data.actions)
+    result = bpy.ops.import_scene.source_mdl(
+        filepath=str(path),
+        units="SOURCE",
+        bone_orientation="SOURCE",
+        armature_for_static_props=True,
+        import_physics=False,
+        import_attachments=False,
+        find_materials=False,
+        animations="OWN",
+    )
+    assert result == {"FINISHED"}
+    new = [o for o in bpy.data.objects if o not in before]
+    armature = next((o for o in new if o.type == "ARMATURE"), None)
+    meshes = [o for o in new if o.type == "MESH"]
+    actions = [a for a in bpy.data.actions if a not in actions_before]
+    return armature, meshes, actions
+
+
+def named_files(statements) -> tuple[list[str], list[str], list[str]]:
+    """(reference SMDs of LOD 0, animation SMDs, VTAs) a QC names."""
+    references, animations, flexes = [], [], []
+    for statement in statements:
+        args = statement.args
+        if statement.command in ("$body", "$model") and len(args) > 1:
+            references.append(args[1].value)
+        for before, after in itertools.pairwise(args):
+            if statement.command == "$bodygroup" and before.text == b"studio" and not before.quoted:
+                references.append(after.value)
+            if before.text == b"flexfile" and not before.quoted:
+                flexes.append(after.value)
+        if statement.command in ("$sequence", "$animation"):
+            animations += [t.value for t in args[1:] if t.value.lower().endswith(".smd")]
+    return references, animations, flexes
+
+
+STATIC_TURN = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])  # x' = y, y' = -x (studiomdl's, undone)
+
+
+def turned(mesh: bst_oracle.Triangles) -> bst_oracle.Triangles:
+    return bst_oracle.Triangles(
+        mesh.positions @ STATIC_TURN.T,
+        mesh.normals @ STATIC_TURN.T,
+        mesh.uvs,
+        mesh.weights,
+        mesh.materials,
+        {k: v @ STATIC_TURN.T for k, v in mesh.shapes.items()},
+    )
+
+
+def size_of(meshes, armature) -> float:
+    points = [np.array(o.matrix_world) @ np.append(c, 1.0) for o in meshes for c in o.bound_box]
+    if armature is not None:
+        points += [np.append(b.head_local, 1.0) for b in armature.data.bones]
+    return max(float(np.ptp(np.array(points)[:, :3], axis=0).max()), 1.0) if points else 1.0
+
+
+def half_texel(out: Path) -> float:
+    """GoldSrc stores UVs as whole texels; its SMD holds each texel's centre (``(s + 0.5) / width``) so studiomdl's
+    rounding gives the stored texel back, where our import shows ``s / width``: half a texel of the smallest texture
+    apart at most."""
+    sizes = []
+    for bmp in out.glob("*.bmp"):
+        head = bmp.read_bytes()[:26]
+        sizes += [
+            int.from_bytes(head[18:22], "little", signed=True),
+            abs(int.from_bytes(head[22:26], "little", signed=True)),
+        ]
+    return 0.5 / max(min(sizes), 1) + 1e-4 if sizes else 1e-4
+
+
+def flex_frames(statements) -> dict[str, str]:
+    """``flex NAME frame N`` (and ``flexpair``) in the QC's $model blocks: frame number -> flex name."""
+    names = {}
+    for statement in statements:
+        tokens = [t.value for t in statement.args]
+        for i, token in enumerate(tokens[:-3]):
+            if token in ("flex", "flexpair") and "frame" in tokens[i + 2 : i + 8]:
+                j = tokens.index("frame", i + 2)
+                names[tokens[j + 1]] = tokens[i + 1]
+    return names
+
+
+def evaluate_ours(bpy, armature, action, frames: int):
+    anim = armature.animation_data_create()
+    anim.use_nla = False
+    anim.action = action
+    if getattr(action, "slots", None) and hasattr(anim, "action_slot"):
+        anim.action_slot = action.slots[0]
+    start = float(action.frame_range[0])
+    return bst_oracle.pose_matrices(armature, [start + k for k in range(frames)])
+
+
+@pytest.mark.parametrize("path", models(), ids=sample_id)
+def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender):
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    out = tmp_path / path.stem
+    result = decompile(str(path), str(out))
+    statements = qc_grammar.parse((out / result.qc).read_bytes(), result.qc, strict=False)  # (test_decompile_outputs)
+    references, animation_files, _ = named_files(statements)
+
+    theirs = bst_oracle.import_qc(out / result.qc)  # first: its objects keep the names of its files
+    armature, meshes, actions = our_import(bpy, path)
+    if armature is not None and theirs.armature is None:
+        pytest.fail(
+            "Blender Source Tools built no armature from the QC (its QC import makes the skeleton from a reference "
+            "mesh: an animation-only QC, or one whose $definebone it does not read, gives it none)"
+        )
+    size = size_of(meshes, armature)
+    problems: list[str] = []
+
+    if armature is not None:
+        bst_oracle.compare_rest(bst_oracle.rest_matrices(armature), bst_oracle.rest_matrices(theirs.armature), size)
+
+    stems = [Path(r.replace("\\", "/")).stem for r in references]
+    missing = [s for s in stems if s not in theirs.meshes and s.lower() not in {m.lower() for m in theirs.meshes}]
+    assert not [s for s in missing if s], f"Blender Source Tools built no mesh for {missing}"
+    ours_mesh = bst_oracle.triangles(meshes)
+    their_mesh = bst_oracle.triangles([theirs.meshes[s] for s in stems if s in theirs.meshes])
+    static = any(s.command == "$staticprop" for s in statements) and armature and len(armature.data.bones) == 1
+    if static:
+        ours_mesh = turned(ours_mesh)  # studiomdl turns a static prop 90° about Z; its SMD is the model before that
+    ours_mesh.materials = [plain(m) for m in ours_mesh.materials]
+    their_mesh.materials = [plain(m) for m in their_mesh.materials]
+    ours_mesh.shapes, their_shapes = {}, their_mesh.shapes  # shape keys: compared by name below
+    their_mesh.shapes = {}
+    goldsrc = result.engine == "goldsrc"
+    uv_tolerance = half_texel(out) if goldsrc else 1e-4
+    chrome = {  # the engine makes a chrome texture's UVs from the view: what either side stores is moot
+        plain(s.args[0].value).removesuffix(".bmp")
+        for s in statements
+        if s.command == "$texrendermode" and len(s.args) > 1 and s.args[1].value.lower() == "chrome"
+    }
+    for mesh in (ours_mesh, their_mesh):
+        moot = np.array(  # (GoldSrc's studiomdl makes every texture named *chrome* chrome)
+            [plain(m).removesuffix(".bmp") in chrome or (goldsrc and "chrome" in plain(m)) for m in mesh.materials],
+            bool,
+        )
+        if moot.any():
+            mesh.uvs = mesh.uvs.copy()
+            mesh.uvs[moot] = 0.0
+    bst_oracle.compare_meshes(ours_mesh, their_mesh, size, uv_tolerance)
+    ours_shapes = turned(bst_oracle.triangles(meshes)).shapes if static else bst_oracle.triangles(meshes).shapes
+    names = flex_frames(statements)  # Blender Source Tools names a VTA's shapes by frame; the QC says whose
+    their_shapes = {names.get(k, k): v for k, v in their_shapes.items()}
+    for name in set(ours_shapes) & set(their_shapes):
+        ours_one = bst_oracle.Triangles(
+            ours_mesh.positions,
+            ours_mesh.normals,
+            ours_mesh.uvs,
+            ours_mesh.weights,
+            ours_mesh.materials,
+            {name: ours_shapes[name]},
+        )
+        theirs_one = bst_oracle.Triangles(
+            their_mesh.positions,
+            their_mesh.normals,
+            their_mesh.uvs,
+            their_mesh.weights,
+            their_mesh.materials,
+            {name: their_shapes[name]},
+        )
+        try:
+            bst_oracle.compare_meshes(ours_one, theirs_one, size)
+        except AssertionError as exc:
+            problems.append(str(exc))
+    if ours_shapes or their_shapes:
+        common = set(ours_shapes) & set(their_shapes)
+        if set(ours_shapes) != set(their_shapes):
+            problems.append(
+                f"shape keys only here: {sorted(set(ours_shapes) - common)[:5]}, only there: "
+                f"{sorted(set(their_shapes) - common)[:5]}"
+            )
+
+    by_stem = {}
+    for action in actions:
+        name = str(action.get("source_animation", action.name)).lstrip("@")
+        if not action.get("source_delta"):
+            by_stem[name] = action
+    compared = 0
+    for relative in animation_files:
+        stem = Path(relative.replace("\\", "/")).stem
+        if "/" in relative.replace("\\", "/").removeprefix("anims/") or stem not in by_stem:
+            continue  # an included model's, or a delta: not compared (see the docstring)
+        if stem not in theirs.animations:  # its QC import skipped it (test_..._qc_import_reads_every_file says so)
+            bpy.context.view_layer.objects.active = theirs.armature
+            bpy.ops.import_scene.smd(filepath=str(out / relative), boneMode="NONE")
+            theirs.animations.update(bst_oracle._bst_animations(theirs.armature, set(bpy.data.actions)))
+        theirs.animations[stem]()
+        frames = bst_oracle.bst_frames(theirs.armature)
+        their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+        our_poses = evaluate_ours(bpy, armature, by_stem[stem], len(frames))
+        bst_oracle.compare_poses(our_poses, their_poses, size, relative)
+        compared += 1
+    assert not problems, f"{compared} animations equal, but: " + "; ".join(problems[:6])
+
+
+@pytest.mark.parametrize("path", models(), ids=sample_id)
+def test_blender_source_tools_qc_import_reads_every_file(path, tmp_path, blender):
+    """What a user gets from *File › Import › Source Engine* on our QC: every mesh and animation it names."""
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    out = tmp_path / path.stem
+    result = decompile(str(path), str(out))
+    statements = qc_grammar.parse((out / result.qc).read_bytes(), result.qc, strict=False)
+    references, animation_files, _ = named_files(statements)
+    theirs = bst_oracle.import_qc(out / result.qc)
+    stems = {Path(r.replace("\\", "/")).stem.lower() for r in references}
+    missing = sorted(stems - {m.lower() for m in theirs.meshes})
+    skipped = [a for a in animation_files if Path(a.replace("\\", "/")).stem not in theirs.animations]
+    assert not missing and not skipped, (
+        f"Blender Source Tools' QC import built no mesh for {missing[:5]} and skipped {len(skipped)} of "
+        f"{len(animation_files)} animation files ({skipped[:3]}): it reads a $sequence's file only from the "
+        "$sequence line itself"
+    )
