@@ -43,6 +43,8 @@ class QcParts:
     animations: dict = field(default_factory=dict)  # (source, index) → animations.WrittenAnimation
     weightlists: dict[int, str] = field(default_factory=dict)  # sequence → its $weightlist name
     definebone: bool = False
+    options: list[list[str]] | None = None  # an export's body-part options (more than the file's: added)
+    renamed: dict[str, str] = field(default_factory=dict)  # an export's material names, by the file's texture
 
 
 def _turned(parts: QcParts, v: np.ndarray) -> np.ndarray:
@@ -74,7 +76,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
     for folder in mdl.cd_materials:
         qc.command("$cdmaterials", Quoted(folder))
-    _skins(qc, mdl)
+    _skins(qc, mdl, parts.renamed)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
     _keyvalues(qc, details.keyvalues, warnings)
@@ -102,8 +104,9 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
             continue
         if flexed:
             warnings.add(f"body part '{bp.name}' has several options and flexes: its flexes are not in the QC")
+        count = len(bp.models) if parts.options is None else max(len(bp.models), len(parts.options[b]))
         with qc.block("$bodygroup", Quoted(bp.name)):
-            for m in range(len(bp.models)):
+            for m in range(count):
                 file = parts.references.get((b, m, 0))
                 if file is None:
                     qc.line("blank")
@@ -193,7 +196,7 @@ def _lods(qc: QcWriter, parts: QcParts) -> None:
                     qc.line("removemodel", Quoted(file))
 
 
-def _skins(qc: QcWriter, mdl: MdlFile) -> None:
+def _skins(qc: QcWriter, mdl: MdlFile, renamed: dict[str, str]) -> None:
     skins = np.asarray(mdl.skins)
     if skins.ndim != 2 or len(skins) < 2:
         return
@@ -202,7 +205,8 @@ def _skins(qc: QcWriter, mdl: MdlFile) -> None:
         return
 
     def name(t: int) -> str:
-        return mdl.textures[t] if 0 <= t < len(mdl.textures) else f"material{t}"
+        texture = mdl.textures[t] if 0 <= t < len(mdl.textures) else f"material{t}"
+        return renamed.get(texture, texture)
 
     with qc.block("$texturegroup", "skinfamilies"):
         for row in skins.tolist():
