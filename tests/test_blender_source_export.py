@@ -80,3 +80,31 @@ def same_numbers(a: bytes, b: bytes) -> bool:
         if x != y and not np.isclose(np.float32(x), np.float32(y), rtol=3e-7, atol=1e-9):
             return False
     return True
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"units": "INCHES"}, {"units": "HAMMER", "axis_forward": "-X"}, {"units": "SOURCE", "axis_up": "-Y"}],
+    ids=["inches", "hammer-forward-X", "source-up-Y"],
+)
+@pytest.mark.parametrize("relative", [METAL_BOX, UNEDITED[2], UNEDITED[3]], ids=lambda r: Path(r).stem)
+def test_the_imports_scale_and_axes_are_undone_exactly(blender, tmp_path, relative, options):
+    """Blender holds float32 after the scale and turn: every value within that precision of the file's is the
+    file's, so the other scales and axes export the same bytes too. The one difference measured: at Hammer's scale
+    (0.01905) Blender loses monster_cube's custom normal on one corner of a sliver triangle of head01 (it gives
+    (0, 0, 1)); that corner is written with Blender's normal, everything else on the line equal."""
+    path = sample_path("source", relative)
+    imported(blender, path, **options)
+    ours = export(blender, tmp_path / "export")
+    theirs = decompiled(path, tmp_path / "decompiled")
+    lost = 0
+    for name in {d.split(":")[0] for d in differences(ours, theirs)}:
+        assert name.endswith(".smd"), differences(ours, theirs)
+        a, b = ours[name].splitlines(), theirs[name].splitlines()
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            if x != y:
+                x, y = x.split(), y.split()
+                assert x[:4] == y[:4] and x[7:] == y[7:], (name, x, y)  # bone, position, UV, weights equal
+                lost += 1
+    assert lost <= (1 if "HAMMER" in options.values() and "monster" in relative else 0)
