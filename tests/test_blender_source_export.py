@@ -108,3 +108,81 @@ def test_the_imports_scale_and_axes_are_undone_exactly(blender, tmp_path, relati
                 assert x[:4] == y[:4] and x[7:] == y[7:], (name, x, y)  # bone, position, UV, weights equal
                 lost += 1
     assert lost <= (1 if "HAMMER" in options.values() and "monster" in relative else 0)
+
+
+MONSTER = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
+
+
+def edit_monster(bpy, model):
+    """The issue's edits, made as a user would: vertices moved, a material renamed, a body-part option added (a new
+    object in a new option collection, weighted to the rig). Returns the objects each exported SMD should hold."""
+    import bst_oracle  # noqa: F401 - (the harness needs the oracle; imported here for its skip)
+
+    body = next(o for o in model.all_objects if o.name == "monster_a_model")
+    co = np.empty(len(body.data.vertices) * 3, np.float32)
+    body.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:200] += (1.5, -2.0, 3.25)
+    body.data.vertices.foreach_set("co", co.ravel())
+    body.data.update()
+    renamed = body.material_slots[0].material
+    old_name = renamed.name
+    renamed.name = "monster_renamed"
+
+    head = next(o for o in model.all_objects if o.name == "monster_a_monstera_head01")
+    part = next(c for c in model.children if c.get("source_bodypart") == 1)
+    option = bpy.data.collections.new("heads: new head")
+    part.children.link(option)
+    new = head.copy()
+    new.data = head.data.copy()
+    new.name = "new_head"
+    new.location = (0.0, 0.0, 0.0)
+    co = np.empty(len(new.data.vertices) * 3, np.float32)
+    new.data.vertices.foreach_get("co", co)
+    new.data.vertices.foreach_set("co", (co.reshape(-1, 3) * 1.25 + (0.0, 0.0, 4.0)).ravel())
+    option.objects.link(new)
+    return {"monster_a_model": [body], "new_head": [new]}, old_name, str(renamed["source_texture"])
+
+
+def test_an_edited_model_is_read_back_by_blender_source_tools_as_edited(blender, tmp_path):
+    import bst_oracle
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = sample_path("source", MONSTER)
+    model = imported(bpy, path)
+    before = export(bpy, tmp_path / "before")
+    expected, old_name, texture = edit_monster(bpy, model)
+    after = export(bpy, tmp_path / "after")
+
+    # what the edited scene holds, as the SMDs should name it (an imported material: the file's texture name)
+    def export_name(name: str) -> str:
+        mat = bpy.data.materials[name]
+        return name if name == "monster_renamed" else str(mat.get("source_texture", name))
+
+    ours = {}
+    for stem, objects in expected.items():
+        tris = bst_oracle.triangles(objects)
+        tris.materials = [export_name(m) for m in tris.materials]
+        ours[stem] = tris
+    size = 100.0
+    for obj in list(model.all_objects):  # our objects out of the way: Blender Source Tools' keep their files' names
+        bpy.data.objects.remove(obj)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / "monster_cube.qc")
+    for stem, tris in ours.items():
+        assert stem in theirs.meshes, sorted(theirs.meshes)
+        bst_oracle.compare_meshes(tris, bst_oracle.triangles([theirs.meshes[stem]]), size)
+
+    # the QC: only what was edited changed
+    a = before["monster_cube.qc"].decode().splitlines()
+    b = after["monster_cube.qc"].decode().splitlines()
+    changed = [line for line in difflib.unified_diff(a, b, lineterm="", n=0) if line[:1] in "+-"][2:]
+    renamed_lines = [line for line in changed if old_name in line or "monster_renamed" in line]
+    added = [line for line in changed if line not in renamed_lines]
+    assert added == ['+\tstudio "new_head.smd"'], changed
+    assert all(line.replace(old_name, "monster_renamed")[1:] in {x[1:] for x in changed} for line in renamed_lines)
+    # every other file the same bytes, but for the renamed material's name where it is used
+    changed_files = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+    assert {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"} <= set(changed_files)
+    for name in set(changed_files) - {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"}:
+        assert after[name].replace(b"monster_renamed", texture.encode()) == before[name], name
