@@ -27,6 +27,7 @@ from bpy_extras.io_utils import ExportHelper
 
 from ..decompile import DecompileOptions, decompile
 from ..decompile.source.edits import SourceEdits, join
+from ..decompile.source.new_actions import BlenderRig
 from ..errors import FormatError
 from ..scene.axes import axis_conversion_matrix
 from ..scene.ms3d.export import ExportError
@@ -80,9 +81,19 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     if not every:
         raise ExportError(f"'{model.name}' has no mesh object in its body-part collections")
     with _all_shown(context, model):
-        scene = read_objects(context, every, armature, ReadOptions(animation="NONE", shape_keys=True))
+        animation = "ALL" if armature is not None else "NONE"
+        scene = read_objects(context, every, armature, ReadOptions(animation=animation, shape_keys=True))
     if armature is not None:
         edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        edits.actions = scene.actions
+        edits.rig = BlenderRig(
+            edits.bones,
+            np.array([b.parent for b in scene.skeleton.bones], np.int64),
+            np.array([b.matrix for b in scene.skeleton.bones], np.float64),
+            turn,
+            float(scale),
+            float(scene.fps or 30.0),
+        )
     read = iter(scene.objects)
     for key, objects in wanted:
         parts = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...scene.ms3d.export import ExportError
-from ...scene.types import MeshData, ObjectData, SkinData
+from ...scene.types import ActionData, MeshData, ObjectData, SkinData
 
 POSITION_TOLERANCE = 1e-5  # relative to the coordinate's size (float32 after scale and axes: ~1e-7)
 NORMAL_TOLERANCE = 1e-2  # custom normals: quantised, and blended by Blender where it cannot keep them (~0.5°)
@@ -34,6 +34,8 @@ class SourceEdits:
     renamed: dict[str, str] = field(default_factory=dict)  # the file's texture name -> the Blender material's name
     bones: list[str] = field(default_factory=list)  # the skins' bone indices: these bones, by their file names
     lods: bool = False  # Blender holds the lower levels of detail (else the file's are written as they are)
+    actions: list[ActionData] = field(default_factory=list)  # the rig's actions; new ones become sequences
+    rig: object | None = None  # new_actions.BlenderRig: the armature the actions pose
 
 
 def settle(edited: ObjectData, original: ObjectData | None) -> ObjectData:

@@ -19,12 +19,13 @@ from ...scene.source.convert import SourceOptions, source_to_scene
 from ..output import safe_stem
 from ..registry import DecompileJob
 from .angles import quaternion_to_euler
-from .animations import write_animations
+from .animations import default_turn, write_animations
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
-from .qc import QcParts, write_qc
+from .new_actions import write_new_actions
+from .qc import QcParts, bone_world, write_qc
 
 
 def decompile_source(job: DecompileJob) -> None:
@@ -156,6 +157,15 @@ def decompile_source(job: DecompileJob) -> None:
     # animations
     if options.animations:
         parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings)
+    if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
+        own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}
+        made = [a for a in edits.actions if a.name not in own]
+        if made:
+            roots = turn is None and np.any(mdl.bones["parent"] < 0)
+            root_turn = default_turn(mdl, ani) if roots else None
+            parts.new_sequences = write_new_actions(
+                made, edits.rig, bone_world(mdl), skeleton, root_turn, output, warnings
+            )
     parts.definebone = options.definebone
     qc = QcWriter()
     write_qc(qc, parts, warnings)

@@ -45,6 +45,7 @@ class QcParts:
     definebone: bool = False
     options: list[list[str]] | None = None  # an export's body-part options (more than the file's: added)
     renamed: dict[str, str] = field(default_factory=dict)  # an export's material names, by the file's texture
+    new_sequences: list = field(default_factory=list)  # an export's actions made in Blender (WrittenAnimation)
 
 
 def _turned(parts: QcParts, v: np.ndarray) -> np.ndarray:
@@ -93,6 +94,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         extra = ["loop", p.loop] if p.loop else []
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
     _sequences(qc, parts, warnings)
+    for w in parts.new_sequences:
+        with qc.block("$sequence", Quoted(w.name)):
+            qc.line(Quoted(w.file))
+            qc.line("fps", w.fps)
 
 
 def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
