@@ -186,3 +186,55 @@ def test_an_edited_model_is_read_back_by_blender_source_tools_as_edited(blender,
     assert {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"} <= set(changed_files)
     for name in set(changed_files) - {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"}:
         assert after[name].replace(b"monster_renamed", texture.encode()) == before[name], name
+
+
+def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_poses_it(blender, tmp_path):
+    """Read back by the strict SMD reader (tests/smd_reader.py): every frame's bones, composed to model space, are
+    Blender's own evaluated pose (frame_set), up to the one constant turn studiomdl gives root bones."""
+    import smd_reader
+    from mathutils import Quaternion
+
+    from io_ms3d_mdl.scene.rotations import compose, euler_xyz_to_matrix
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    action = bpy.data.actions.new("wave")
+    armature.animation_data_create().action = action
+    picked = [pb for pb in armature.pose.bones if pb.parent is not None][:3]
+    for f in range(11):
+        for k, pb in enumerate(picked):
+            pb.rotation_mode = "QUATERNION"
+            pb.rotation_quaternion = Quaternion((1.0, 0.5, 0.2 * k), 0.07 * f * (k + 1))
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+        picked[0].location = (0.1 * f, -0.05 * f, 0.2 * f)
+        picked[0].keyframe_insert("location", frame=f)
+    expected = []
+    for f in range(11):
+        bpy.context.scene.frame_set(f)
+        expected.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
+    out = export(bpy, tmp_path / "out")
+    qc = out["monster_cube.qc"].decode()
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the scene's rate (the import set it)
+    assert f'$sequence "wave"\n{{\n\t"anims/wave.smd"\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
+    smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
+    assert sorted(smd.frames) == list(range(11))
+    turn = None
+    for f in range(11):
+        pose = smd.pose(f)
+        local = compose(euler_xyz_to_matrix(pose[:, 3:]), pose[:, :3])
+        world = local.copy()
+        for i, p in enumerate(smd.parents.tolist()):
+            if p >= 0:
+                world[i] = world[p] @ local[i]
+        for i, name in enumerate(smd.names):
+            ours = expected[f][name]
+            if turn is None:  # studiomdl's root turn, undone in the SMD: one constant rotation
+                turn = world[i] @ np.linalg.inv(ours)
+                assert np.allclose(turn[:3, :3] @ turn[:3, :3].T, np.eye(3), atol=1e-4)
+                assert np.allclose(turn[:3, 3], 0, atol=1e-2)
+            # Blender's head/tail/roll rest bones are ~5e-4 rad off the file's frames (bst_oracle.REST_TURN), which
+            # over the monster's 40 units is up to ~1e-2 in place
+            expect = turn @ ours
+            assert np.allclose(world[i][:3, :3], expect[:3, :3], atol=2e-3), (f, name)
+            assert np.allclose(world[i][:3, 3], expect[:3, 3], atol=2e-2), (f, name)
