@@ -238,3 +238,65 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
             expect = turn @ ours
             assert np.allclose(world[i][:3, :3], expect[:3, :3], atol=2e-3), (f, name)
             assert np.allclose(world[i][:3, 3], expect[:3, 3], atol=2e-2), (f, name)
+
+
+def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(blender, tmp_path):
+    bpy = blender
+    from io_ms3d_mdl.blender import source_export
+
+    assert source_export.menu_export in bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert bpy.ops.export_scene.source_qc.poll() is False  # nothing imported
+    bpy.ops.mesh.primitive_cube_add()
+    assert bpy.ops.export_scene.source_qc.poll() is False  # a mesh of no imported model
+    with pytest.raises(RuntimeError, match="not part of an imported Source model"):
+        bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "x.qc"))
+    imported(bpy, sample_path("source", METAL_BOX))
+    assert bpy.ops.export_scene.source_qc.poll() is True
+
+
+def test_a_goldsrc_model_is_not_offered(blender, tmp_path):
+    bpy = blender
+    from conftest import sample_files
+
+    path = sample_files("goldsrc", "*.mdl")
+    path = next(p for p in path if not p.stem.lower().endswith("t") and not p.stem[-2:].isdigit())
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
+    model = next(c for c in bpy.data.collections if "source_version" in c)
+    bpy.context.view_layer.objects.active = next(o for o in model.all_objects if o.type == "MESH")
+    assert bpy.ops.export_scene.source_qc.poll() is False
+
+
+@pytest.mark.parametrize("fault", ["empty slot", "new bone", "existing file"])
+def test_a_failed_export_names_the_object_and_leaves_nothing(blender, tmp_path, fault):
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER))
+    body = next(o for o in model.all_objects if o.name == "monster_a_model")
+    out = tmp_path / "out"
+    out.mkdir()
+    if fault == "empty slot":
+        body.material_slots[0].material = None
+        expected = "'monster_a_model': material slot 1 is empty"
+    elif fault == "new bone":
+        group = body.vertex_groups.new(name="tail")
+        group.add([0, 1, 2], 1.0, "REPLACE")
+        armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+        bpy.context.view_layer.objects.active = armature
+        bpy.ops.object.mode_set(mode="EDIT")
+        bone = armature.data.edit_bones.new("tail")
+        bone.head, bone.tail = (0, 0, 0), (0, 0, 1)
+        bpy.ops.object.mode_set(mode="OBJECT")
+        expected = "'monster_a_model': vertices are weighted to bone 'tail', which the model's file does not have"
+    else:
+        (out / "monster_cube.qc").write_bytes(b"mine")
+        expected = "monster_cube.qc' exists"
+    before = {p.name for p in tmp_path.iterdir()}
+    inside = {p.name for p in out.iterdir()}
+    bpy.context.view_layer.objects.active = body
+    with pytest.raises(RuntimeError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert {p.name for p in tmp_path.iterdir()} == before  # no staging folder left beside
+    assert {p.name for p in out.iterdir()} == inside  # nothing written into the target
+    if fault == "existing file":
+        assert (out / "monster_cube.qc").read_bytes() == b"mine"
+        assert bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"), overwrite=True) == {"FINISHED"}
+        assert (out / "monster_cube.qc").read_bytes().startswith(b"// Decompiled by io_ms3d_mdl")
