@@ -300,3 +300,40 @@ def test_a_failed_export_names_the_object_and_leaves_nothing(blender, tmp_path, 
         assert (out / "monster_cube.qc").read_bytes() == b"mine"
         assert bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"), overwrite=True) == {"FINISHED"}
         assert (out / "monster_cube.qc").read_bytes().startswith(b"// Decompiled by io_ms3d_mdl")
+
+
+def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
+    """scout's flexes: one shape key's vertices moved in Blender; the strict reader finds them moved in the VTA's
+    frame of that flex, every other frame and the QC as the unedited export has them."""
+    import smd_reader
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", UNEDITED[3]))
+    before = export(bpy, tmp_path / "before")
+    body = next(o for o in model.all_objects if o.type == "MESH" and o.data.shape_keys is not None)
+    key = body.data.shape_keys.key_blocks[1]
+    co = np.empty(len(key.data) * 3, np.float32)
+    key.data.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:50] += (0.0, 0.0, 2.5)
+    key.data.foreach_set("co", co.ravel())
+    after = export(bpy, tmp_path / "after")
+    vta = next(n for n in after if n.endswith(".vta"))
+    assert [n for n in set(before) | set(after) if before.get(n) != after.get(n)] == [vta]
+    old = smd_reader.parse(before[vta], vta)
+    new = smd_reader.parse(after[vta], vta)
+    base = new.shapes[0][1][:, :3]
+    frames = [t for t in sorted(new.shapes) if t > 0]
+    changed = [
+        t
+        for t in frames
+        if not np.array_equal(old.shapes[t][0], new.shapes[t][0])
+        or not np.array_equal(old.shapes[t][1], new.shapes[t][1])
+    ]
+    assert len(changed) == 1, changed  # only the edited flex
+    indices, values = new.shapes[changed[0]]
+    # the moved vertices: 2.5 higher than the basis in the frame (the frame lists each vertex it moves)
+    moved = {int(i): v for i, v in zip(indices.tolist(), values[:, :3], strict=True)}
+    assert all(
+        i in moved and abs(moved[i][2] - base[i][2] - (co[i][2] - body.data.vertices[i].co.z)) < 1e-4 for i in range(50)
+    )

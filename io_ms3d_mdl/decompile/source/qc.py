@@ -104,12 +104,13 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     mdl = parts.mdl
     for b, bp in enumerate(mdl.body_parts):
         flexed = [m for m in range(len(bp.models)) if (b, m) in parts.flexes]
-        if flexed and len(bp.models) == 1:
+        extra = parts.options[b] if parts.options is not None and b < len(parts.options) else []
+        count = max(len(bp.models), len(extra))
+        if flexed and count == 1:
             _flex_model(qc, parts, b, bp.name)
             continue
         if flexed:
             warnings.add(f"body part '{bp.name}' has several options and flexes: its flexes are not in the QC")
-        count = len(bp.models) if parts.options is None else max(len(bp.models), len(parts.options[b]))
         with qc.block("$bodygroup", Quoted(bp.name)):
             for m in range(count):
                 file = parts.references.get((b, m, 0))
