@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import sample_path
+from test_archives import KNIFE
 
 from io_ms3d_mdl.decompile import DecompileOptions, decompile
 
@@ -80,6 +81,16 @@ def same_numbers(a: bytes, b: bytes) -> bool:
         if x != y and not np.isclose(np.float32(x), np.float32(y), rtol=3e-7, atol=1e-9):
             return False
     return True
+
+
+@pytest.mark.skipif(not KNIFE.is_file(), reason="the shared VPK sample is not here")
+def test_a_model_inside_a_vpk_exports_the_decompilers_bytes(blender, tmp_path):
+    """The original file is read again through the archive the model was imported from."""
+    inside = Path(KNIFE, "models", "v_models", "v_knife_t.mdl")
+    imported(blender, inside)
+    ours = export(blender, tmp_path / "export")
+    theirs = decompiled(inside, tmp_path / "decompiled")
+    assert ours and differences(ours, theirs) == []
 
 
 @pytest.mark.parametrize(
