@@ -15,6 +15,7 @@ when the whole export has succeeded.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from contextlib import contextmanager
@@ -85,7 +86,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         scene = read_objects(context, every, armature, ReadOptions(animation=animation, shape_keys=True))
     if armature is not None:
         edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
-        edits.actions = scene.actions
+        edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
         edits.rig = BlenderRig(
             edits.bones,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
@@ -102,6 +103,13 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             parts.append((data, _slot_names(obj, known, edits.renamed)))
         edits.meshes[key] = join(parts, objects[0].name)
     return edits
+
+
+def _imported(action: bpy.types.Action | None) -> bool:
+    """An action the import made from a file's animation (named after it, or that name numbered by Blender when a
+    second import asked for it): the file's own data is written for it. A copy renamed is a new action."""
+    made = action.get("source_animation") if action is not None else None
+    return made is not None and re.fullmatch(re.escape(str(made)) + r"(\.\d{3,})?", action.name) is not None
 
 
 def _slot_names(obj: bpy.types.Object, known: set[str], renamed: dict[str, str]) -> list[str]:
