@@ -348,3 +348,25 @@ def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
     assert all(
         i in moved and abs(moved[i][2] - base[i][2] - (co[i][2] - body.data.vertices[i].co.z)) < 1e-4 for i in range(50)
     )
+
+
+def test_a_renamed_material_is_renamed_in_the_skin_families(blender, tmp_path):
+    """metal_box's skin families: a material of a column that changes between families, renamed in Blender, is
+    renamed in $texturegroup and in the SMD; the QC changes nowhere else."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", METAL_BOX))
+    before = export(bpy, tmp_path / "before")
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    material = bpy.data.materials[families[1][varying]]  # used by the second family only
+    texture = str(material["source_texture"])
+    material.name = "metal_box_repainted"
+    after = export(bpy, tmp_path / "after")
+    a = before["metal_box.qc"].decode().splitlines()
+    b = after["metal_box.qc"].decode().splitlines()
+    changed = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    assert len(a) == len(b) and len(changed) == 1, changed
+    assert changed[0][1] == changed[0][0].replace(f'"{texture}"', '"metal_box_repainted"')
+    smds = [n for n in after if n.endswith(".smd") and after[n] != before[n]]
+    for name in smds:  # family 0's meshes do not name it; any SMD that did, now names the new name
+        assert after[name].replace(b"metal_box_repainted", texture.encode()) == before[name]

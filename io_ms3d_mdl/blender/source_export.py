@@ -60,6 +60,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     turn = axis_conversion_matrix(str(axes[0]), str(axes[1]))
     known = {n for family in model.get("source_skins", []) for n in family}
     edits = SourceEdits()
+    _renamed_in_skins(model, known, edits.renamed)
     wanted: list[tuple[tuple[int, int, int], list[bpy.types.Object]]] = []
     for part in body_parts(model):
         b = int(part["source_bodypart"])
@@ -103,6 +104,19 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             parts.append((data, _slot_names(obj, known, edits.renamed)))
         edits.meshes[key] = join(parts, objects[0].name)
     return edits
+
+
+def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:
+    """A skin-table material no longer under its import name: renamed, found by its texture (it may be used by
+    no mesh's slot, only by another family)."""
+    names = [n for family in model.get("source_skins", []) for n in family]
+    textures = [t for family in model.get("source_skin_textures", []) for t in family]
+    for name, texture in zip(names, textures, strict=False):
+        if not texture or name in bpy.data.materials or texture in renamed:
+            continue
+        now = [m for m in bpy.data.materials if m.get("source_texture") == texture and m.name not in known]
+        if len(now) == 1:
+            renamed[texture] = now[0].name
 
 
 def _imported(action: bpy.types.Action | None) -> bool:
