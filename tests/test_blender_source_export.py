@@ -370,3 +370,17 @@ def test_a_renamed_material_is_renamed_in_the_skin_families(blender, tmp_path):
     smds = [n for n in after if n.endswith(".smd") and after[n] != before[n]]
     for name in smds:  # family 0's meshes do not name it; any SMD that did, now names the new name
         assert after[name].replace(b"metal_box_repainted", texture.encode()) == before[name]
+
+
+def test_the_export_does_not_write_through_a_link(blender, tmp_path):
+    bpy = blender
+    imported(bpy, sample_path("source", MONSTER))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "anims").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(RuntimeError, match="is a link"):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert list(elsewhere.iterdir()) == []
+    assert [p.name for p in out.iterdir()] == ["anims"]  # nothing else published either

@@ -216,6 +216,11 @@ def _publish(staging: Path, target: Path, files: list[str], overwrite: bool) -> 
         taken = [f for f in files if os.path.lexists(target / f)]
         if taken:
             raise ExportError(f"'{target / taken[0]}' exists (export with Overwrite to replace it)")
+    real = target.resolve()
+    for relative in files:  # every folder checked before any file moves: all of the export or none of it
+        folder = (target / relative).parent
+        if folder.resolve() != (real / relative).parent:  # a folder inside that is a link
+            raise ExportError(f"'{folder}' is a link; the export does not write through links")
     for relative in files:
         destination = target / relative
         destination.parent.mkdir(parents=True, exist_ok=True)
