@@ -259,22 +259,80 @@ def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(bl
     assert bpy.ops.export_scene.source_qc.poll() is False  # nothing imported
     bpy.ops.mesh.primitive_cube_add()
     assert bpy.ops.export_scene.source_qc.poll() is False  # a mesh of no imported model
-    with pytest.raises(RuntimeError, match="not part of an imported Source model"):
+    with pytest.raises(RuntimeError, match="not part of an imported Source or GoldSrc model"):
         bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "x.qc"))
     imported(bpy, sample_path("source", METAL_BOX))
     assert bpy.ops.export_scene.source_qc.poll() is True
 
 
-def test_a_goldsrc_model_is_not_offered(blender, tmp_path):
-    bpy = blender
+def goldsrc_models() -> list[Path]:
     from conftest import sample_files
 
-    path = sample_files("goldsrc", "*.mdl")
-    path = next(p for p in path if not p.stem.lower().endswith("t") and not p.stem[-2:].isdigit())
-    assert bpy.ops.import_scene.source_mdl(filepath=str(path)) == {"FINISHED"}
-    model = next(c for c in bpy.data.collections if "source_version" in c)
-    bpy.context.view_layer.objects.active = next(o for o in model.all_objects if o.type == "MESH")
-    assert bpy.ops.export_scene.source_qc.poll() is False
+    return [
+        p for p in sample_files("goldsrc", "*.mdl") if not p.stem.lower().endswith("t") and not p.stem[-2:].isdigit()
+    ]
+
+
+@pytest.mark.parametrize("units", ["SOURCE", "INCHES"])
+def test_an_unedited_goldsrc_model_exports_the_decompilers_bytes(blender, tmp_path, units):
+    """GoldSrc too: texels, one bone per vertex and the file's positions come back exactly."""
+    bpy = blender
+    assert len(goldsrc_models()) >= 7
+    for k, path in enumerate(goldsrc_models()):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        model = imported(bpy, path, units=units)
+        assert bpy.ops.export_scene.source_qc.poll() is True
+        ours = export(bpy, tmp_path / f"export{k}")
+        theirs = decompiled(path, tmp_path / f"decompiled{k}")
+        assert differences(ours, theirs) == [], path.name
+        assert model.name
+
+
+def test_an_edited_goldsrc_model_is_read_back_by_blender_source_tools_as_edited(blender, tmp_path):
+    """houndeye: vertices moved and a new option; UVs compared within half a texel (GoldSrc stores texels)."""
+    import bst_oracle
+    from test_decompile_readback import half_texel  # half a texel of the smallest texture written
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    model = imported(bpy, path)
+    body = next(o for o in model.all_objects if o.type == "MESH")
+    co = np.empty(len(body.data.vertices) * 3, np.float32)
+    body.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:40] += (2.0, 0.0, -1.0)
+    body.data.vertices.foreach_set("co", co.ravel())
+    part = next(c for c in model.children if "source_bodypart" in c)
+    option = bpy.data.collections.new("body: extra")
+    part.children.link(option)
+    extra = body.copy()
+    extra.data = body.data.copy()
+    extra.name = "extra_body"
+    option.objects.link(extra)
+    export(bpy, tmp_path / "out")
+    stem = Path(body.get("source_model", body.name)).stem
+
+    def export_name(name: str) -> str:
+        return str(bpy.data.materials[name].get("source_texture", name))
+
+    ours = {}
+    for key, obj in ((stem, body), ("extra_body", extra)):
+        tris = bst_oracle.triangles([obj])
+        tris.materials = [export_name(m).lower().removesuffix(".bmp") for m in tris.materials]
+        ours[key] = tris
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    qc = next((tmp_path / "out").glob("*.qc"))
+    theirs = bst_oracle.import_qc(qc)
+    for key, tris in ours.items():
+        assert key in theirs.meshes, sorted(theirs.meshes)
+        got = bst_oracle.triangles([theirs.meshes[key]])
+        got.materials = [m.lower().removesuffix(".bmp") for m in got.materials]
+        # the SMD holds (texel + ¾ falling to ¼) / (size - 1) (the decompiler's, byte-equal above), the import
+        # texel / size: at the last texel 1.25 / (size - 1) apart, for the smallest texture
+        smallest = 0.5 / (half_texel(tmp_path / "out") - 1e-4)
+        bst_oracle.compare_meshes(tris, got, 100.0, uv_tolerance=1.25 / (smallest - 1.0) + 1e-4)
 
 
 @pytest.mark.parametrize("fault", ["empty slot", "new bone", "existing file"])

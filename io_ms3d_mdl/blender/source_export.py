@@ -1,5 +1,5 @@
-"""File › Export › Source Model Sources (.qc): an imported Source model, as the user left it in Blender, back to the
-QC and SMD/VTA files ``studiomdl`` compiles.
+"""File › Export › Source Model Sources (.qc): an imported Source or GoldSrc model, as the user left it in Blender,
+back to the QC and SMD/VTA (BMP) files ``studiomdl`` compiles.
 
 The decompiler (``io_ms3d_mdl.decompile``) runs on the model's original file (the path its collection keeps, in an
 archive or not), with the reference meshes, body-part options and material names replaced by the Blender objects'
@@ -39,14 +39,14 @@ from .scene_builder import find_layer_collection
 from .scene_reader import ReadOptions, read_objects
 from .source_switch import body_parts, model_collection
 
-SOURCE_VERSIONS = 44  # the first Source MDL version; GoldSrc's is 10
+ENGINE_VERSIONS = (10, *range(44, 60))  # GoldSrc's MDL version, then Source's
 
 
 def source_model(context: bpy.types.Context) -> bpy.types.Collection | None:
-    """The imported Source model the active object or collection belongs to (GoldSrc models are not exported)."""
+    """The imported Source or GoldSrc model the active object or collection belongs to."""
     model = model_collection(context)
     try:
-        return model if model is not None and int(model["source_version"]) >= SOURCE_VERSIONS else None
+        return model if model is not None and int(model["source_version"]) in ENGINE_VERSIONS else None
     except (TypeError, ValueError):
         return None
 
@@ -244,7 +244,7 @@ class IO_MS3D_MDL_OT_export_source(bpy.types.Operator, ExportHelper):
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
         if source_model(context) is None:
-            cls.poll_message_set("the active object or collection is not part of an imported Source model")
+            cls.poll_message_set("the active object or collection is not part of an imported Source or GoldSrc model")
             return False
         return True
 
@@ -257,7 +257,7 @@ class IO_MS3D_MDL_OT_export_source(bpy.types.Operator, ExportHelper):
     def execute(self, context: bpy.types.Context) -> set[str]:
         model = source_model(context)
         if model is None:
-            self.report({"ERROR"}, "Select an object of an imported Source model (its collection) to export it")
+            self.report({"ERROR"}, "Select an object of an imported Source or GoldSrc model (its collection)")
             return {"CANCELLED"}
         # The files go into the chosen file's folder; the QC is named after the model's file, as a decompile's
         target = os.path.dirname(os.path.abspath(bpy.path.abspath(self.filepath)))
