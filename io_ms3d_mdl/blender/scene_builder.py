@@ -77,6 +77,9 @@ def _build(context: bpy.types.Context, scene: SceneData) -> tuple[bpy.types.Coll
     if scene.skin_families:
         collection["source_skins"] = [[materials[t].name if t >= 0 else "" for t in f] for f in scene.skin_families]
         collection["source_skin"] = 0
+        # each entry's texture (the file's name), so an export knows a material renamed since
+        textures = [str(m.props.get("source_texture", "")) for m in scene.materials]
+        collection["source_skin_textures"] = [[textures[t] if t >= 0 else "" for t in f] for f in scene.skin_families]
 
     if armature is not None:
         collection.objects.unlink(armature)

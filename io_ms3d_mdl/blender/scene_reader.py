@@ -43,6 +43,7 @@ class ReadOptions:
     apply_modifiers: bool = True
     animation: str = "ACTIVE"  # "NONE", "ACTIVE" (the armature's action) or "ALL" (every action keying it)
     output_dir: str | None = None  # texture paths inside it are written relative to it
+    shape_keys: bool = False  # each mesh's shape keys (world space), as MeshData.shape_keys
 
 
 def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions()) -> SceneData:
@@ -51,7 +52,16 @@ def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions())
     meshes = [o for o in context.view_layer.objects if o.type == "MESH" and _taken(o, options)]
     if not meshes:
         raise ExportError("nothing to export: no mesh object " + ("is selected" if options.selection_only else ""))
-    armature = _armature(meshes, context, options)
+    return read_objects(context, meshes, _armature(meshes, context, options), options)
+
+
+def read_objects(
+    context: bpy.types.Context,
+    meshes: list[bpy.types.Object],
+    armature: bpy.types.Object | None,
+    options: ReadOptions = ReadOptions(),
+) -> SceneData:
+    """These mesh objects (visible or not) and this armature as a scene, the objects in the order given."""
     scene = SceneData(name=_scene_name(meshes, armature), props=_model_props(meshes, armature))
     bone_names: list[str] = []
     if armature is not None:
@@ -62,7 +72,7 @@ def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions())
     weighted = any(g.name in names for obj in meshes for g in obj.vertex_groups)
     tree = _weight_tree(bone_names) if weighted else None  # one for every mesh: its cost grows with the bones
     try:
-        with _rest_pose(meshes):
+        with _rest_pose(meshes), _basis_shape(meshes if options.shape_keys else []):
             for obj in meshes:
                 scene.objects.append(_object(obj, depsgraph, bone_names, tree, scene, materials, options))
     finally:
@@ -195,6 +205,24 @@ def _rest_pose(meshes: list[bpy.types.Object]) -> Iterator[None]:
             modifier.show_viewport = True
 
 
+@contextmanager
+def _basis_shape(meshes: list[bpy.types.Object]) -> Iterator[None]:
+    """Each mesh in its basis shape while it is read (keys driven away from 0 would move it), when its shape keys
+    are read as well: they are relative to that basis."""
+    kept = []
+    try:
+        for obj in meshes:
+            if obj.data.shape_keys is not None:
+                kept.append((obj, obj.show_only_shape_key, obj.active_shape_key_index))
+                obj.show_only_shape_key = True
+                obj.active_shape_key_index = 0
+        yield
+    finally:
+        for obj, only, index in kept:
+            obj.show_only_shape_key = only
+            obj.active_shape_key_index = index
+
+
 def _object(
     obj: bpy.types.Object,
     depsgraph: bpy.types.Depsgraph,
@@ -208,6 +236,8 @@ def _object(
     bones = sorted({index[g.name] for g in obj.vertex_groups if g.name in index})  # bones it has groups for
     with _evaluated_mesh(obj, depsgraph, tree if bones else None, options) as me:
         mesh, skin = _mesh(obj, me, bones)
+        if options.shape_keys:
+            mesh.shape_keys = _shape_keys(obj, len(mesh.positions))
         slots = []
         for slot in obj.material_slots:
             mat = slot.material
@@ -319,6 +349,26 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
         sharp_edges=_sharp_edges(me),
     )
     return mesh, _skin(me, bones, nv)
+
+
+def _shape_keys(obj: bpy.types.Object, nv: int) -> list[tuple[str, np.ndarray]]:
+    """The object's shape keys after its basis, in world space like its mesh; they describe the mesh without
+    modifiers, so a modifier that changes the vertex count cannot be exported with them."""
+    keys = obj.data.shape_keys
+    if keys is None or len(keys.key_blocks) < 2:
+        return []
+    blocks = list(keys.key_blocks)[1:]
+    if len(obj.data.vertices) != nv:
+        raise ExportError(
+            f"'{obj.name}': its modifiers change the vertex count ({len(obj.data.vertices)} -> {nv}), so its shape "
+            "keys cannot be exported; apply or remove the modifiers"
+        )
+    world = np.array(obj.matrix_world, dtype=np.float64)
+    out = []
+    for block in blocks:
+        co = _get(block.data, "co", nv, np.float32, 3).astype(np.float64)
+        out.append((block.name, (co @ world[:3, :3].T + world[:3, 3]).astype(np.float32)))
+    return out
 
 
 def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:

@@ -33,6 +33,9 @@ class DecompileOptions:
     flexes: bool = True  # VTA and the flex rules
     definebone: bool = False  # a $definebone line per bone (the whole skeleton, as compiled)
     textures: bool = True  # GoldSrc: the textures as BMP
+    # An export from Blender: what replaces the file's meshes, options and material names
+    # (``decompile.source.edits.SourceEdits``); None decompiles the file as it is.
+    edits: object | None = None
 
 
 @dataclass

@@ -28,6 +28,8 @@ from ...formats.smd import SmdSkeleton, write_smd
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
+from ..source.edits import SourceEdits, remap_bones
+from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
 from .qc import QcParts, SequenceFiles, stored_names, write_qc
@@ -104,10 +106,30 @@ def _references(
     rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
     materials, sizes = _columns(gs, texture_files)
     body_parts = []
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
     for b, part in enumerate(gs.body_parts):
         options: list[str | None] = []
-        for m, model in enumerate(part.models):
-            if len(model.vertices) == 0 and not any(len(mesh.corners) for mesh in model.meshes):
+        count = len(part.models)
+        if edits is not None and b < len(edits.options):
+            count = max(count, len(edits.options[b]))
+        for m in range(count):
+            model = part.models[m] if m < len(part.models) else None
+            empty = model is None or (len(model.vertices) == 0 and not any(len(mesh.corners) for mesh in model.meshes))
+            if edits is not None:  # an export: Blender's object for the option, if it has one
+                entry = edits.meshes.get((b, m, 0))
+                if entry is None:
+                    options.append(None)
+                    continue
+                original = None if empty else model_triangles(gs, model, world, materials, sizes)[0]
+                triangles = _edited(gs, edits, entry, skeleton.names, texture_files, original)
+                name = source_stem(model.name) if model is not None else edits.options[b][m]
+                relative = out.name(name or f"{part.name}_{m}", ".smd")
+                with out.open(relative) as stream:
+                    stats = write_smd(stream, skeleton, rest, triangles)
+                _non_finite(warnings, relative, stats.non_finite)
+                options.append(relative[: -len(".smd")])
+                continue
+            if empty:
                 options.append(None)
                 continue
             relative = out.name(source_stem(model.name) or f"{part.name}_{m}", ".smd")
@@ -167,6 +189,16 @@ def _check_animation_budget(gs: GsFile, path: str) -> None:
     data_bytes = len(gs.data) + sum(len(data) for data, _ in gs.group_data.values())
     work = sum(max(s.numframes, 0) * max(s.numblends, 1) for s in gs.sequences) * len(gs.bones)
     budget.check(path, "frames × bones over all animations", work, budget.bone_frames(data_bytes))
+
+
+def _edited(gs, edits, entry, bone_names, texture_files, original):
+    """Blender's object of one option: materials by the texture files the QC names, bones by the file's names."""
+    obj, names = entry
+    file_of = {t.name: f for t, f in zip(gs.textures, texture_files, strict=True)}
+    sizes = {f: (t.width, t.height) for t, f in zip(gs.textures, texture_files, strict=True)}
+    obj = remap_bones(obj, edits.bones, list(bone_names))
+    texture = {new: old for old, new in edits.renamed.items()}  # a renamed material keeps its BMP (not renamed yet)
+    return edited_triangles(obj, [file_of.get(texture.get(n, n), n) for n in names], sizes, original)
 
 
 def source_stem(name: str) -> str:

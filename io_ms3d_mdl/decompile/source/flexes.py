@@ -40,7 +40,11 @@ def write_flexes(
     descs = [d for d in descs if 0 <= d < len(mdl.flex_names)]
     mesh = obj.mesh
     base = np.asarray(mesh.positions, dtype=np.float64)
-    normals = np.asarray(mesh.vertex_normals if mesh.vertex_normals is not None else np.zeros_like(base), np.float64)
+    normals = np.zeros_like(base)
+    if mesh.vertex_normals is not None:
+        normals = np.asarray(mesh.vertex_normals, np.float64)
+    elif mesh.normals is not None:  # an export's mesh: per corner, one of each vertex's corners
+        normals[np.asarray(mesh.triangles).ravel()] = np.asarray(mesh.normals, np.float64)
     keys = [k for _, k in mesh.shape_keys]
     if len(keys) != len(descs):
         warnings.add(f"'{reference}': {len(keys)} shape keys for {len(descs)} flexes; the VTA follows the keys")

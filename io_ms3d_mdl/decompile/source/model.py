@@ -19,11 +19,13 @@ from ...scene.source.convert import SourceOptions, source_to_scene
 from ..output import safe_stem
 from ..registry import DecompileJob
 from .angles import quaternion_to_euler
-from .animations import write_animations
+from .animations import default_turn, write_animations
 from .details import model_details
+from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
-from .qc import QcParts, write_qc
+from .new_actions import write_new_actions
+from .qc import QcParts, bone_world, write_qc
 from .stored_names import restore_stored_names
 
 
@@ -83,9 +85,14 @@ def decompile_source(job: DecompileJob) -> None:
     textures = mdl.textures
     family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
 
+    edits = options.edits if isinstance(options.edits, SourceEdits) else None
+    renamed = edits.renamed if edits is not None else {}
+    parts.renamed = renamed
+
     def material(ref: int) -> str:
         t = family0[ref] if 0 <= ref < len(family0) else ref
-        return textures[t] if 0 <= t < len(textures) else f"material{ref}"
+        name = textures[t] if 0 <= t < len(textures) else f"material{ref}"
+        return renamed.get(name, name)
 
     by_option: dict[tuple[int, int, int], object] = {}
     for obj in scene.objects:
@@ -93,18 +100,29 @@ def decompile_source(job: DecompileJob) -> None:
             continue
         key = (obj.props["source_bodypart"], obj.props["source_option"], obj.props["source_lod"])
         by_option[key] = obj
-    for (b, m, k), obj in sorted(by_option.items()):
-        model = mdl.body_parts[b].models[m]
-        base = os.path.splitext(os.path.basename(model.name.replace("\\", "/")))[0] or f"{stem}_{b}_{m}"
+    originals = {key: (obj, [material(r) for r in obj.mesh.material_refs or []]) for key, obj in by_option.items()}
+    written = originals
+    if edits is not None:  # Blender's objects instead, each keeping the file's values it did not change
+        bones = list(mdl.bone_names)
+        written = {
+            key: (settle(remap_bones(obj, edits.bones, bones), by_option.get(key)), names)
+            for key, (obj, names) in edits.meshes.items()
+        }
+        if not edits.lods:  # the import left the lower levels of detail out: the file's are kept
+            written.update({key: v for key, v in originals.items() if key[2] > 0 and key[0] < len(edits.options)})
+        parts.options = edits.options
+    for (b, m, k), (obj, names) in sorted(written.items()):
+        model = mdl.body_parts[b].models[m] if m < len(mdl.body_parts[b].models) else None
+        name = model.name if model is not None else edits.options[b][m]
+        base = os.path.splitext(os.path.basename(name.replace("\\", "/")))[0] or f"{stem}_{b}_{m}"
         relative = output.name(base if k == 0 else f"{base}_lod{k}", ".smd")
-        refs = obj.mesh.material_refs or []
-        triangles = object_triangles(obj, [material(r) for r in refs], turn)
+        triangles = object_triangles(obj, names, turn)
         with output.open(relative) as stream:
             stats = write_smd(stream, skeleton, rest, triangles)
         if stats.non_finite:
             warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
         parts.references[(b, m, k)] = relative
-        if options.flexes and k == 0 and obj.mesh.shape_keys:
+        if options.flexes and k == 0 and obj.mesh.shape_keys and model is not None:
             parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn)
 
     # physics
@@ -141,6 +159,15 @@ def decompile_source(job: DecompileJob) -> None:
     # animations
     if options.animations:
         parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings)
+    if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
+        own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}
+        made = [a for a in edits.actions if a.name not in own]
+        if made:
+            roots = turn is None and np.any(mdl.bones["parent"] < 0)
+            root_turn = default_turn(mdl, ani) if roots else None
+            parts.new_sequences = write_new_actions(
+                made, edits.rig, bone_world(mdl), skeleton, root_turn, output, warnings
+            )
     parts.definebone = options.definebone
     qc = QcWriter()
     write_qc(qc, parts, warnings)

@@ -54,6 +54,9 @@ class QcParts:
     animations: dict = field(default_factory=dict)  # (source, index) → animations.WrittenAnimation
     weightlists: dict[int, str] = field(default_factory=dict)  # sequence → its $weightlist name
     definebone: bool = False
+    options: list[list[str]] | None = None  # an export's body-part options (more than the file's: added)
+    renamed: dict[str, str] = field(default_factory=dict)  # an export's material names, by the file's texture
+    new_sequences: list = field(default_factory=list)  # an export's actions made in Blender (WrittenAnimation)
 
 
 def _turned(parts: QcParts, v: np.ndarray) -> np.ndarray:
@@ -90,7 +93,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
     for folder in mdl.cd_materials:
         qc.command("$cdmaterials", Quoted(folder))
-    _skins(qc, mdl)
+    _skins(qc, mdl, parts.renamed)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
     _keyvalues(qc, details.keyvalues, warnings)
@@ -109,6 +112,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         extra = ["loop", p.loop] if p.loop else []
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
     _sequences(qc, parts, warnings)
+    for w in parts.new_sequences:
+        with qc.block("$sequence", Quoted(w.name)):
+            qc.line(Quoted(w.file))
+            qc.line("fps", w.fps)
 
 
 def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
@@ -118,13 +125,15 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     for b, bp in enumerate(mdl.body_parts):
         flexed = [m for m in range(len(bp.models)) if (b, m) in parts.flexes]
         eyes = [m for m in range(len(bp.models)) if parts.details.eyeballs.get((b, m))]
-        if (flexed or eyes) and len(bp.models) == 1 and (b, 0, 0) in parts.references:
+        extra = parts.options[b] if parts.options is not None and b < len(parts.options) else []
+        count = max(len(bp.models), len(extra))
+        if (flexed or eyes) and count == 1 and (b, 0, 0) in parts.references:
             _flex_model(qc, parts, b, bp.name)
             continue
         if flexed or eyes:
             warnings.add(f"body part '{bp.name}' has several options and flexes or eyeballs: those are not in the QC")
         with qc.block("$bodygroup", Quoted(bp.name)):
-            for m in range(len(bp.models)):
+            for m in range(count):
                 file = parts.references.get((b, m, 0))
                 if file is None:
                     qc.line("blank")
@@ -219,7 +228,7 @@ def _lods(qc: QcWriter, parts: QcParts) -> None:
                     qc.line("removemodel", Quoted(file))
 
 
-def _skins(qc: QcWriter, mdl: MdlFile) -> None:
+def _skins(qc: QcWriter, mdl: MdlFile, renamed: dict[str, str]) -> None:
     skins = np.asarray(mdl.skins)
     if skins.ndim != 2 or len(skins) < 2:
         return
@@ -228,7 +237,8 @@ def _skins(qc: QcWriter, mdl: MdlFile) -> None:
         return
 
     def name(t: int) -> str:
-        return mdl.textures[t] if 0 <= t < len(mdl.textures) else f"material{t}"
+        texture = mdl.textures[t] if 0 <= t < len(mdl.textures) else f"material{t}"
+        return renamed.get(texture, texture)
 
     with qc.block("$texturegroup", "skinfamilies"):
         for row in skins.tolist():

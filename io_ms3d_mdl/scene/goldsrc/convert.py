@@ -50,6 +50,8 @@ def goldsrc_to_scene(gs: GsFile, options: SourceOptions | None = None) -> SceneD
 def _scene(gs: GsFile, options: SourceOptions) -> SceneData:
     stem = os.path.splitext(os.path.basename(gs.path or gs.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(gs))
+    # What an export back to QC undoes (blender/source_export.py): the import's scale and axes.
+    scene.props.update(source_import_scale=options.scale, source_import_axes=[options.axis_forward, options.axis_up])
     scene.warnings.extend(gs.warnings)
     world = bone_world(gs)
     if len(gs.bones):

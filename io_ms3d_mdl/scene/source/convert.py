@@ -84,6 +84,8 @@ def source_to_scene(
     model (``formats.source.phy``), if any."""
     stem = os.path.splitext(os.path.basename(mdl.path or mdl.name or "model"))[0]
     scene = SceneData(name=stem, props=_model_props(mdl))
+    # What an export back to Source undoes (blender/source_export.py): the import's scale and axes.
+    scene.props.update(source_import_scale=options.scale, source_import_axes=[options.axis_forward, options.axis_up])
     scene.warnings.extend(mdl.warnings)
     if (vvd is None or vtx is None) and any(m.num_vertices for bp in mdl.body_parts for m in bp.models):
         missing = " and ".join(n for n, f in ((".vvd", vvd), (".vtx", vtx)) if f is None)

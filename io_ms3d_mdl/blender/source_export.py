@@ -1,0 +1,282 @@
+"""File › Export › Source Model Sources (.qc): an imported Source or GoldSrc model, as the user left it in Blender,
+back to the QC and SMD/VTA (BMP) files ``studiomdl`` compiles.
+
+The decompiler (``io_ms3d_mdl.decompile``) runs on the model's original file (the path its collection keeps, in an
+archive or not), with the reference meshes, body-part options and material names replaced by the Blender objects'
+(``decompile.source.edits``): everything the user cannot edit in Blender (hit boxes, sequences with their events,
+IK, physics, flex rules) comes from the file, through the very code a plain decompile runs. The objects are read
+by the MilkShape export's reader (``scene_reader``) and turned back into Source units and axes by the scale and axes
+the import recorded on the collection.
+
+Nothing half-written is left: the files are made in a hidden folder beside the target and moved into place only
+when the whole export has succeeded.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, StringProperty
+from bpy_extras.io_utils import ExportHelper
+
+from ..decompile import DecompileOptions, decompile
+from ..decompile.source.edits import SourceEdits, join
+from ..decompile.source.new_actions import BlenderRig
+from ..errors import FormatError
+from ..scene.axes import axis_conversion_matrix
+from ..scene.ms3d.export import ExportError
+from ..scene.types import MeshData, ObjectData, SkinData
+from .decompile_button import model_file
+from .preferences import mounted_games, search_roots
+from .scene_builder import find_layer_collection
+from .scene_reader import ReadOptions, read_objects
+from .source_switch import body_parts, model_collection
+
+ENGINE_VERSIONS = (10, *range(44, 60))  # GoldSrc's MDL version, then Source's
+
+
+def source_model(context: bpy.types.Context) -> bpy.types.Collection | None:
+    """The imported Source or GoldSrc model the active object or collection belongs to."""
+    model = model_collection(context)
+    try:
+        return model if model is not None and int(model["source_version"]) in ENGINE_VERSIONS else None
+    except (TypeError, ValueError):
+        return None
+
+
+def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdits:
+    """The model's body-part options, meshes and material names as Blender holds them, in Source units and axes."""
+    scale = model.get("source_import_scale")
+    axes = model.get("source_import_axes")
+    if not scale or axes is None:
+        raise ExportError(f"'{model.name}' was imported by an older version that did not record its scale and axes")
+    turn = axis_conversion_matrix(str(axes[0]), str(axes[1]))
+    known = {n for family in model.get("source_skins", []) for n in family}
+    edits = SourceEdits()
+    _renamed_in_skins(model, known, edits.renamed)
+    wanted: list[tuple[tuple[int, int, int], list[bpy.types.Object]]] = []
+    for part in body_parts(model):
+        b = int(part["source_bodypart"])
+        while len(edits.options) <= b:
+            edits.options.append([])
+        for m, option in enumerate(part.children):
+            meshes = [o for o in option.objects if o.type == "MESH"]
+            edits.options[b].append(str(option.get("source_model") or (meshes[0].name if meshes else option.name)))
+            if meshes:
+                wanted.append(((b, m, 0), meshes))
+            for child in option.children:
+                if "source_lod" in child:
+                    edits.lods = True
+                    lod = [o for o in child.objects if o.type == "MESH"]
+                    if lod:
+                        wanted.append(((b, m, int(child["source_lod"])), lod))
+    armatures = [o for o in model.all_objects if o.type == "ARMATURE"]
+    armature = armatures[0] if len(armatures) == 1 else None
+    every = [o for _, objects in wanted for o in objects]
+    if not every:
+        raise ExportError(f"'{model.name}' has no mesh object in its body-part collections")
+    with _all_shown(context, model):
+        animation = "ALL" if armature is not None else "NONE"
+        scene = read_objects(context, every, armature, ReadOptions(animation=animation, shape_keys=True))
+    if armature is not None:
+        edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
+        edits.rig = BlenderRig(
+            edits.bones,
+            np.array([b.parent for b in scene.skeleton.bones], np.int64),
+            np.array([b.matrix for b in scene.skeleton.bones], np.float64),
+            turn,
+            float(scale),
+            float(scene.fps or 30.0),
+        )
+    read = iter(scene.objects)
+    for key, objects in wanted:
+        parts = []
+        for obj in objects:
+            data = _to_source(next(read), turn, float(scale))
+            parts.append((data, _slot_names(obj, known, edits.renamed)))
+        edits.meshes[key] = join(parts, objects[0].name)
+    return edits
+
+
+def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:
+    """A skin-table material no longer under its import name: renamed, found by its texture (it may be used by
+    no mesh's slot, only by another family)."""
+    names = [n for family in model.get("source_skins", []) for n in family]
+    textures = [t for family in model.get("source_skin_textures", []) for t in family]
+    for name, texture in zip(names, textures, strict=False):
+        if not texture or name in bpy.data.materials or texture in renamed:
+            continue
+        now = [m for m in bpy.data.materials if m.get("source_texture") == texture and m.name not in known]
+        if len(now) == 1:
+            renamed[texture] = now[0].name
+
+
+def _imported(action: bpy.types.Action | None) -> bool:
+    """An action the import made from a file's animation (named after it, or that name numbered by Blender when a
+    second import asked for it): the file's own data is written for it. A copy renamed is a new action."""
+    made = action.get("source_animation") if action is not None else None
+    return made is not None and re.fullmatch(re.escape(str(made)) + r"(\.\d{3,})?", action.name) is not None
+
+
+def _slot_names(obj: bpy.types.Object, known: set[str], renamed: dict[str, str]) -> list[str]:
+    """Each slot's material as the SMD names it: the file's texture for an imported material kept as it was, the
+    Blender name for a renamed or new one."""
+    names = []
+    for i, slot in enumerate(obj.material_slots):
+        mat = slot.material
+        if mat is None:
+            raise ExportError(f"'{obj.name}': material slot {i + 1} is empty (an SMD names a material per face)")
+        texture = mat.get("source_texture")
+        if texture is None or mat.name in known:
+            names.append(str(texture if texture is not None else mat.name))
+            continue
+        renamed[str(texture)] = mat.name
+        names.append(mat.name)
+    return names
+
+
+def _to_source(obj: ObjectData, turn: np.ndarray, scale: float) -> ObjectData:
+    """World space (the import's axes and scale) back to Source's: ``source = turnᵀ · world / scale``."""
+    m = obj.mesh
+
+    def points(p: np.ndarray) -> np.ndarray:
+        return (np.asarray(p, np.float64) @ turn / scale).astype(np.float32)
+
+    mesh = MeshData(
+        name=m.name,
+        positions=points(m.positions),
+        triangles=m.triangles,
+        uvs=m.uvs,
+        normals=(np.asarray(m.normals, np.float64) @ turn).astype(np.float32) if m.normals is not None else None,
+        material_indices=m.material_indices,
+        shape_keys=[(n, points(k)) for n, k in m.shape_keys],
+    )
+    for what, values in (("vertex", mesh.positions), ("shape key", [k for _, k in mesh.shape_keys])):
+        if len(values) and not np.isfinite(np.asarray(values)).all():
+            raise ExportError(f"'{obj.name}': a {what} position is not a finite number")
+    skin = None if obj.skin is None else SkinData(obj.skin.bone_indices, obj.skin.weights)
+    return ObjectData(obj.name, mesh, obj.props, skin=skin)
+
+
+@contextmanager
+def _all_shown(context: bpy.types.Context, model: bpy.types.Collection):
+    """Every collection of the model shown while it is read (a hidden option is still exported); as before after."""
+    changed = []
+    stack = [model]
+    while stack:
+        coll = stack.pop()
+        stack.extend(coll.children)
+        layer = find_layer_collection(context.view_layer.layer_collection, coll)
+        if layer is not None and (layer.hide_viewport or layer.exclude):
+            changed.append((layer, layer.hide_viewport, layer.exclude))
+            layer.exclude = False
+            layer.hide_viewport = False
+    try:
+        yield
+    finally:
+        for layer, hidden, excluded in reversed(changed):
+            layer.exclude = excluded
+            layer.hide_viewport = hidden
+
+
+def export_source(context: bpy.types.Context, model: bpy.types.Collection, target: str, overwrite: bool = False):
+    """The model's sources into the folder ``target``: written in a hidden folder beside it and moved into place
+    once every file is made, so a failure leaves nothing behind. Returns the decompile's result."""
+    source = model_file(model)
+    if not source:
+        raise ExportError(f"'{model.name}' does not record the file it was imported from")
+    edits = gather(context, model)
+    target_path = Path(os.path.abspath(target))
+    target_path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target_path.name}.", suffix=".partial", dir=target_path.parent))
+    try:
+        options = DecompileOptions(search_roots=search_roots(context), mounts=mounted_games(context), edits=edits)
+        result = decompile(source, str(staging), options)
+        _publish(staging, target_path, result.files, overwrite)
+        result.out_dir = str(target_path)
+        return result
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, target: Path, files: list[str], overwrite: bool) -> None:
+    """Each made file into ``target``; an existing file is an error (before anything moves) unless ``overwrite``."""
+    if target.is_symlink():
+        raise ExportError(f"'{target}' is a link; choose a real folder")
+    target.mkdir(exist_ok=True)
+    if not overwrite:
+        taken = [f for f in files if os.path.lexists(target / f)]
+        if taken:
+            raise ExportError(f"'{target / taken[0]}' exists (export with Overwrite to replace it)")
+    real = target.resolve()
+    for relative in files:  # every folder checked before any file moves: all of the export or none of it
+        folder = (target / relative).parent
+        if folder.resolve() != (real / relative).parent:  # a folder inside that is a link
+            raise ExportError(f"'{folder}' is a link; the export does not write through links")
+    for relative in files:
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / relative, destination)
+
+
+class IO_MS3D_MDL_OT_export_source(bpy.types.Operator, ExportHelper):
+    """Export the active imported Source model as it is now in Blender: QC and SMD/VTA files for studiomdl, with
+    everything Blender does not show (hit boxes, sequences, events, IK, physics, flex rules) from the original file"""
+
+    bl_idname = "export_scene.source_qc"
+    bl_label = "Export Source Model Sources"
+    bl_options = {"PRESET"}  # noqa: RUF012 - Blender reads a set
+
+    filename_ext = ".qc"
+    filter_glob: StringProperty(default="*.qc", options={"HIDDEN"})  # type: ignore[valid-type]
+    overwrite: BoolProperty(  # type: ignore[valid-type]
+        name="Overwrite", description="Replace files already in the model's folder (default: keep them and stop)"
+    )
+
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        if source_model(context) is None:
+            cls.poll_message_set("the active object or collection is not part of an imported Source or GoldSrc model")
+            return False
+        return True
+
+    def invoke(self, context: bpy.types.Context, event: bpy.types.Event) -> set[str]:
+        model = source_model(context)
+        if model is not None and not self.filepath:
+            self.filepath = bpy.path.ensure_ext(Path(str(model_file(model) or model.name)).stem, ".qc")
+        return super().invoke(context, event)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        model = source_model(context)
+        if model is None:
+            self.report({"ERROR"}, "Select an object of an imported Source or GoldSrc model (its collection)")
+            return {"CANCELLED"}
+        # The files go into the chosen file's folder; the QC is named after the model's file, as a decompile's
+        target = os.path.dirname(os.path.abspath(bpy.path.abspath(self.filepath)))
+        try:
+            result = export_source(context, model, target, self.overwrite)
+        except (ExportError, FormatError) as exc:
+            self.report({"ERROR"}, f"Export failed: {exc}")
+            return {"CANCELLED"}
+        except Exception as exc:  # one message, never a traceback in the user's face
+            self.report({"ERROR"}, f"Export failed: '{model.name}': {type(exc).__name__}: {exc}")
+            return {"CANCELLED"}
+        for warning in result.warnings:
+            self.report({"WARNING"}, warning)
+        self.report({"INFO"}, f"Exported {model.name}: {len(result.files)} files in {target} (QC: {result.qc})")
+        return {"FINISHED"}
+
+
+def menu_export(self, context: bpy.types.Context) -> None:
+    self.layout.operator(IO_MS3D_MDL_OT_export_source.bl_idname, text="Source Model Sources (.qc)")
+
+
+CLASSES = (IO_MS3D_MDL_OT_export_source,)

@@ -1,0 +1,444 @@
+"""File › Export › Source Model Sources (.qc), in the bpy wheel: an imported Source model as Blender holds it, back
+to the decompiler's QC and SMD/VTA files, with everything Blender does not show taken from the original file."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import sample_path
+from test_archives import KNIFE
+
+from io_ms3d_mdl.decompile import DecompileOptions, decompile
+
+pytestmark = pytest.mark.blender
+
+METAL_BOX = "Igrium__portal_nrtx/models/props/metal_box.mdl"
+UNEDITED = [
+    METAL_BOX,
+    "icewind1991__vmdl/data/barrel01.mdl",
+    "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl",
+    "GoodFishMan__mercenaries/models/player/scout.mdl",
+    "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl",
+]
+
+
+def imported(bpy, path: Path, **options):
+    options.setdefault("units", "SOURCE")
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), **options) == {"FINISHED"}
+    model = next(c for c in bpy.data.collections if "source_version" in c)
+    armature = next((o for o in model.all_objects if o.type == "ARMATURE"), None)
+    bpy.context.view_layer.objects.active = armature or next(o for o in model.all_objects if o.type == "MESH")
+    return model
+
+
+def export(bpy, out: Path, **options) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    assert bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"), **options) == {"FINISHED"}
+    return files(out)
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def decompiled(path: Path, out: Path) -> dict:
+    decompile(str(path), str(out), DecompileOptions())
+    return files(out)
+
+
+def differences(a: dict[str, bytes], b: dict[str, bytes]) -> list[str]:
+    out = [f"only in one: {sorted(set(a) ^ set(b))}"] if set(a) != set(b) else []
+    for name in sorted(set(a) & set(b)):
+        if a[name] != b[name]:
+            lines = difflib.unified_diff(
+                a[name].decode("latin-1").splitlines(), b[name].decode("latin-1").splitlines(), lineterm="", n=0
+            )
+            out.append(f"{name}: " + "\n".join(list(lines)[2:12]))
+    return out
+
+
+@pytest.mark.parametrize("relative", UNEDITED, ids=lambda r: Path(r).stem)
+def test_an_unedited_model_exports_the_decompilers_bytes(blender, tmp_path, relative):
+    path = sample_path("source", relative)
+    imported(blender, path)
+    ours = export(blender, tmp_path / "export")
+    theirs = decompiled(path, tmp_path / "decompiled")
+    # The decompiler itself is not stable in an animation's last digit from one run to the next (seen on
+    # civilian's included animations, a different file each time): animation files are held to one float32 step.
+    for name in {d.split(":")[0] for d in differences(ours, theirs)}:
+        assert name.startswith("anims/"), differences(ours, theirs)
+        assert same_numbers(ours[name], theirs[name]), name
+
+
+def same_numbers(a: bytes, b: bytes) -> bool:
+    ta, tb = a.split(), b.split()
+    if len(ta) != len(tb):
+        return False
+    for x, y in zip(ta, tb, strict=True):
+        if x != y and not np.isclose(np.float32(x), np.float32(y), rtol=3e-7, atol=1e-9):
+            return False
+    return True
+
+
+@pytest.mark.skipif(not KNIFE.is_file(), reason="the shared VPK sample is not here")
+def test_a_model_inside_a_vpk_exports_the_decompilers_bytes(blender, tmp_path):
+    """The original file is read again through the archive the model was imported from."""
+    inside = Path(KNIFE, "models", "v_models", "v_knife_t.mdl")
+    imported(blender, inside)
+    ours = export(blender, tmp_path / "export")
+    theirs = decompiled(inside, tmp_path / "decompiled")
+    assert ours and differences(ours, theirs) == []
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"units": "INCHES"}, {"units": "HAMMER", "axis_forward": "-X"}, {"units": "SOURCE", "axis_up": "-Y"}],
+    ids=["inches", "hammer-forward-X", "source-up-Y"],
+)
+@pytest.mark.parametrize("relative", [METAL_BOX, UNEDITED[2], UNEDITED[3]], ids=lambda r: Path(r).stem)
+def test_the_imports_scale_and_axes_are_undone_exactly(blender, tmp_path, relative, options):
+    """Blender holds float32 after the scale and turn: every value within that precision of the file's is the
+    file's, so the other scales and axes export the same bytes too. The one difference measured: at Hammer's scale
+    (0.01905) Blender loses monster_cube's custom normal on one corner of a sliver triangle of head01 (it gives
+    (0, 0, 1)); that corner is written with Blender's normal, everything else on the line equal."""
+    path = sample_path("source", relative)
+    imported(blender, path, **options)
+    ours = export(blender, tmp_path / "export")
+    theirs = decompiled(path, tmp_path / "decompiled")
+    lost = 0
+    for name in {d.split(":")[0] for d in differences(ours, theirs)}:
+        assert name.endswith(".smd"), differences(ours, theirs)
+        a, b = ours[name].splitlines(), theirs[name].splitlines()
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            if x != y:
+                x, y = x.split(), y.split()
+                assert x[:4] == y[:4] and x[7:] == y[7:], (name, x, y)  # bone, position, UV, weights equal
+                lost += 1
+    assert lost <= (1 if "HAMMER" in options.values() and "monster" in relative else 0)
+
+
+MONSTER = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
+
+
+def edit_monster(bpy, model):
+    """The issue's edits, made as a user would: vertices moved, a material renamed, a body-part option added (a new
+    object in a new option collection, weighted to the rig). Returns the objects each exported SMD should hold."""
+    import bst_oracle  # noqa: F401 - (the harness needs the oracle; imported here for its skip)
+
+    body = next(o for o in model.all_objects if o.name == "monster_a_model")
+    co = np.empty(len(body.data.vertices) * 3, np.float32)
+    body.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:200] += (1.5, -2.0, 3.25)
+    body.data.vertices.foreach_set("co", co.ravel())
+    body.data.update()
+    renamed = body.material_slots[0].material
+    old_name = renamed.name
+    renamed.name = "monster_renamed"
+
+    head = next(o for o in model.all_objects if o.name == "monster_a_monstera_head01")
+    part = next(c for c in model.children if c.get("source_bodypart") == 1)
+    option = bpy.data.collections.new("heads: new head")
+    part.children.link(option)
+    new = head.copy()
+    new.data = head.data.copy()
+    new.name = "new_head"
+    new.location = (0.0, 0.0, 0.0)
+    co = np.empty(len(new.data.vertices) * 3, np.float32)
+    new.data.vertices.foreach_get("co", co)
+    new.data.vertices.foreach_set("co", (co.reshape(-1, 3) * 1.25 + (0.0, 0.0, 4.0)).ravel())
+    option.objects.link(new)
+    return {"monster_a_model": [body], "new_head": [new]}, old_name, str(renamed["source_texture"])
+
+
+def test_an_edited_model_is_read_back_by_blender_source_tools_as_edited(blender, tmp_path):
+    import bst_oracle
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = sample_path("source", MONSTER)
+    model = imported(bpy, path)
+    before = export(bpy, tmp_path / "before")
+    expected, old_name, texture = edit_monster(bpy, model)
+    after = export(bpy, tmp_path / "after")
+
+    # what the edited scene holds, as the SMDs should name it (an imported material: the file's texture name)
+    def export_name(name: str) -> str:
+        mat = bpy.data.materials[name]
+        return name if name == "monster_renamed" else str(mat.get("source_texture", name))
+
+    ours = {}
+    for stem, objects in expected.items():
+        tris = bst_oracle.triangles(objects)
+        tris.materials = [export_name(m) for m in tris.materials]
+        ours[stem] = tris
+    size = 100.0
+    for obj in list(model.all_objects):  # our objects out of the way: Blender Source Tools' keep their files' names
+        bpy.data.objects.remove(obj)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / "monster_cube.qc")
+    for stem, tris in ours.items():
+        assert stem in theirs.meshes, sorted(theirs.meshes)
+        bst_oracle.compare_meshes(tris, bst_oracle.triangles([theirs.meshes[stem]]), size)
+
+    # the QC: only what was edited changed
+    a = before["monster_cube.qc"].decode().splitlines()
+    b = after["monster_cube.qc"].decode().splitlines()
+    changed = [line for line in difflib.unified_diff(a, b, lineterm="", n=0) if line[:1] in "+-"][2:]
+    renamed_lines = [line for line in changed if old_name in line or "monster_renamed" in line]
+    added = [line for line in changed if line not in renamed_lines]
+    assert added == ['+\tstudio "new_head.smd"'], changed
+    assert all(line.replace(old_name, "monster_renamed")[1:] in {x[1:] for x in changed} for line in renamed_lines)
+    # every other file the same bytes, but for the renamed material's name where it is used
+    changed_files = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+    assert {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"} <= set(changed_files)
+    for name in set(changed_files) - {"monster_a_model.smd", "monster_cube.qc", "new_head.smd"}:
+        assert after[name].replace(b"monster_renamed", texture.encode()) == before[name], name
+
+
+def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_poses_it(blender, tmp_path):
+    """Read back by the strict SMD reader (tests/smd_reader.py): every frame's bones, composed to model space, are
+    Blender's own evaluated pose (frame_set), up to the one constant turn studiomdl gives root bones."""
+    import smd_reader
+    from mathutils import Quaternion
+
+    from io_ms3d_mdl.scene.rotations import compose, euler_xyz_to_matrix
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    action = bpy.data.actions.new("wave")
+    armature.animation_data_create().action = action
+    picked = [pb for pb in armature.pose.bones if pb.parent is not None][:3]
+    for f in range(11):
+        for k, pb in enumerate(picked):
+            pb.rotation_mode = "QUATERNION"
+            pb.rotation_quaternion = Quaternion((1.0, 0.5, 0.2 * k), 0.07 * f * (k + 1))
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+        picked[0].location = (0.1 * f, -0.05 * f, 0.2 * f)
+        picked[0].keyframe_insert("location", frame=f)
+    expected = []
+    for f in range(11):
+        bpy.context.scene.frame_set(f)
+        expected.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
+    out = export(bpy, tmp_path / "out")
+    qc = out["monster_cube.qc"].decode()
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the scene's rate (the import set it)
+    assert f'$sequence "wave"\n{{\n\t"anims/wave.smd"\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
+    smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
+    assert sorted(smd.frames) == list(range(11))
+    turn = None
+    for f in range(11):
+        pose = smd.pose(f)
+        local = compose(euler_xyz_to_matrix(pose[:, 3:]), pose[:, :3])
+        world = local.copy()
+        for i, p in enumerate(smd.parents.tolist()):
+            if p >= 0:
+                world[i] = world[p] @ local[i]
+        for i, name in enumerate(smd.names):
+            ours = expected[f][name]
+            if turn is None:  # studiomdl's root turn, undone in the SMD: one constant rotation
+                turn = world[i] @ np.linalg.inv(ours)
+                assert np.allclose(turn[:3, :3] @ turn[:3, :3].T, np.eye(3), atol=1e-4)
+                assert np.allclose(turn[:3, 3], 0, atol=1e-2)
+            # Blender's head/tail/roll rest bones are ~5e-4 rad off the file's frames (bst_oracle.REST_TURN), which
+            # over the monster's 40 units is up to ~1e-2 in place
+            expect = turn @ ours
+            assert np.allclose(world[i][:3, :3], expect[:3, :3], atol=2e-3), (f, name)
+            assert np.allclose(world[i][:3, 3], expect[:3, 3], atol=2e-2), (f, name)
+
+
+def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(blender, tmp_path):
+    bpy = blender
+    from io_ms3d_mdl.blender import source_export
+
+    assert source_export.menu_export in bpy.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert bpy.ops.export_scene.source_qc.poll() is False  # nothing imported
+    bpy.ops.mesh.primitive_cube_add()
+    assert bpy.ops.export_scene.source_qc.poll() is False  # a mesh of no imported model
+    with pytest.raises(RuntimeError, match="not part of an imported Source or GoldSrc model"):
+        bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "x.qc"))
+    imported(bpy, sample_path("source", METAL_BOX))
+    assert bpy.ops.export_scene.source_qc.poll() is True
+
+
+def goldsrc_models() -> list[Path]:
+    from conftest import sample_files
+
+    return [
+        p for p in sample_files("goldsrc", "*.mdl") if not p.stem.lower().endswith("t") and not p.stem[-2:].isdigit()
+    ]
+
+
+@pytest.mark.parametrize("units", ["SOURCE", "INCHES"])
+def test_an_unedited_goldsrc_model_exports_the_decompilers_bytes(blender, tmp_path, units):
+    """GoldSrc too: texels, one bone per vertex and the file's positions come back exactly."""
+    bpy = blender
+    assert len(goldsrc_models()) >= 7
+    for k, path in enumerate(goldsrc_models()):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        model = imported(bpy, path, units=units)
+        assert bpy.ops.export_scene.source_qc.poll() is True
+        ours = export(bpy, tmp_path / f"export{k}")
+        theirs = decompiled(path, tmp_path / f"decompiled{k}")
+        assert differences(ours, theirs) == [], path.name
+        assert model.name
+
+
+def test_an_edited_goldsrc_model_is_read_back_by_blender_source_tools_as_edited(blender, tmp_path):
+    """houndeye: vertices moved and a new option; UVs compared within half a texel (GoldSrc stores texels)."""
+    import bst_oracle
+    from test_decompile_readback import half_texel  # half a texel of the smallest texture written
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    model = imported(bpy, path)
+    body = next(o for o in model.all_objects if o.type == "MESH")
+    co = np.empty(len(body.data.vertices) * 3, np.float32)
+    body.data.vertices.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:40] += (2.0, 0.0, -1.0)
+    body.data.vertices.foreach_set("co", co.ravel())
+    part = next(c for c in model.children if "source_bodypart" in c)
+    option = bpy.data.collections.new("body: extra")
+    part.children.link(option)
+    extra = body.copy()
+    extra.data = body.data.copy()
+    extra.name = "extra_body"
+    option.objects.link(extra)
+    export(bpy, tmp_path / "out")
+    stem = Path(body.get("source_model", body.name)).stem
+
+    def export_name(name: str) -> str:
+        return str(bpy.data.materials[name].get("source_texture", name))
+
+    ours = {}
+    for key, obj in ((stem, body), ("extra_body", extra)):
+        tris = bst_oracle.triangles([obj])
+        tris.materials = [export_name(m).lower().removesuffix(".bmp") for m in tris.materials]
+        ours[key] = tris
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    qc = next((tmp_path / "out").glob("*.qc"))
+    theirs = bst_oracle.import_qc(qc)
+    for key, tris in ours.items():
+        assert key in theirs.meshes, sorted(theirs.meshes)
+        got = bst_oracle.triangles([theirs.meshes[key]])
+        got.materials = [m.lower().removesuffix(".bmp") for m in got.materials]
+        # the SMD holds (texel + ¾ falling to ¼) / (size - 1) (the decompiler's, byte-equal above), the import
+        # texel / size: at the last texel 1.25 / (size - 1) apart, for the smallest texture
+        smallest = 0.5 / (half_texel(tmp_path / "out") - 1e-4)
+        bst_oracle.compare_meshes(tris, got, 100.0, uv_tolerance=1.25 / (smallest - 1.0) + 1e-4)
+
+
+@pytest.mark.parametrize("fault", ["empty slot", "new bone", "existing file"])
+def test_a_failed_export_names_the_object_and_leaves_nothing(blender, tmp_path, fault):
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER))
+    body = next(o for o in model.all_objects if o.name == "monster_a_model")
+    out = tmp_path / "out"
+    out.mkdir()
+    if fault == "empty slot":
+        body.material_slots[0].material = None
+        expected = "'monster_a_model': material slot 1 is empty"
+    elif fault == "new bone":
+        group = body.vertex_groups.new(name="tail")
+        group.add([0, 1, 2], 1.0, "REPLACE")
+        armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+        bpy.context.view_layer.objects.active = armature
+        bpy.ops.object.mode_set(mode="EDIT")
+        bone = armature.data.edit_bones.new("tail")
+        bone.head, bone.tail = (0, 0, 0), (0, 0, 1)
+        bpy.ops.object.mode_set(mode="OBJECT")
+        expected = "'monster_a_model': vertices are weighted to bone 'tail', which the model's file does not have"
+    else:
+        (out / "monster_cube.qc").write_bytes(b"mine")
+        expected = "monster_cube.qc' exists"
+    before = {p.name for p in tmp_path.iterdir()}
+    inside = {p.name for p in out.iterdir()}
+    bpy.context.view_layer.objects.active = body
+    with pytest.raises(RuntimeError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert {p.name for p in tmp_path.iterdir()} == before  # no staging folder left beside
+    assert {p.name for p in out.iterdir()} == inside  # nothing written into the target
+    if fault == "existing file":
+        assert (out / "monster_cube.qc").read_bytes() == b"mine"
+        assert bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"), overwrite=True) == {"FINISHED"}
+        assert (out / "monster_cube.qc").read_bytes().startswith(b"// Decompiled by io_ms3d_mdl")
+
+
+def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
+    """scout's flexes: one shape key's vertices moved in Blender; the strict reader finds them moved in the VTA's
+    frame of that flex, every other frame and the QC as the unedited export has them."""
+    import smd_reader
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", UNEDITED[3]))
+    before = export(bpy, tmp_path / "before")
+    body = next(o for o in model.all_objects if o.type == "MESH" and o.data.shape_keys is not None)
+    key = body.data.shape_keys.key_blocks[1]
+    co = np.empty(len(key.data) * 3, np.float32)
+    key.data.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:50] += (0.0, 0.0, 2.5)
+    key.data.foreach_set("co", co.ravel())
+    after = export(bpy, tmp_path / "after")
+    vta = next(n for n in after if n.endswith(".vta"))
+    assert [n for n in set(before) | set(after) if before.get(n) != after.get(n)] == [vta]
+    old = smd_reader.parse(before[vta], vta)
+    new = smd_reader.parse(after[vta], vta)
+    base = new.shapes[0][1][:, :3]
+    frames = [t for t in sorted(new.shapes) if t > 0]
+    changed = [
+        t
+        for t in frames
+        if not np.array_equal(old.shapes[t][0], new.shapes[t][0])
+        or not np.array_equal(old.shapes[t][1], new.shapes[t][1])
+    ]
+    assert len(changed) == 1, changed  # only the edited flex
+    indices, values = new.shapes[changed[0]]
+    # the moved vertices: 2.5 higher than the basis in the frame (the frame lists each vertex it moves)
+    moved = {int(i): v for i, v in zip(indices.tolist(), values[:, :3], strict=True)}
+    assert all(
+        i in moved and abs(moved[i][2] - base[i][2] - (co[i][2] - body.data.vertices[i].co.z)) < 1e-4 for i in range(50)
+    )
+
+
+def test_a_renamed_material_is_renamed_in_the_skin_families(blender, tmp_path):
+    """metal_box's skin families: a material of a column that changes between families, renamed in Blender, is
+    renamed in $texturegroup and in the SMD; the QC changes nowhere else."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", METAL_BOX))
+    before = export(bpy, tmp_path / "before")
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    material = bpy.data.materials[families[1][varying]]  # used by the second family only
+    texture = str(material["source_texture"])
+    material.name = "metal_box_repainted"
+    after = export(bpy, tmp_path / "after")
+    a = before["metal_box.qc"].decode().splitlines()
+    b = after["metal_box.qc"].decode().splitlines()
+    changed = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+    assert len(a) == len(b) and len(changed) == 1, changed
+    assert changed[0][1] == changed[0][0].replace(f'"{texture}"', '"metal_box_repainted"')
+    smds = [n for n in after if n.endswith(".smd") and after[n] != before[n]]
+    for name in smds:  # family 0's meshes do not name it; any SMD that did, now names the new name
+        assert after[name].replace(b"metal_box_repainted", texture.encode()) == before[name]
+
+
+def test_the_export_does_not_write_through_a_link(blender, tmp_path):
+    bpy = blender
+    imported(bpy, sample_path("source", MONSTER))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "anims").symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(RuntimeError, match="is a link"):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert list(elsewhere.iterdir()) == []
+    assert [p.name for p in out.iterdir()] == ["anims"]  # nothing else published either
