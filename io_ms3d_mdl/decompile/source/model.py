@@ -1,0 +1,151 @@
+"""A Source model back to its QC and the SMD/VTA files it names (see ``decompile/__init__.py`` for the API).
+
+Reads exactly what the import reads, through the same confinement and budget: the ``.mdl`` with its ``.vvd``,
+``.vtx``, ``.phy``, ``.ani`` and ``$includemodel`` models (``formats.source``); meshes, weights, shape keys and
+collision solids come from the import's own scene, in Source units and axes (``scene.source.convert``)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ...errors import BudgetExceeded, FormatError
+from ...formats.qc import QcWriter
+from ...formats.smd import SmdSkeleton, SmdTriangles, write_smd
+from ...formats.source import find_sidecars, read_mdl_bytes, read_mesh_companions, read_physics_companion
+from ...formats.source.includes import load_ani, load_includes
+from ...scene.source.convert import SourceOptions, source_to_scene
+from ..output import safe_stem
+from ..registry import DecompileJob
+from .angles import quaternion_to_euler
+from .animations import write_animations
+from .details import model_details
+from .flexes import write_flexes
+from .geometry import STATIC_TURN, face_normals, merge, object_triangles
+from .qc import QcParts, write_qc
+from .stored_names import restore_stored_names
+
+
+def decompile_source(job: DecompileJob) -> None:
+    options, result, output = job.options, job.result, job.output
+    warnings = result.warnings
+    mdl = read_mdl_bytes(job.data, job.path)
+    result.version = mdl.version
+    warnings.extend(mdl.warnings)
+    sidecars = find_sidecars(job.path)
+    vvd, vtx, notes = read_mesh_companions(mdl, sidecars, None if options.lods else 0)
+    warnings.extend(notes)
+    ani = load_ani(job.path, mdl)
+    includes = load_includes(job.path, mdl, warnings) if options.include_animations else []
+    phy = None
+    if options.physics:
+        try:
+            phy = read_physics_companion(mdl, sidecars)
+        except BudgetExceeded:
+            raise
+        except FormatError as exc:
+            warnings.add(f"the collision model was not decompiled: {exc.message}")
+    scene = source_to_scene(
+        mdl,
+        vvd,
+        vtx,
+        SourceOptions(
+            scale=1.0,
+            lod=-1 if options.lods else 0,
+            armature_for_static_props=True,
+            import_animations=False,
+            find_materials=False,
+            import_attachments=False,
+            import_physics=phy is not None,
+        ),
+        ani,
+        includes,
+        phy,
+    )
+    warnings.extend(scene.warnings)
+    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
+    static = mdl.is_static_prop and len(mdl.bones) == 1
+    turn = STATIC_TURN if static else None
+    stem = safe_stem(os.path.splitext(os.path.basename(job.path))[0], "model")
+    skeleton = SmdSkeleton(list(mdl.bone_names), mdl.bones["parent"].astype(np.int64))
+    rest = np.concatenate(
+        [
+            mdl.bones["pos"].astype(np.float64),
+            quaternion_to_euler(mdl.bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]),
+        ],
+        axis=1,
+    )[None]
+    parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx)
+
+    # reference SMDs: one per body-part option and level of detail
+    textures = mdl.textures
+    family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
+
+    def material(ref: int) -> str:
+        t = family0[ref] if 0 <= ref < len(family0) else ref
+        return textures[t] if 0 <= t < len(textures) else f"material{ref}"
+
+    by_option: dict[tuple[int, int, int], object] = {}
+    for obj in scene.objects:
+        if obj.collision or "source_bodypart" not in obj.props:
+            continue
+        key = (obj.props["source_bodypart"], obj.props["source_option"], obj.props["source_lod"])
+        by_option[key] = obj
+    for (b, m, k), obj in sorted(by_option.items()):
+        model = mdl.body_parts[b].models[m]
+        base = os.path.splitext(os.path.basename(model.name.replace("\\", "/")))[0] or f"{stem}_{b}_{m}"
+        relative = output.name(base if k == 0 else f"{base}_lod{k}", ".smd")
+        refs = obj.mesh.material_refs or []
+        triangles = object_triangles(obj, [material(r) for r in refs], turn)
+        with output.open(relative) as stream:
+            stats = write_smd(stream, skeleton, rest, triangles)
+        if stats.non_finite:
+            warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
+        parts.references[(b, m, k)] = relative
+        if options.flexes and k == 0 and obj.mesh.shape_keys:
+            parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn)
+
+    # physics
+    solids = [o for o in scene.objects if o.collision]
+    if solids and phy is not None:
+        names = [b.name for b in scene.skeleton.bones] if scene.skeleton else []
+        pieces = []
+        for obj in solids:
+            mesh = obj.mesh
+            tris = np.asarray(mesh.triangles, dtype=np.int64)
+            positions = np.asarray(mesh.positions, dtype=np.float64)[tris]
+            if turn is not None:
+                positions = positions @ turn.T
+            bone = names.index(obj.bone) if obj.bone in names else 0
+            t = len(tris)
+            pieces.append(
+                SmdTriangles(
+                    ["phy"],
+                    np.zeros(t, np.int64),
+                    positions,
+                    face_normals(positions),
+                    np.zeros((t, 3, 2)),
+                    np.full((t, 3, 1), bone),
+                    np.ones((t, 3, 1), np.float32),
+                )
+            )
+        relative = output.name(f"{stem}_physics", ".smd")
+        with output.open(relative) as stream:
+            write_smd(stream, skeleton, rest, merge(pieces))
+        parts.physics = relative
+        parts.phy = phy
+        parts.solids = solids
+
+    # animations
+    if options.animations:
+        parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings)
+    parts.definebone = options.definebone
+    qc = QcWriter()
+    write_qc(qc, parts, warnings)
+    if qc.non_finite:
+        warnings.add(f"the QC: {qc.non_finite} nan/inf values were written as 0")
+    relative = output.name(stem, ".qc")
+    output.write(relative, qc.encode())
+    result.qc = relative
