@@ -20,6 +20,8 @@ from ..output import safe_stem
 from ..registry import DecompileJob
 from .angles import quaternion_to_euler
 from .animations import write_animations
+from .bloodlines import VERSION as BLOODLINES
+from .bloodlines import bloodlines_details
 from .details import model_details
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
@@ -64,7 +66,10 @@ def decompile_source(job: DecompileJob) -> None:
         phy,
     )
     warnings.extend(scene.warnings)
-    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    if mdl.version == BLOODLINES:
+        details = bloodlines_details(job.data, job.path, mdl)
+    else:
+        details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
     restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None
