@@ -365,3 +365,28 @@ def test_jigglebones_come_back_in_degrees(tmp_path):
     assert words[words.index("yaw_constraint") + 1 : words.index("yaw_constraint") + 3] == ["-20", "45"]
     assert words[words.index("up_constraint") + 1 : words.index("up_constraint") + 3] == ["-3", "4"]
     assert "is_flexible" in words and "has_base_spring" in words and "is_rigid" not in words
+
+
+def test_decompile_runs_without_blender_and_reports_a_json_row(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    model = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
+    script = f"""
+import sys, json
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
+            raise ImportError('bpy is blocked in this test: ' + name)
+sys.meta_path.insert(0, Block())
+sys.path.insert(0, {str(ROOT)!r})
+import io_ms3d_mdl
+result = io_ms3d_mdl.decompile({str(model)!r}, {str(tmp_path / "out")!r})
+print(json.dumps(result.as_row()))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    assert row["engine"] == "source" and row["qc"] == "monster_cube.qc" and len(row["files"]) > 3

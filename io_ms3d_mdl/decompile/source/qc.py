@@ -104,6 +104,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     _collision(qc, parts)
     qc.blank()
     parts.weightlists = _weightlists(qc, parts)
+    _animation_storage(qc, mdl)
     for p in details.pose_parameters:
         extra = ["loop", p.loop] if p.loop else []
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
@@ -582,3 +583,17 @@ def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
                     line = []
         if line:
             qc.line(*line)
+
+
+def _animation_storage(qc: QcWriter, mdl: MdlFile) -> None:
+    """How the model stored its animations: ``$sectionframes`` (long animations cut into sections) and
+    ``$animblocksize`` (animations kept in an ``.ani`` file, in blocks of at most that many kilobytes: the largest
+    block, rounded up, as the QC's own value is not stored)."""
+    sections = [a.section_frames for a in mdl.animations if a.section_frames > 0]
+    if sections:
+        qc.command("$sectionframes", max(set(sections), key=sections.count))
+    if mdl.num_anim_blocks > 1 and len(mdl.anim_blocks):
+        sizes = (mdl.anim_blocks[:, 1] - mdl.anim_blocks[:, 0]).astype(np.int64)
+        largest = int(sizes.max()) if len(sizes) else 0
+        if largest > 0:
+            qc.command("$animblocksize", -(-largest // 1024))
