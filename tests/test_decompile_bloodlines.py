@@ -7,6 +7,7 @@ animations, with a warning."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import bloodlines_reference as ref
@@ -16,7 +17,7 @@ import qc_grammar
 import smd_reader
 from conftest import samples_dir
 from smd_strict import corner_arrays, qc_commands, read_smd
-from test_source_bloodlines import FETCHED, SHARED, fetched, shared_model  # noqa: F401 (fetched: a fixture)
+from test_source_bloodlines import FETCHED, SHARED, fetched, mirror, shared_model  # noqa: F401 (fetched: a fixture)
 
 import io_ms3d_mdl
 from io_ms3d_mdl.decompile import DecompileOptions
@@ -232,3 +233,21 @@ def test_the_qc_keeps_what_bloodlines_stores(tmp_path):
     result = decompiled(shared_or_skip("items/garys_film/ground/garys_film.mdl"), prop)
     commands = [c[0] for c in qc_commands((prop / result.qc).read_text("utf-8"))]
     assert "$staticprop" in commands and "$collisionmodel" in commands
+
+
+def test_every_included_model_is_named(tmp_path):
+    """A 2531 include record is 116 bytes (not 44–53's 8): all eleven of the female player's included animation
+    models come back as $includemodel, in order (read from the fetched repository)."""
+    repo = mirror()
+    folder = "Basic_Patch/models/character/shared/female/"
+    blob = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{folder}allsequences.mdl"], capture_output=True)
+    path = tmp_path / "models" / "character" / "shared" / "female" / "allsequences.mdl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(blob.stdout)
+    result = decompiled(path, tmp_path / "out")
+    commands = qc_commands((tmp_path / "out" / result.qc).read_text("utf-8"))
+    shared = "models/character/shared/female/"
+    pcs = [f"{shared}pc/{c}.mdl" for c in ("br", "ga", "ma", "no", "tr", "ve", "to", "g2")]
+    expected = [f"{shared}alsequences.mdl", f"{shared}frenzy.mdl", f"{shared}pc_idles.mdl", *pcs]
+    assert [c[1] for c in commands if c[0] == "$includemodel"] == expected
+    assert sum("was not found" in w for w in result.warnings) == len(expected)  # only this file was copied

@@ -23,20 +23,39 @@ from .details import IKCHAIN, IKLINK, POSEPARAM, IkChain, ModelDetails, PosePara
 VERSION = B.VERSION
 KNOWN_FLAGS = 0x1 | 0x10  # auto-generated hit boxes, static prop
 SOLID = 0x1
-INCLUDE = np.dtype([("sznameindex", "<i4"), ("unused", "<i4")])  # the name first (44–53: label, then name)
+# 116 bytes in 2531 (44–53: 8, label then name): the name's offset first; the rest (0, 0x7fffffff, 0, a size, then
+# -1s) is not read. Measured on allsequences.mdl's 11 includes, each name 116 bytes further on.
+INCLUDE = np.dtype([("sznameindex", "<i4"), ("unknown", "V112")])
+
+
+def _text(cur: Cursor, offset: int) -> str:
+    try:
+        return cur.string_at(offset, "name", optional=True)
+    except FormatError:
+        return ""
+
+
+def name_included_models(data: bytes, path: str | None, mdl: MdlFile) -> None:
+    """The models ``mdl`` includes (``$includemodel``), which the import's reader leaves unread: named here so that
+    the decompile writes their animations under this skeleton and the QC includes them, as for 44–53."""
+    cur = Cursor(data, path)
+    with suppress(FormatError):
+        (header,) = cur.array_at(B.HEADER, 0, 1, "version 2531 studiohdr_t header")
+        count, index = int(header["numincludemodels"]), int(header["includemodelindex"])
+        if 0 < count <= 256:
+            records = cur.array_at(INCLUDE, index, count, "included models")
+            names = [_text(cur, index + k * INCLUDE.itemsize + int(r["sznameindex"])) if int(r["sznameindex"])
+                     else "" for k, r in enumerate(records)]  # fmt: skip
+            mdl.include_models[:] = [n for n in names if n]
 
 
 def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDetails:
-    """Also keeps in ``mdl`` only the header flags this version is known to mean, and names its included models
-    (for ``$includemodel``; their animations are not carried over)."""
+    """Also keeps in ``mdl`` only the header flags this version is known to mean."""
     cur = Cursor(data, path)
     (header,) = cur.array_at(B.HEADER, 0, 1, "version 2531 studiohdr_t header")
 
     def text(offset: int) -> str:
-        try:
-            return cur.string_at(offset, "name", optional=True)
-        except FormatError:
-            return ""
+        return _text(cur, offset)
 
     sequences = []
     with suppress(FormatError):
@@ -63,13 +82,6 @@ def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDeta
                 name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
                 knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
                 chains.append(IkChain(name, [int(b) for b in links["bone"]], knee))
-    count, index = int(header["numincludemodels"]), int(header["includemodelindex"])
-    if 0 < count <= 256:
-        with suppress(FormatError):
-            records = cur.array_at(INCLUDE, index, count, "included models")
-            names = [text(index + k * 8 + int(r["sznameindex"])) if int(r["sznameindex"]) else "" for k, r in
-                     enumerate(records)]  # fmt: skip
-            mdl.include_models[:] = [n for n in names if n]
     base = int(header["boneindex"])
     surface_props = [
         text(base + i * B.BONE.itemsize + offset) if offset else ""
