@@ -1,6 +1,6 @@
 """How close a Python importer can come to Blender's C++ OBJ importer on small models: the floor of the API.
 
-    python scripts/bench_floor.py [--runs 15] [--output FILE.md]
+    python scripts/bench_floor.py [--runs 15] [--output FILE.md] [MODEL ...]
 
 For every model under 500 triangles that ``bench.py`` times (MilkShape samples over 5 kB, small Source props), in
 one Blender process, alternating, each after a factory reset, against ``wm.obj_import`` of the same geometry:
@@ -10,7 +10,8 @@ one Blender process, alternating, each after a factory reset, against ``wm.obj_i
   collection; meshes by ``foreach_set`` with UVs and material slots; one Principled material each with its image
   node; for rigs an armature in edit mode and the file's weights as vertex groups with an Armature modifier. It
   leaves out what our builder adds on top: custom normals, sharp edges, material values, custom properties, bone
-  colours, attachments, hitboxes and collision display. On a small model, where each kind of datablock is made a
+  colours, attachments and hitboxes. Collision solids (``.phy``) it makes as an importer must: in a hidden child
+  collection, drawn as wire, each following its bone. On a small model, where each kind of datablock is made a
   handful of times, that is about the least an importer making them can do (not on a large rig: civilian.mdl's
   thousands of distinct weights, added one value at a time, take it to 1.8× where our builder is at 1.05×);
 - **reading**: our reading and converting alone, just after a factory reset as in an import, against the OBJ
@@ -85,6 +86,7 @@ def lean_build(context: bpy.types.Context, scene: SceneData, images: Callable) -
             tree.links.new(node.outputs["Color"], bsdf.inputs["Base Color"])
             node.image = images(m.base_texture)
         materials.append(mat)
+    solids = None
     for data in scene.objects:
         d = data.mesh
         me = bpy.data.meshes.new(data.name)
@@ -107,11 +109,32 @@ def lean_build(context: bpy.types.Context, scene: SceneData, images: Callable) -
         for slot in d.materials:
             me.materials.append(materials[slot] if slot is not None else None)
         obj = bpy.data.objects.new(data.name, me)
-        collection.objects.link(obj)
+        if data.collision:
+            if solids is None:
+                solids = bpy.data.collections.new(f"{scene.name} physics")
+                collection.children.link(solids)
+                solids.hide_render = True
+                _layer_of(context.view_layer.layer_collection, solids).hide_viewport = True
+            solids.objects.link(obj)
+            obj.display_type = "WIRE"
+        else:
+            collection.objects.link(obj)
         if armature is not None and data.skin is not None:
             _lean_weights(obj, scene, data.skin)
             obj.modifiers.new("Armature", "ARMATURE").object = armature
             obj.parent = armature
+        elif armature is not None and data.bone in armature.data.bones:  # a solid following its bone
+            obj.parent = armature
+            obj.parent_type = "BONE"
+            obj.parent_bone = data.bone
+            bone = armature.data.bones[data.bone]
+            obj.matrix_basis = (bone.matrix_local @ Matrix.Translation((0.0, bone.length, 0.0))).inverted_safe()
+
+
+def _layer_of(layer: bpy.types.LayerCollection, collection: bpy.types.Collection) -> bpy.types.LayerCollection:
+    if layer.collection == collection:
+        return layer
+    return next(found for child in layer.children if (found := _layer_of(child, collection)) is not None)
 
 
 def _lean_weights(obj: bpy.types.Object, scene: SceneData, skin: object) -> None:
@@ -127,7 +150,7 @@ def _lean_weights(obj: bpy.types.Object, scene: SceneData, skin: object) -> None
             group.add(vertices[mine & (weights == weight)].tolist(), weight, "REPLACE")
 
 
-def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
+def measure(runs: int, work: Path, models: list[Path] | None = None) -> list[tuple[str, int, dict[str, float]]]:
     import bpy
     from addon_entry import load_addon
 
@@ -159,7 +182,7 @@ def measure(runs: int, work: Path) -> list[tuple[str, int, dict[str, float]]]:
         bpy.utils.register_class(cls)
     rows = []
     try:
-        for path in small_models():
+        for path in models or small_models():
             suffix = path.suffix.lower()
             obj = work / (path.stem + ".obj")
             bench.write_obj(bench.load_scene(path), obj)
@@ -213,6 +236,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--output", help="also write the markdown table to this file")
+    parser.add_argument("models", nargs="*", type=Path, help="these models instead of the small ones")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
         import bootstrap
@@ -221,7 +245,7 @@ def main() -> int:
     import bpy
 
     with tempfile.TemporaryDirectory() as tmp:
-        rows = measure(args.runs, Path(tmp))
+        rows = measure(args.runs, Path(tmp), [p.resolve() for p in args.models])
     out = [f"Blender {bpy.app.version_string}, fastest of {args.runs}, ratios to `wm.obj_import`\n", *table(rows)]
     return bench._report(out, args.output)
 

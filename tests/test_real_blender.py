@@ -337,7 +337,7 @@ def test_batch_import_beside_the_installed_extension(blender, installed, tmp_pat
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar",)
 GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
-GUI_SHOTS += ("goldsrc", "export_menu", "ms3d_export_browser")
+GUI_SHOTS += ("goldsrc", "bloodlines", "export_menu", "ms3d_export_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -386,6 +386,35 @@ def steam_tree(root: Path) -> Path:
     return steam
 
 
+FEMALE_CITIZEN = VTMB + "citizen/female3/female_citizen_3.mdl"
+VTMB_REPO = "miracleflame+VTMB-Unofficial-Patch-by-Wesp"
+FEMALE_BODY = "materials/models/character/npc/common/citizen/female3/femcitizen3body"
+
+
+def bloodlines_game(root: Path) -> tuple[Path, bool]:
+    """female_citizen_3 in a loose Bloodlines game folder (``Vampire/models/...``), with its body's material and
+    Troika texture (.vmt, .tth, .ttz) read from a local fetch of the Unofficial Patch's repository when there is one
+    (the shared samples hold models only; the patch ships no texture for her head). Returns the model and whether
+    the texture is there."""
+    model = sample(FEMALE_CITIZEN)
+    game = root / "Vampire"
+    target = game / "models" / Path(FEMALE_CITIZEN).relative_to(VTMB.split("/models/")[0] + "/models")
+    target.parent.mkdir(parents=True)
+    for companion in model.parent.glob(model.stem + ".*"):
+        shutil.copy(companion, target.parent / companion.name)
+    repo = Path(os.environ.get("IO_MS3D_MDL_MIRROR", ROOT.parent / ".mirror")) / VTMB_REPO / "repo"
+    if not repo.is_dir():
+        return target, False
+    texture = game / FEMALE_BODY
+    texture.parent.mkdir(parents=True)
+    for ext in (".vmt", ".tth", ".ttz"):
+        blob = subprocess.run(
+            ["git", "-C", str(repo), "show", f"HEAD:Basic_Patch/{FEMALE_BODY}{ext}"], capture_output=True, check=True
+        )
+        texture.with_suffix(ext).write_bytes(blob.stdout)
+    return target, True
+
+
 def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     """File > Import, both file browsers with their options, the three Source Model panels and Material Preview in
     a real window: no Python error, traceback or warning in Blender's log, every panel drew, every screenshot has
@@ -403,7 +432,9 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     rigged = sample(CIVILIAN)
     command = [blender_gui, "--python", SCRIPTS / "gui_tour.py", "--", "--out", shots, "--mdl", mdl, "--ms3d", ms3d]
     command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC), "--vpk", vpk, "--steam", steam_tree(tmp_path)]
-    code, log = run(command, installed, timeout=560)
+    vampire, textured = bloodlines_game(tmp_path)
+    command += ["--bloodlines", vampire]
+    code, log = run(command, installed, timeout=620)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
     result_file = shots / "result.json"
@@ -415,7 +446,7 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     no_languages = (
         r"WARN \(bpy\.rna\): .* current value '\d+' matches no enum in 'PreferencesView', '\(null\)', 'language'"
     )
-    expected = importer_warnings(mdl, rigged, GOLDSRC, "v_knife_t.mdl").pattern
+    expected = importer_warnings(mdl, rigged, GOLDSRC, "v_knife_t.mdl", vampire).pattern
     allowed = re.compile(f"{expected}|{no_languages}")
     assert not bad_lines(log, allowed), log
     assert not crash_files(installed)
@@ -446,6 +477,16 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["export_browser_operator"] == "EXPORT_SCENE_OT_ms3d", checks
     assert checks["export"] == checks["export_reimport"] == ["FINISHED"], checks
     assert checks["export_counts_equal"] and checks["export_bones"] == [44], checks  # dwarf.ms3d's 44 joints
+    # Bloodlines: the whole character (its own vertices, VTX 107 strips), skinned to its 77 bones and posed in its
+    # default sequence, standing (feet at 0, head near the 72-unit hull's top), the body's .tth/.ttz texture shown
+    assert checks["bloodlines_import"] == ["FINISHED"] and checks["bloodlines_version"] == 2531, checks
+    assert (checks["bloodlines_triangles"], checks["bloodlines_bones"]) == (6080, 77), checks
+    assert checks["bloodlines_action"] and all(checks["bloodlines_action"]), checks
+    low, high = checks["bloodlines_height"]  # in Source units
+    assert abs(low) < 3 and 60 < high < 75, checks["bloodlines_height"]
+    if textured:
+        body = [size for name, *size in checks["bloodlines_images"] if name.startswith("femcitizen3body")]
+        assert body == [[1024, 512]], checks["bloodlines_images"]
 
     assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
     crops = tmp_path / "crops"

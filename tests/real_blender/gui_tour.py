@@ -3,14 +3,15 @@
 Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
 
     blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d --rigged RIG.mdl
-        --vpk ADDON.vpk --steam STEAM_FOLDER
+        --vpk ADDON.vpk --steam STEAM_FOLDER [--goldsrc HL1.mdl] [--bloodlines VTMB.mdl]
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
 objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "Source", Material Preview and the
 model's collision hull (its hidden physics collection, shown), imports a rigged model while one of the first
 model's meshes is active, shows the add-on's games in the Preferences window (a made-up Steam installation's games
-found, the VPK added), and finally opens Browse Game Models and clicks the VPK's first model, which imports.
+found, the VPK added), opens Browse Game Models and clicks the VPK's first model, which imports, and finally shows
+a Half-Life 1 model and a Bloodlines character alone, textured, in Material Preview.
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
@@ -35,7 +36,7 @@ ADDON = "bl_ext.user_default.io_ms3d_mdl"
 PANELS = ("IO_MS3D_MDL_PT_source_object", "IO_MS3D_MDL_PT_source_collection", "IO_MS3D_MDL_PT_source_view3d")
 BROWSER_FIRST_ROW = (150, 540)  # where the browser window's first row lies when opened at the screen's centre
 BROWSER_CROP = [8, 450, 1164, 344]  # the window, opened at the centre with two models
-DEADLINE = 420.0  # seconds: the tour gives up (and says so) rather than hang the test
+DEADLINE = 480.0  # seconds: the tour gives up (and says so) rather than hang the test
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--out", required=True)
@@ -43,6 +44,7 @@ parser.add_argument("--mdl", required=True)
 parser.add_argument("--ms3d", required=True)
 parser.add_argument("--rigged", required=True)
 parser.add_argument("--goldsrc", default="", help="a GoldSrc (Half-Life 1) model to import and show")
+parser.add_argument("--bloodlines", default="", help="a Bloodlines (MDL 2531) character to import and show")
 parser.add_argument("--vpk", required=True)
 parser.add_argument("--steam", required=True)
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
@@ -354,6 +356,8 @@ def tour():
     yield from game_stops(view3d)
     if ARGS.goldsrc:
         yield from goldsrc_stop(view3d)
+    if ARGS.bloodlines:
+        yield from bloodlines_stop(view3d)
     yield from export_stop()
 
 
@@ -484,6 +488,63 @@ def goldsrc_stop(view3d: bpy.types.Area):
     assert compiled, "shaders still compiling after 90 s"
     yield 3.0
     shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
+
+
+def bloodlines_stop(view3d: bpy.types.Area):
+    """A Vampire: The Masquerade – Bloodlines character (MDL 2531: vertices in the .mdl, VTX 107 strips, Troika's
+    .tth/.ttz textures) alone in the view, textured (Material Preview), facing the viewer, in its default pose."""
+    checks = RESULT["checks"]
+    with override():
+        checks["bloodlines_import"] = sorted(
+            bpy.ops.import_scene.source_mdl(filepath=ARGS.bloodlines, axis_forward="-X", axis_up="Z")
+        )
+    stem = os.path.splitext(os.path.basename(ARGS.bloodlines))[0]
+    model = bpy.data.collections[stem]
+    checks["bloodlines_version"] = model.get("source_version")
+    ours = set(model.all_objects)
+    for other in bpy.context.view_layer.objects:
+        other.hide_set(other not in ours)
+    meshes = [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
+    armatures = [o for o in model.all_objects if o.type == "ARMATURE"]
+    checks["bloodlines_meshes"] = len(meshes)
+    checks["bloodlines_triangles"] = sum(sum(len(p.vertices) - 2 for p in o.data.polygons) for o in meshes)
+    checks["bloodlines_bones"] = sum(len(a.data.bones) for a in armatures)
+    checks["bloodlines_action"] = [
+        a.animation_data.action.name if a.animation_data and a.animation_data.action else None for a in armatures
+    ]
+    checks["bloodlines_images"] = sorted(
+        {
+            (n.image.name, *n.image.size)
+            for o in meshes
+            for s in o.material_slots
+            if s.material and s.material.node_tree
+            for n in s.material.node_tree.nodes
+            if n.bl_idname == "ShaderNodeTexImage" and n.image and n.image.size[0] > 1
+        }
+    )
+    bpy.context.scene.frame_set(1)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    heights = [
+        (o.matrix_world @ v.co).z for o in meshes for v in o.evaluated_get(depsgraph).to_mesh().vertices
+    ]  # posed: the character's feet and head in the evaluated (skinned) mesh
+    scale = float(model.get("source_scale", 1.0)) or 1.0  # back to Source units
+    checks["bloodlines_height"] = [round(min(heights) / scale, 3), round(max(heights) / scale, 3)] if heights else []
+    view3d.spaces.active.show_region_ui = False
+    for other in bpy.context.view_layer.objects:
+        other.select_set(other in meshes)
+    bpy.context.view_layer.objects.active = meshes[0]
+    with override():
+        bpy.ops.view3d.view_axis(type="FRONT")
+        bpy.ops.view3d.view_selected()
+    for other in bpy.context.view_layer.objects:
+        other.select_set(False)
+    view3d.spaces.active.shading.type = "MATERIAL"
+    view3d.spaces.active.overlay.show_overlays = False
+    yield 1.0
+    compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
+    assert compiled, "shaders still compiling after 90 s"
+    yield 3.0
+    shot("bloodlines", area_rect(view3d), "a Bloodlines (MDL 2531) character, textured, in its default pose")
 
 
 def export_stop():

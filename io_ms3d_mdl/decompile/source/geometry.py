@@ -29,8 +29,8 @@ def object_triangles(obj: ObjectData, material_of_slot: list[str], turn: np.ndar
         normals = np.asarray(mesh.vertex_normals, dtype=np.float64)[tris]
     elif mesh.normals is not None:
         normals = np.asarray(mesh.normals, dtype=np.float64).reshape(t, 3, 3)
-    else:
-        normals = np.zeros((t, 3, 3))
+    else:  # vertices stored without usable normals (Bloodlines' quantised ones): each face's own
+        normals = face_normals(positions)
     if turn is not None:
         positions = positions @ turn.T
         normals = normals @ turn.T

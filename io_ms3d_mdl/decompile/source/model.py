@@ -20,6 +20,8 @@ from ..output import safe_stem
 from ..registry import DecompileJob
 from .angles import quaternion_to_euler
 from .animations import default_turn, write_animations
+from .bloodlines import VERSION as BLOODLINES
+from .bloodlines import bloodlines_details, name_included_models
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
@@ -39,6 +41,8 @@ def decompile_source(job: DecompileJob) -> None:
     vvd, vtx, notes = read_mesh_companions(mdl, sidecars, None if options.lods else 0)
     warnings.extend(notes)
     ani = load_ani(job.path, mdl)
+    if mdl.version == BLOODLINES:
+        name_included_models(job.data, job.path, mdl)
     includes = load_includes(job.path, mdl, warnings) if options.include_animations else []
     phy = None
     if options.physics:
@@ -66,7 +70,10 @@ def decompile_source(job: DecompileJob) -> None:
         phy,
     )
     warnings.extend(scene.warnings)
-    details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
+    if mdl.version == BLOODLINES:
+        details = bloodlines_details(job.data, job.path, mdl)
+    else:
+        details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
     restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None

@@ -140,10 +140,23 @@ def _skinned_bind_pose(bones: np.ndarray) -> np.ndarray:
     moved = np.flatnonzero(differs)
     for i in moved.tolist():
         parent = int(bones["parent"][i])
-        own = np.linalg.inv(bind[parent]) @ bind[i] if parent >= 0 else bind[i]
+        if parent >= 0:
+            up = _rigid_inverse(bind[parent]) if rigid[parent] else np.linalg.inv(bind[parent])
+            own = up @ bind[i]
+        else:
+            own = bind[i]
         bones["pos"][i] = own[:3, 3]
         bones["quat"][i] = _matrix_quaternion(own[:3, :3])
     return moved
+
+
+def _rigid_inverse(pose: np.ndarray) -> np.ndarray:
+    """The inverse of a rotation-and-translation 4×4 (a bind pose found rigid), without LAPACK: its
+    first call after Blender resets its settings costs milliseconds, more than a small model's whole import."""
+    out = np.eye(4)
+    out[:3, :3] = pose[:3, :3].T
+    out[:3, 3] = -pose[:3, :3].T @ pose[:3, 3]
+    return out
 
 
 def _quaternion_matrix(q: np.ndarray) -> np.ndarray:

@@ -72,7 +72,7 @@ def add_physics(
     bones = [_bone_of(s, n, lookup, len(world), len(phy.solids)) for s, n in zip(phy.solids, names, strict=True)]
     placements = np.array([world[b] if b >= 0 else np.eye(4) for b in bones], dtype=np.float64).reshape(-1, 4, 4)
     if len(phy.solids) == 1 and bones[0] == 0 and prop_pose is not None:
-        placements[0] = world[0] @ np.linalg.inv(prop_pose)
+        placements[0] = world[0] @ _rigid_inverse(prop_pose)
     meshes = _solid_meshes(phy.solids, placements, scale, [n or f"solid {i}" for i, n in enumerate(names)])
     for solid, keys, name, bone, mesh in zip(phy.solids, keys_of, names, bones, meshes, strict=True):
         if mesh is None:
@@ -92,6 +92,15 @@ def add_physics(
         scene.objects.append(obj)
         collection.objects.append(len(scene.objects) - 1)
     scene.collections.append(collection)
+
+
+def _rigid_inverse(pose: np.ndarray) -> np.ndarray:
+    """The inverse of a rotation-and-translation 4×4 (``first_pose``'s, from a normalised quaternion), without
+    LAPACK: its first call after Blender resets its settings costs milliseconds, more than a small prop's import."""
+    out = np.eye(4)
+    out[:3, :3] = pose[:3, :3].T
+    out[:3, 3] = -pose[:3, :3].T @ pose[:3, 3]
+    return out
 
 
 def first_pose(mdl: MdlFile, ani: tuple[bytes, str] | None) -> np.ndarray | None:

@@ -1,0 +1,107 @@
+"""The QC facts of a Bloodlines model (MDL 2531), read from its own header (``formats.source.structs2531``) where
+``details`` reads the 44–53 header: positions and boxes, surface property, pose parameters, IK chains, the bones'
+surface properties and the included models' names; per sequence its activity weight and grid size.
+
+What 2531 keeps differently, and is left out rather than guessed: the header's first vector (0.5, 0.5, 0.5 in
+every model looked at) is not an eye position, so no ``$eyeposition``; the key-value fields hold no text; sequence
+events, fades, blends and transitions, jiggle bones, flexes, eyeballs and mouths are not read; header flags other
+than the static prop and auto-generated hit boxes have no known meaning in this version, so no flag command is
+written from them (their bits would name other commands in 44–53)."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+
+import numpy as np
+
+from ...errors import FormatError
+from ...formats.binary import Cursor
+from ...formats.source import structs2531 as B
+from ...formats.source.model import MdlFile
+from .details import IKCHAIN, IKLINK, POSEPARAM, IkChain, ModelDetails, PoseParameter, SequenceDetails
+
+VERSION = B.VERSION
+KNOWN_FLAGS = 0x1 | 0x10  # auto-generated hit boxes, static prop
+SOLID = 0x1
+# 116 bytes in 2531 (44–53: 8, label then name): the name's offset first; the rest (0, 0x7fffffff, 0, a size, then
+# -1s) is not read. Measured on allsequences.mdl's 11 includes, each name 116 bytes further on.
+INCLUDE = np.dtype([("sznameindex", "<i4"), ("unknown", "V112")])
+
+
+def _text(cur: Cursor, offset: int) -> str:
+    try:
+        return cur.string_at(offset, "name", optional=True)
+    except FormatError:
+        return ""
+
+
+def name_included_models(data: bytes, path: str | None, mdl: MdlFile) -> None:
+    """The models ``mdl`` includes (``$includemodel``), which the import's reader leaves unread: named here so that
+    the decompile writes their animations under this skeleton and the QC includes them, as for 44–53."""
+    cur = Cursor(data, path)
+    with suppress(FormatError):
+        (header,) = cur.array_at(B.HEADER, 0, 1, "version 2531 studiohdr_t header")
+        count, index = int(header["numincludemodels"]), int(header["includemodelindex"])
+        if 0 < count <= 256:
+            records = cur.array_at(INCLUDE, index, count, "included models")
+            names = [_text(cur, index + k * INCLUDE.itemsize + int(r["sznameindex"])) if int(r["sznameindex"])
+                     else "" for k, r in enumerate(records)]  # fmt: skip
+            mdl.include_models[:] = [n for n in names if n]
+
+
+def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDetails:
+    """Also keeps in ``mdl`` only the header flags this version is known to mean."""
+    cur = Cursor(data, path)
+    (header,) = cur.array_at(B.HEADER, 0, 1, "version 2531 studiohdr_t header")
+
+    def text(offset: int) -> str:
+        return _text(cur, offset)
+
+    sequences = []
+    with suppress(FormatError):
+        raw = cur.array_at(B.SEQDESC, int(header["localseqindex"]), len(mdl.sequences), "sequences")
+        for q in raw:
+            rows, cols = (min(max(int(v), 1), 16) for v in q["groupsize"])
+            sequences.append(SequenceDetails(actweight=int(q["actweight"]), groupsize=(rows, cols)))
+    pose_parameters = []
+    count, index = int(header["numlocalposeparameters"]), int(header["localposeparamindex"])
+    if 0 < count <= 1024:
+        with suppress(FormatError):
+            for k, r in enumerate(cur.array_at(POSEPARAM, index, count, "pose parameters")):
+                name = text(index + k * POSEPARAM.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else ""
+                pose_parameters.append(
+                    PoseParameter(name, int(r["flags"]), float(r["start"]), float(r["end"]), float(r["loop"]))
+                )
+    chains = []
+    count, index = int(header["numikchains"]), int(header["ikchainindex"])
+    if 0 < count <= 256:
+        with suppress(FormatError):
+            for k, r in enumerate(cur.array_at(IKCHAIN, index, count, "ik chains")):
+                at = index + k * IKCHAIN.itemsize
+                links = cur.array_at(IKLINK, at + int(r["linkindex"]), min(max(int(r["numlinks"]), 0), 16), "ik links")
+                name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
+                knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
+                chains.append(IkChain(name, [int(b) for b in links["bone"]], knee))
+    base = int(header["boneindex"])
+    surface_props = [
+        text(base + i * B.BONE.itemsize + offset) if offset else ""
+        for i, offset in enumerate(mdl.bones["surfacepropidx"].tolist())
+    ]
+    values, counts = np.unique(mdl.bones["contents"], return_counts=True)
+    mdl.flags &= KNOWN_FLAGS
+    return ModelDetails(
+        eye_position=np.zeros(3, np.float32),
+        illum_position=np.array(header["illumposition"], np.float32),
+        hull=(np.array(header["hull_min"], np.float32), np.array(header["hull_max"], np.float32)),
+        view=(np.array(header["view_bbmin"], np.float32), np.array(header["view_bbmax"], np.float32)),
+        surface_prop=text(int(header["surfacepropindex"])),
+        # no model-wide contents in the header: the bones' most common (studiomdl's default, solid, when none)
+        contents=int(values[counts.argmax()]) if len(values) else SOLID,
+        mass=0.0,
+        sequences=sequences,
+        pose_parameters=pose_parameters,
+        nodes=[],
+        keyvalues="",
+        ik_chains=chains,
+        bone_surface_props=surface_props,
+    )
