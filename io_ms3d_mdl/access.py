@@ -138,6 +138,9 @@ class Confinement:
     # (base, folder steps as written) → the folder they lead to under a root, or None: a material search asks for
     # many names in the same few folders, and the path arithmetic cost more than the lookups.
     _folders: dict[tuple[str, tuple[str, ...]], str | None] = field(default_factory=dict, compare=False, repr=False)
+    # Bytes read through read_file under this confinement (one element, mutable): what a decompile may write is
+    # bounded relative to it (budget.output_bytes).
+    bytes_read: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     @classmethod
     def for_model(
@@ -306,6 +309,8 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     inside an archive reads the entry (size-bounded, its CRC checked)."""
     path = os.fspath(path)
     where = mounts.split(path)
-    if where is not None:
-        return mounts.read_entry(path)
-    return read_regular(path)
+    data = mounts.read_entry(path) if where is not None else read_regular(path)
+    active = _current.get()
+    if active is not None:
+        active.bytes_read[0] += len(data)
+    return data

@@ -83,6 +83,14 @@ class Budget:
         (about 385 bytes in Blender: 1,000 × 1,000 took 665 MB). Real tables have at most a few thousand."""
         return self._n(100_000)
 
+    def output_bytes(self, input_bytes: int) -> int:
+        """Bytes a decompile may write, given the bytes it read (model, companions, includes, sequence groups):
+        every count that multiplies text (sequences × frames × bones, body parts × levels of detail, skin families)
+        meets this before its bytes reach the disk. Real models write at most about 50 bytes per byte read
+        (scientist.mdl: 8.3 MB; civilian.mdl 20 MB from 0.85 MB). Text is written at about 13 MB/s, so the
+        ceiling keeps the worst case near 10 s (a 137 KB model wrote 214 MB in 16 s before this budget)."""
+        return self._n(min(32 * MIB + 64 * input_bytes, 128 * MIB))
+
     @property
     def texture_pixels(self) -> int:
         """One decoded texture (larger ones use the largest mipmap that fits): 4096 × 4096."""

@@ -55,7 +55,7 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
         else:
             raise FormatError(path, 0, "not a model this decompiler knows (expected a Source or GoldSrc .mdl)")
         result.engine = decompiler.name
-        output = Output(out_dir, options.overwrite)
+        output = Output(out_dir, options.overwrite, lambda: confinement.bytes_read[0])
         try:
             decompiler.run(DecompileJob(path, data, output, options, result))
         finally:

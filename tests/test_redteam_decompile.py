@@ -1,0 +1,172 @@
+"""Red-team pass of round 9 on the decompiler: names from a stranger's model become file names (folder steps,
+reserved names, long non-ASCII names, names equal but for case or Unicode form), links planted in the output
+folder, and counts that multiply what is written (disk output bounded by ``budget.output_bytes``). The heavy
+cases run in a fresh process bounded to 20 s and 2 GB, as the hostile suite does."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+from source_writer import SAnimation, SNode, character_spec, write_source
+
+from io_ms3d_mdl.budget import DEFAULT
+from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile.output import Output, safe_stem
+from io_ms3d_mdl.errors import FormatError
+
+TESTS = Path(__file__).parent
+
+
+def _still(name: str, frames: int = 2) -> SAnimation:
+    return SAnimation(name, frames, [SNode(0, ("q48", (1, 0, 0, 0)), ("v48", (0, 0, 0)))])
+
+
+def _stored(text: str) -> str:
+    """A name as the writer stores it (latin-1 of its UTF-8 bytes, as a file holds UTF-8)."""
+    return text.encode("utf-8").decode("latin-1")
+
+
+HOSTILE_NAMES = [
+    "Run",
+    "run",
+    "../../evil",
+    "..",
+    "CON",
+    "nul.txt",
+    "con .x",
+    "C:\\x",
+    "a/b",
+    _stored("é" * 200),
+    _stored("ü" * 130),
+    _stored("\U0001f642" * 100),
+    "x" * 300,
+    "COM1",
+    "aux ",
+    "a\tb",
+    "CONIN$",
+    _stored("COM\u00b9"),
+]
+
+
+def test_hostile_sequence_names_become_safe_distinct_short_file_names(tmp_path):
+    """Before round 9 a 200-character Latin-1 name (400 UTF-8 bytes) failed with ``OSError: File name too long``
+    (an internal error): the stem was cut at 120 characters, not bytes, and the partial name added the name again."""
+    spec = character_spec(animations=[_still(n) for n in HOSTILE_NAMES], includes=[])
+    model = write_source(spec, tmp_path / "in")
+    out = tmp_path / "out"
+    result = decompile(str(model), str(out))
+    written = [Path(f) for f in result.files]
+    assert len([f for f in written if f.parts[0] == "anims"]) == len(HOSTILE_NAMES)
+    keys = [unicodedata.normalize("NFC", str(f)).casefold() for f in written]
+    assert len(set(keys)) == len(keys)
+    for f in written:
+        assert ".." not in f.parts and not f.is_absolute()
+        assert len(f.name.encode("utf-8")) <= 200
+        stem = f.name.split(".")[0].rstrip(" ").lower()
+        assert stem not in {"con", "nul", "aux", "com1", "conin$", "com\u00b9"}
+        assert (out / f).is_file()
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert on_disk == sorted(result.files)  # nothing else (no partial left, nothing outside)
+    assert not (tmp_path / "evil.smd").exists() and not (tmp_path / "in" / "evil.smd").exists()
+
+
+def test_names_equal_but_for_case_or_unicode_form_get_distinct_files(tmp_path):
+    output = Output(tmp_path)
+    first = output.name(unicodedata.normalize("NFC", "Caf\u00e9"), ".smd")
+    second = output.name(unicodedata.normalize("NFD", "caf\u00e9"), ".smd")
+    third = output.name("STRASSE", ".smd")
+    fourth = output.name("stra\u00dfe", ".smd")  # casefolds to "strasse"
+    assert first != second and third != fourth
+    assert unicodedata.normalize("NFC", second).casefold() != unicodedata.normalize("NFC", first).casefold()
+
+
+def test_safe_stem_stays_within_255_bytes_with_room_to_spare():
+    for name in ("\U0001f642" * 300, "\u00e9" * 300, "a" * 1000):
+        stem = safe_stem(name)
+        assert stem and len(stem.encode("utf-8")) <= 160
+
+
+def test_a_link_planted_in_the_output_folder_is_never_written_through(tmp_path):
+    spec = character_spec(animations=[_still("idle")], includes=[])
+    model = write_source(spec, tmp_path / "in")
+    out, victim = tmp_path / "out", tmp_path / "victim"
+    out.mkdir()
+    victim.mkdir()
+    (victim / "idle.smd").write_text("mine")
+    (out / "anims").symlink_to(victim)  # a folder link where the animations go
+    (out / "body_ref.smd").symlink_to(victim / "idle.smd")  # a file link where a reference SMD goes
+    with pytest.raises((FormatError, OSError)):
+        decompile(str(model), str(out))
+    assert (victim / "idle.smd").read_text() == "mine" and os.listdir(victim) == ["idle.smd"]
+    (out / "body_ref.smd").unlink()
+    with pytest.raises((FormatError, OSError)):
+        decompile(str(model), str(out))
+    assert os.listdir(victim) == ["idle.smd"]
+
+
+def test_a_pre_existing_file_is_never_overwritten(tmp_path):
+    spec = character_spec(animations=[_still("idle")], includes=[])
+    model = write_source(spec, tmp_path / "in")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "model.qc").write_text("the user's own")
+    with pytest.raises(FormatError, match="exists"):
+        decompile(str(model), str(out))
+    assert (out / "model.qc").read_text() == "the user's own"
+    assert not [p for p in out.rglob("*") if ".partial" in p.name]
+
+
+_PROBE = """
+import json, sys, time
+sys.path[:0] = [{tests!r}, {root!r}]
+from io_ms3d_mdl.decompile import decompile
+from peak_memory import peak_bytes
+start = time.perf_counter()
+try:
+    r = decompile({model!r}, {out!r})
+    outcome = "ok"
+except Exception as e:
+    outcome = type(e).__name__ + ": " + str(e)
+print("RESULT " + json.dumps({{"outcome": outcome, "seconds": time.perf_counter() - start, "peak": peak_bytes()}}))
+"""
+
+
+def _bounded(model: Path, out: Path) -> dict:
+    """Decompile in a fresh process limited to 20 s and 2 GB of address space."""
+
+    def limits() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    code = _PROBE.format(tests=str(TESTS), root=str(TESTS.parent), model=str(model), out=str(out))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=20, preexec_fn=limits, check=False
+    )
+    rows = [line[7:] for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert rows, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(rows[0])
+
+
+@pytest.mark.long
+def test_sequences_times_frames_times_bones_cannot_fill_the_disk(tmp_path):
+    """40 animations of 100,000 frames over two bones (8 M bone-frames, inside the animation budgets), padded to
+    1 MB by a long texture name: before the output budget this wrote 214 MB in 16 s from a 137 KB model. Now the
+    write that would pass ``budget.output_bytes`` is refused (a clean BudgetExceeded naming the budget and the
+    Work Limit) and the disk holds at most the budget."""
+    anims = [_still(f"a{i}", 100_000) for i in range(40)]
+    spec = character_spec(animations=anims, includes=[], textures=["t" * 1_000_000, "b", "c"])
+    model = write_source(spec, tmp_path / "in")
+    read = sum(p.stat().st_size for p in (tmp_path / "in").iterdir())
+    row = _bounded(model, tmp_path / "out")
+    assert row["outcome"].startswith("BudgetExceeded"), row
+    assert "output written by the decompile" in row["outcome"] and "Work Limit" in row["outcome"]
+    assert row["seconds"] < 10 and row["peak"] < 1 << 30, row
+    on_disk = sum(p.stat().st_size for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert on_disk <= DEFAULT.output_bytes(read)
+    assert not [p for p in (tmp_path / "out").rglob("*") if ".partial" in p.name]
