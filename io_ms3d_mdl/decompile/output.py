@@ -124,12 +124,21 @@ class Output:
                 folder.unlink(partial)
         self.files.append(relative)
 
-    def charge(self, amount: int, target: Path) -> None:
+    def charge(self, amount: int, target: Path | str) -> None:
         """Count ``amount`` bytes against the output budget before they are written (``budget.output_bytes``)."""
         self.written += amount
+        self.check(0, target)
+
+    def check(self, pending: int, target: Path | str) -> None:
+        """Refuse when what was written plus ``pending`` bytes still being built (a QC's text) passes the budget."""
         budget = current_budget()
         read = self.input_bytes() if self.input_bytes is not None else 0
-        budget.check(target, "output written by the decompile", self.written, budget.output_bytes(read), "bytes")
+        amount = self.written + pending
+        budget.check(target, "output written by the decompile", amount, budget.output_bytes(read), "bytes")
+
+    def checker(self, target: str) -> Callable[[int], None]:
+        """``check`` for one file's text still being built (``QcWriter(check=...)``)."""
+        return lambda pending: self.check(pending, self.root / target)
 
     def write(self, relative: str, data: bytes) -> None:
         with self.open(relative) as stream:

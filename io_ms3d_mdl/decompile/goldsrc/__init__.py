@@ -75,7 +75,8 @@ def _run(job: DecompileJob) -> None:
                 job.output.write(relative, paletted_bmp(texture.indices, texture.palette))
 
     notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
-    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes))
+    qc_check = job.output.checker(model_file)
+    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes), qc_check)
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)

@@ -20,6 +20,7 @@ Facts of that compiler this follows:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,8 +100,8 @@ def implied_flags(name: str) -> int:
     return CHROME_BY_NAME if "chrome" in name.lower() else 0
 
 
-def write_qc(gs: GsFile, parts: QcParts) -> QcWriter:
-    w = QcWriter()
+def write_qc(gs: GsFile, parts: QcParts, check: Callable[[int], None] | None = None) -> QcWriter:
+    w = QcWriter(check)
     w.comment(f"Decompiled by io_ms3d_mdl from {parts.model_file}, a GoldSrc (Half-Life) model, version 10.")
     if gs.name and gs.name != parts.model_file:
         w.comment(f"The model calls itself {gs.name!r}.")

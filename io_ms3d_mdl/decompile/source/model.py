@@ -142,7 +142,7 @@ def decompile_source(job: DecompileJob) -> None:
     if options.animations:
         parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings)
     parts.definebone = options.definebone
-    qc = QcWriter()
+    qc = QcWriter(output.checker(f"{stem}.qc"))
     write_qc(qc, parts, warnings)
     if qc.non_finite:
         warnings.add(f"the QC: {qc.non_finite} nan/inf values were written as 0")
