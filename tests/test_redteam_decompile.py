@@ -13,8 +13,10 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import hostile
 import pytest
 from source_writer import SAnimation, SNode, character_spec, quad_mesh, write_source
+from test_hostile import watch  # noqa: F401 - the fixture
 
 from io_ms3d_mdl.budget import DEFAULT
 from io_ms3d_mdl.decompile import decompile
@@ -185,3 +187,45 @@ def test_a_qc_sharing_one_long_name_across_a_large_table_is_stopped_before_its_t
     assert row["outcome"].startswith("BudgetExceeded") and "model.qc" in row["outcome"], row
     assert row["seconds"] < 2 and row["peak"] < 300 << 20, row
     assert not (tmp_path / "out" / "model.qc").exists()
+
+
+# --- inputs that climb out of the roots -------------------------------------------------------------------------
+
+
+def _text_of(out: Path) -> str:
+    return "".join(p.read_text("utf-8", "replace") for p in out.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize(
+    "build",
+    [hostile.source_include_traversal, hostile.source_cdmaterials_traversal, hostile.goldsrc_group_traversal],
+    ids=["includes", "cdmaterials", "goldsrc-groups"],
+)
+@pytest.mark.usefixtures("watch")
+def test_decompile_never_reads_outside_the_roots(tmp_path, build):
+    model = build(tmp_path)
+    try:
+        result = decompile(str(model), str(tmp_path / "out"))
+    except FormatError:
+        return
+    assert hostile.SECRET not in _text_of(tmp_path / "out") + repr(list(result.warnings))
+
+
+def test_an_included_model_outside_the_roots_lends_no_animation(tmp_path):
+    """A genuine model outside the game, named by ``$includemodel`` with a climb and through a link planted in the
+    game folder: neither is read, its animation is not written."""
+    outside = tmp_path / "outside"
+    write_source(character_spec(includes=[], animations=[_still("stolen_anim")]), outside, "stolen")
+    (hostile.game(tmp_path) / "models" / "test" / "linked.mdl").symlink_to(outside / "stolen.mdl")
+    spec = character_spec(includes=["../../outside/stolen.mdl", "models/test/linked.mdl"], animations=[_still("own")])
+    model = hostile.source(tmp_path, spec)
+    result = decompile(str(model), str(tmp_path / "out"))
+    assert "stolen_anim" not in _text_of(tmp_path / "out")
+    assert any("own" in f for f in result.files)
+
+
+@pytest.mark.usefixtures("watch")
+def test_a_model_inside_an_archive_decompiles_within_its_roots(tmp_path):
+    path = hostile.archived_traversal(tmp_path)
+    result = decompile(path, str(tmp_path / "out"))
+    assert result.qc and hostile.SECRET not in _text_of(tmp_path / "out")
