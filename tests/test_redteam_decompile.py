@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 import resource
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import unicodedata
 from pathlib import Path
 
 import hostile
+import numpy as np
 import pytest
 from source_writer import SAnimation, SNode, character_spec, quad_mesh, write_source
 from test_hostile import watch  # noqa: F401 - the fixture
@@ -22,6 +24,7 @@ from io_ms3d_mdl.budget import DEFAULT
 from io_ms3d_mdl.decompile import decompile
 from io_ms3d_mdl.decompile.output import Output, safe_stem
 from io_ms3d_mdl.errors import FormatError
+from io_ms3d_mdl.formats.goldsrc import structs as G
 
 TESTS = Path(__file__).parent
 
@@ -229,3 +232,19 @@ def test_a_model_inside_an_archive_decompiles_within_its_roots(tmp_path):
     path = hostile.archived_traversal(tmp_path)
     result = decompile(path, str(tmp_path / "out"))
     assert result.qc and hostile.SECRET not in _text_of(tmp_path / "out")
+
+
+def test_a_goldsrc_sequence_naming_a_group_the_model_lacks_is_one_comment(tmp_path):
+    """Found by mutating the GoldSrc character (seed 35 of the round-9 pass): a sequence whose group index is past
+    the group table made the QC writer fail with ``IndexError`` (an internal error) instead of writing the QC."""
+    from goldsrc_writer import character_spec as goldsrc_character
+
+    model = hostile.goldsrc(tmp_path, goldsrc_character())
+    data = bytearray(model.read_bytes())
+    header = np.frombuffer(bytes(data[: G.HEADER.itemsize]), G.HEADER)[0]
+    at = int(header["seqindex"]) + G.SEQUENCE.itemsize + G.SEQUENCE.fields["seqgroup"][1]
+    data[at : at + 4] = struct.pack("<i", 5)  # the second sequence ("aim", group 1) now names group 5
+    model.write_bytes(bytes(data))
+    result = decompile(str(model), str(tmp_path / "out"))
+    text = (tmp_path / "out" / result.qc).read_text("utf-8")
+    assert "sequence group 5, which the model does not have" in text

@@ -212,7 +212,9 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     opened = 0
     for entry in parts.sequences:
         seq = entry.sequence
-        if labelled and seq.seqgroup > opened:
+        if not 0 <= seq.seqgroup < len(gs.groups):  # (a stranger's index: no such group to open)
+            w.comment(f"'{entry.label}' names sequence group {seq.seqgroup}, which the model does not have")
+        elif labelled and seq.seqgroup > opened:
             for g in range(opened + 1, seq.seqgroup + 1):
                 w.command(Raw("$sequencegroup"), Quoted(gs.groups[g].label))
             opened = seq.seqgroup
