@@ -157,10 +157,11 @@ def _skins(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     if len(skins) > 1 and skins.shape[1]:
         valid = (skins >= 0) & (skins < len(files))
         differs = np.flatnonzero(((skins != skins[0]) & valid).any(axis=0) & valid.all(axis=0))
-        columns = differs.tolist() or [0]
-        with w.block(Raw("$texturegroup"), Raw("skinfamilies")):
-            for family in skins.tolist():
-                w.line(Raw("{"), *(Quoted(files[family[c]]) for c in columns), Raw("}"))
+        columns = differs.tolist() or ([0] if valid[:, 0].all() else [])  # (every entry written names a file)
+        if columns:
+            with w.block(Raw("$texturegroup"), Raw("skinfamilies")):
+                for family in skins.tolist():
+                    w.line(Raw("{"), *(Quoted(files[family[c]]) for c in columns), Raw("}"))
         if not valid.all():
             w.comment("skin-table entries naming no texture were left out")
     modes_written = False
