@@ -282,3 +282,34 @@ def test_goldsrc_mutants_decompile_or_fail_cleanly(tmp_path, seed):
     except FormatError:
         return
     assert result.qc and (tmp_path / "out" / result.qc).is_file()
+
+
+# --- the import's worst cases, decompiled (each in its own process) ----------------------------------------------
+
+
+def _worst_case(name: str, tmp_path: Path) -> Path:
+    import test_budget_worst_cases as worst
+
+    path, _options, _units = worst.CASES[name](tmp_path)
+    return path
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(
+    ("case", "outcome"),
+    [
+        # 120,000 flex rule constants formatted one numpy call each: over 20 s (now one pass: 1.7 s)
+        ("flex rule work: distinct rules of constants", "ok"),
+        # 500 meshes sharing one 1,500-triangle list: 15 s, 915 MB, 104 MB of SMD; now refused before it is built
+        ("triangles: GoldSrc meshes sharing one command list", "BudgetExceeded"),
+        # 750,000 triangles: 16 s, 573 MB, 97 MB of SMD; now refused before the SMD's triangles are built
+        ("triangles", "BudgetExceeded"),
+        # 19,982 animation SMDs: 13.5 s; each file now costs budget.OUTPUT_FILE_COST
+        ("animations on offer: GoldSrc sequences × blends", "BudgetExceeded"),
+    ],
+)
+def test_the_imports_worst_cases_decompile_within_10_s_and_1_gb(tmp_path, case, outcome):
+    model = _worst_case(case, tmp_path)
+    row = _bounded(model, tmp_path / "out")
+    assert row["outcome"].startswith(outcome), row
+    assert row["seconds"] < 10 and row["peak"] < 1 << 30, row

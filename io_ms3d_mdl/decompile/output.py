@@ -19,7 +19,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from ..budget import current_budget
+from ..budget import OUTPUT_FILE_COST, current_budget
 from ..errors import FormatError
 from ..filesystem.no_links import Folder, open_root
 from ..formats.stored_text import printable_name
@@ -103,6 +103,7 @@ class Output:
         target = self.root / relative
         parent, _, name = relative.rpartition("/")
         folder = self.folder(parent)
+        self.charge(OUTPUT_FILE_COST, target)
         partial = f".{uuid.uuid4().hex[:12]}.partial"  # not the name: a long name plus this would pass 255 bytes
         descriptor = folder.create(partial)
         try:

@@ -25,6 +25,7 @@ from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
+from ...formats.smd.writer import CORNER_BYTES
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
@@ -112,6 +113,7 @@ def _references(
                 options.append(None)
                 continue
             relative = out.name(source_stem(model.name) or f"{part.name}_{m}", ".smd")
+            out.check(CORNER_BYTES * sum(len(mesh.corners) for mesh in model.meshes), out.root / relative)
             triangles, dropped = model_triangles(gs, model, world, materials, sizes)
             if dropped:
                 warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")

@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import BudgetExceeded, FormatError
 from ...formats.qc import QcWriter
 from ...formats.smd import SmdSkeleton, SmdTriangles, write_smd
+from ...formats.smd.writer import CORNER_BYTES
 from ...formats.source import find_sidecars, read_mdl_bytes, read_mesh_companions, read_physics_companion
 from ...formats.source.includes import load_ani, load_includes
 from ...scene.source.convert import SourceOptions, source_to_scene
@@ -98,6 +99,7 @@ def decompile_source(job: DecompileJob) -> None:
         base = os.path.splitext(os.path.basename(model.name.replace("\\", "/")))[0] or f"{stem}_{b}_{m}"
         relative = output.name(base if k == 0 else f"{base}_lod{k}", ".smd")
         refs = obj.mesh.material_refs or []
+        output.check(3 * CORNER_BYTES * len(obj.mesh.triangles), output.root / relative)  # before it is built
         triangles = object_triangles(obj, [material(r) for r in refs], turn)
         with output.open(relative) as stream:
             stats = write_smd(stream, skeleton, rest, triangles)

@@ -130,6 +130,9 @@ def _last_fresh(fresh: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(fresh, np.arange(len(fresh))[:, None], 0), axis=0)
 
 
+CORNER_BYTES = 64  # at least what a triangle corner's line takes (a decompile checks its budget with it first)
+
+
 def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> None:
     out.write(b"triangles\n")
     t = len(triangles.material_index)
