@@ -313,3 +313,17 @@ def test_the_imports_worst_cases_decompile_within_10_s_and_1_gb(tmp_path, case, 
     row = _bounded(model, tmp_path / "out")
     assert row["outcome"].startswith(outcome), row
     assert row["seconds"] < 10 and row["peak"] < 1 << 30, row
+
+
+@pytest.mark.parametrize("where", ["decompiled", "models/test/src/deeper"])
+def test_an_output_folder_reached_through_a_link_inside_the_model_tree_is_refused(tmp_path, where):
+    """Found: the batch refuses an ``-o`` inside its inputs reached through a link, but ``decompile()`` followed a
+    pack's ``decompiled -> elsewhere`` link and wrote the sources there."""
+    model = hostile.source(tmp_path, character_spec(includes=[], animations=[_still("idle")]))
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    link = hostile.game(tmp_path) / where.split("/deeper")[0]
+    link.symlink_to(victim)
+    with pytest.raises(OSError, match="symbolic link"):
+        decompile(str(model), str(hostile.game(tmp_path) / where))
+    assert not list(victim.iterdir())

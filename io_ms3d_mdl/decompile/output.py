@@ -21,7 +21,7 @@ from typing import BinaryIO
 
 from ..budget import OUTPUT_FILE_COST, current_budget
 from ..errors import FormatError
-from ..filesystem.no_links import Folder, open_root
+from ..filesystem.no_links import Folder, LinkInTheWay, is_link, open_root
 from ..formats.stored_text import printable_name
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
@@ -43,6 +43,23 @@ def safe_stem(name: str, fallback: str = "unnamed") -> str:
     while len(stem.encode("utf-8")) > NAME_BYTES:
         stem = stem[:-1]
     return stem
+
+
+def check_output_root(out_dir: str | os.PathLike[str], roots: tuple[str, ...]) -> None:
+    """The output folder, when it lies inside a folder the model is read from (its own, its game's), must be
+    reached there without a link: a pack shipping ``decompiled`` (or a step on the way to it) as a link to
+    elsewhere would have the sources written there. The batch checks its ``-o`` the same way
+    (``cli.batch.check_output_folder``); below the output folder ``no_links`` sees to every step."""
+    lexical = Path(os.path.abspath(out_dir))
+    for root in roots:
+        folder = Path(root)
+        if not (lexical == folder or folder in lexical.parents):
+            continue
+        step = folder
+        for part in lexical.relative_to(folder).parts:
+            step = step / part
+            if is_link(step):
+                raise LinkInTheWay(step)
 
 
 class OutputExists(FormatError):
