@@ -173,7 +173,7 @@ class _Charged:
         self._target = target
 
     def write(self, data: bytes) -> int:
-        self._output.charge(len(data), self._target)
+        self._output.charge(memoryview(data).nbytes, self._target)  # (bytes, not items, of an array)
         return self._stream.write(data)
 
     def writelines(self, lines) -> None:
