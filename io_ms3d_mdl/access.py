@@ -144,6 +144,9 @@ class Confinement:
     _indexes: dict[tuple[str, ...], SearchIndex] = field(default_factory=dict, compare=False, repr=False)
     # each root (normcased) → its rank in ``roots``: which roots hold a path is answered from its ancestors
     _ranks: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    # Bytes read through read_file under this confinement (one element, mutable): what a decompile may write is
+    # bounded relative to it (budget.output_bytes).
+    bytes_read: list[int] = field(default_factory=lambda: [0], compare=False, repr=False)
 
     @classmethod
     def for_model(
@@ -424,6 +427,8 @@ def read_file(path: str | os.PathLike[str]) -> bytes:
     inside an archive reads the entry (size-bounded, its CRC checked)."""
     path = os.fspath(path)
     where = mounts.split(path)
-    if where is not None:
-        return mounts.read_entry(path)
-    return read_regular(path)
+    data = mounts.read_entry(path) if where is not None else read_regular(path)
+    active = _current.get()
+    if active is not None:
+        active.bytes_read[0] += len(data)
+    return data

@@ -19,6 +19,7 @@ from .errors import BudgetExceeded
 
 OPTION = "raise the import's Work Limit (--work-limit) if the file is genuine"
 MIB = 1 << 20
+OUTPUT_FILE_COST = 4096  # bytes of output budget a decompile pays per file it creates (a few ms of work each)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,15 @@ class Budget:
         """Skin families × texture references: each entry becomes a material name in the model's skin table
         (about 385 bytes in Blender: 1,000 × 1,000 took 665 MB). Real tables have at most a few thousand."""
         return self._n(100_000)
+
+    def output_bytes(self, input_bytes: int) -> int:
+        """Bytes a decompile may write, given the bytes it read (model, companions, includes, sequence groups):
+        every count that multiplies text (sequences × frames × bones, body parts × levels of detail, skin families)
+        meets this before its bytes reach the disk, each file counting ``OUTPUT_FILE_COST`` more. Real models write
+        at most about 50 bytes per byte read (scientist.mdl: 8.3 MB; civilian.mdl 20 MB from 0.85 MB). Text is
+        written at 6–16 MB/s on a loaded machine, so the ceiling keeps the worst case near 10 s (a 137 KB model
+        wrote 214 MB in 16 s before this budget; 20,000 files took 13.5 s)."""
+        return self._n(min(16 * MIB + 32 * input_bytes, 64 * MIB))
 
     @property
     def texture_pixels(self) -> int:

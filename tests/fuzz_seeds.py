@@ -147,3 +147,18 @@ def goldsrc_blends_spans_skins(tmp: Path) -> Path:
 
 
 BUILDERS.update({"hostile goldsrc blends spans skins.mdl": goldsrc_blends_spans_skins})
+
+
+# Round 9 red-team: a Bloodlines texture whose .ttz runs on far past what its VTF header says (inflated only so far).
+
+
+def bloodlines_ttz_tail(tmp: Path) -> Path:
+    import zlib
+
+    path = bloodlines_textured_prop(tmp)
+    ttz = hostile.game(tmp) / "materials" / "models" / "test" / "skin.ttz"
+    ttz.write_bytes(zlib.compress(zlib.decompress(ttz.read_bytes()) + bytes(16 << 20), 9))
+    return path
+
+
+BUILDERS.update({"hostile bloodlines ttz tail.mdl": bloodlines_ttz_tail})

@@ -21,7 +21,7 @@ from functools import cache
 from ..access import Confinement, confined, read_file
 from ..budget import Budget
 from ..errors import FormatError
-from .output import Output
+from .output import Output, check_output_root
 from .registry import DecompileJob, DecompileOptions, Decompiler, DecompileResult
 
 __all__ = ["DecompileOptions", "DecompileResult", "Decompiler", "decompile", "decompilers"]
@@ -55,7 +55,8 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
         else:
             raise FormatError(path, 0, "not a model this decompiler knows (expected a Source or GoldSrc .mdl)")
         result.engine = decompiler.name
-        output = Output(out_dir, options.overwrite)
+        check_output_root(out_dir, confinement.roots)
+        output = Output(out_dir, options.overwrite, lambda: confinement.bytes_read[0])
         try:
             decompiler.run(DecompileJob(path, data, output, options, result))
         finally:

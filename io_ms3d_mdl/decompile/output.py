@@ -12,28 +12,54 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
+from ..budget import OUTPUT_FILE_COST, current_budget
 from ..errors import FormatError
-from ..filesystem.no_links import Folder, open_root
+from ..filesystem.no_links import Folder, LinkInTheWay, is_link, open_root
 from ..formats.stored_text import printable_name
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
-_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
+_RESERVED = {
+    "con", "prn", "aux", "nul", "conin$", "conout$",
+    *(f"{port}{n}" for port in ("com", "lpt") for n in (*"0123456789", "\u00b9", "\u00b2", "\u00b3")),
+}  # fmt: skip
 NAME_LIMIT = 120  # characters of a file name's stem: a long name stays within every file system's 255 bytes
+NAME_BYTES = 160  # and UTF-8 bytes (120 emoji are 480): room left for ``_NN``, the suffix and the partial name
 
 
 def safe_stem(name: str, fallback: str = "unnamed") -> str:
     """A file name stem from a name in a model: the last path step, unsafe characters as ``_``."""
     stem = re.split(r"[/\\]", printable_name(name))[-1].strip()
     stem = _UNSAFE.sub("_", stem).strip(". ") or fallback
-    if stem.split(".")[0].lower() in _RESERVED:
+    if stem.split(".")[0].rstrip(" ").lower() in _RESERVED:
         stem = "_" + stem
-    return stem[:NAME_LIMIT]
+    stem = stem[:NAME_LIMIT]
+    while len(stem.encode("utf-8")) > NAME_BYTES:
+        stem = stem[:-1]
+    return stem
+
+
+def check_output_root(out_dir: str | os.PathLike[str], roots: tuple[str, ...]) -> None:
+    """The output folder, when it lies inside a folder the model is read from (its own, its game's), must be
+    reached there without a link: a pack shipping ``decompiled`` (or a step on the way to it) as a link to
+    elsewhere would have the sources written there. The batch checks its ``-o`` the same way
+    (``cli.batch.check_output_folder``); below the output folder ``no_links`` sees to every step."""
+    lexical = Path(os.path.abspath(out_dir))
+    for root in roots:
+        folder = Path(root)
+        if not (lexical == folder or folder in lexical.parents):
+            continue
+        step = folder
+        for part in lexical.relative_to(folder).parts:
+            step = step / part
+            if is_link(step):
+                raise LinkInTheWay(step)
 
 
 class OutputExists(FormatError):
@@ -44,9 +70,13 @@ class OutputExists(FormatError):
 class Output:
     """The output folder of one model's decompile: files named once each, written fresh."""
 
-    def __init__(self, root: str | os.PathLike[str], overwrite: bool = False) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], overwrite: bool = False, input_bytes: Callable[[], int] | None = None
+    ) -> None:
         self.root = Path(os.path.abspath(root))
         self.overwrite = overwrite
+        self.input_bytes = input_bytes  # the bytes read so far: what may be written is relative to it
+        self.written = 0  # bytes over all files, charged before each write
         self.files: list[str] = []  # relative paths written, in order
         self._taken: set[str] = set()
         self._folders: dict[str, Folder] = {}  # reached once each (without links), kept open until close()
@@ -77,8 +107,9 @@ class Output:
         candidate, n = base, 1
         while True:
             relative = f"{folder}/{candidate}{suffix}" if folder else f"{candidate}{suffix}"
-            if relative.lower() not in self._taken:
-                self._taken.add(relative.lower())
+            key = unicodedata.normalize("NFC", relative).casefold()  # as NTFS and APFS compare names
+            if key not in self._taken:
+                self._taken.add(key)
                 return relative
             n += 1
             candidate = f"{base}_{n}"
@@ -89,11 +120,12 @@ class Output:
         target = self.root / relative
         parent, _, name = relative.rpartition("/")
         folder = self.folder(parent)
-        partial = f".{name}.{uuid.uuid4().hex[:12]}.partial"
+        self.charge(OUTPUT_FILE_COST, target)
+        partial = f".{uuid.uuid4().hex[:12]}.partial"  # not the name: a long name plus this would pass 255 bytes
         descriptor = folder.create(partial)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
-                yield stream
+                yield _Charged(stream, self, target)
             if self.overwrite:
                 folder.replace(partial, name)
             else:
@@ -110,6 +142,43 @@ class Output:
                 folder.unlink(partial)
         self.files.append(relative)
 
+    def charge(self, amount: int, target: Path | str) -> None:
+        """Count ``amount`` bytes against the output budget before they are written (``budget.output_bytes``)."""
+        self.written += amount
+        self.check(0, target)
+
+    def check(self, pending: int, target: Path | str) -> None:
+        """Refuse when what was written plus ``pending`` bytes still being built (a QC's text) passes the budget."""
+        budget = current_budget()
+        read = self.input_bytes() if self.input_bytes is not None else 0
+        amount = self.written + pending
+        budget.check(target, "output written by the decompile", amount, budget.output_bytes(read), "bytes")
+
+    def checker(self, target: str) -> Callable[[int], None]:
+        """``check`` for one file's text still being built (``QcWriter(check=...)``)."""
+        return lambda pending: self.check(pending, self.root / target)
+
     def write(self, relative: str, data: bytes) -> None:
         with self.open(relative) as stream:
             stream.write(data)
+
+
+class _Charged:
+    """A stream that charges every write to its ``Output``'s budget first: an over-budget write never reaches the
+    disk, and the partial file is removed."""
+
+    def __init__(self, stream: BinaryIO, output: Output, target: Path) -> None:
+        self._stream = stream
+        self._output = output
+        self._target = target
+
+    def write(self, data: bytes) -> int:
+        self._output.charge(memoryview(data).nbytes, self._target)  # (bytes, not items, of an array)
+        return self._stream.write(data)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)

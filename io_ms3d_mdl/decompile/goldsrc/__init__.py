@@ -25,6 +25,7 @@ from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
+from ...formats.smd.writer import CORNER_BYTES
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
@@ -77,7 +78,8 @@ def _run(job: DecompileJob) -> None:
                 job.output.write(relative, paletted_bmp(texture.indices, texture.palette))
 
     notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
-    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes))
+    qc_check = job.output.checker(model_file)
+    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes), qc_check)
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
@@ -133,6 +135,7 @@ def _references(
                 options.append(None)
                 continue
             relative = out.name(source_stem(model.name) or f"{part.name}_{m}", ".smd")
+            out.check(CORNER_BYTES * sum(len(mesh.corners) for mesh in model.meshes), out.root / relative)
             triangles, dropped = model_triangles(gs, model, world, materials, sizes)
             if dropped:
                 warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")

@@ -20,6 +20,7 @@ Facts of that compiler this follows:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,8 +100,8 @@ def implied_flags(name: str) -> int:
     return CHROME_BY_NAME if "chrome" in name.lower() else 0
 
 
-def write_qc(gs: GsFile, parts: QcParts) -> QcWriter:
-    w = QcWriter()
+def write_qc(gs: GsFile, parts: QcParts, check: Callable[[int], None] | None = None) -> QcWriter:
+    w = QcWriter(check)
     w.comment(f"Decompiled by io_ms3d_mdl from {parts.model_file}, a GoldSrc (Half-Life) model, version 10.")
     if gs.name and gs.name != parts.model_file:
         w.comment(f"The model calls itself {gs.name!r}.")
@@ -156,10 +157,11 @@ def _skins(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     if len(skins) > 1 and skins.shape[1]:
         valid = (skins >= 0) & (skins < len(files))
         differs = np.flatnonzero(((skins != skins[0]) & valid).any(axis=0) & valid.all(axis=0))
-        columns = differs.tolist() or [0]
-        with w.block(Raw("$texturegroup"), Raw("skinfamilies")):
-            for family in skins.tolist():
-                w.line(Raw("{"), *(Quoted(files[family[c]]) for c in columns), Raw("}"))
+        columns = differs.tolist() or ([0] if valid[:, 0].all() else [])  # (every entry written names a file)
+        if columns:
+            with w.block(Raw("$texturegroup"), Raw("skinfamilies")):
+                for family in skins.tolist():
+                    w.line(Raw("{"), *(Quoted(files[family[c]]) for c in columns), Raw("}"))
         if not valid.all():
             w.comment("skin-table entries naming no texture were left out")
     modes_written = False
@@ -211,7 +213,9 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     opened = 0
     for entry in parts.sequences:
         seq = entry.sequence
-        if labelled and seq.seqgroup > opened:
+        if not 0 <= seq.seqgroup < len(gs.groups):  # (a stranger's index: no such group to open)
+            w.comment(f"'{entry.label}' names sequence group {seq.seqgroup}, which the model does not have")
+        elif labelled and seq.seqgroup > opened:
             for g in range(opened + 1, seq.seqgroup + 1):
                 w.command(Raw("$sequencegroup"), Quoted(gs.groups[g].label))
             opened = seq.seqgroup

@@ -13,6 +13,7 @@ import numpy as np
 from ...errors import BudgetExceeded, FormatError
 from ...formats.qc import QcWriter
 from ...formats.smd import SmdSkeleton, SmdTriangles, write_smd
+from ...formats.smd.writer import CORNER_BYTES
 from ...formats.source import find_sidecars, read_mdl_bytes, read_mesh_companions, read_physics_companion
 from ...formats.source.includes import load_ani, load_includes
 from ...scene.source.convert import SourceOptions, source_to_scene
@@ -123,6 +124,7 @@ def decompile_source(job: DecompileJob) -> None:
         name = model.name if model is not None else edits.options[b][m]
         base = os.path.splitext(os.path.basename(name.replace("\\", "/")))[0] or f"{stem}_{b}_{m}"
         relative = output.name(base if k == 0 else f"{base}_lod{k}", ".smd")
+        output.check(3 * CORNER_BYTES * len(obj.mesh.triangles), output.root / relative)  # before it is built
         triangles = object_triangles(obj, names, turn)
         with output.open(relative) as stream:
             stats = write_smd(stream, skeleton, rest, triangles)
@@ -176,7 +178,7 @@ def decompile_source(job: DecompileJob) -> None:
                 made, edits.rig, bone_world(mdl), skeleton, root_turn, output, warnings
             )
     parts.definebone = options.definebone
-    qc = QcWriter()
+    qc = QcWriter(output.checker(f"{stem}.qc"))
     write_qc(qc, parts, warnings)
     if qc.non_finite:
         warnings.add(f"the QC: {qc.non_finite} nan/inf values were written as 0")

@@ -4,7 +4,9 @@ comment, with a warning in the QC, instead of a wrong rule."""
 
 from __future__ import annotations
 
-from ...formats.float_text import float_text
+import numpy as np
+
+from ...formats.float_text import float_text, float_tokens
 from ...formats.qc import qc_token
 from ...formats.source.model import MdlFile
 
@@ -19,9 +21,11 @@ def _name(text: str) -> str:
     return token
 
 
-def rule_expression(mdl: MdlFile, ops: list[tuple[int, float]]) -> str | None:
+def rule_expression(mdl: MdlFile, ops: list[tuple[int, float]], constants: list[str] | None = None) -> str | None:
+    """``constants``: the text of each constant of ``ops``, in order, when formatted already (``rule_lines``)."""
     stack: list[tuple[str, int]] = []  # (text, binding strength: 3 atom, 2 product, 1 sum)
     controllers = [c[0] for c in mdl.flex_controllers]
+    texts = iter(constants) if constants is not None else None
 
     def pop() -> tuple[str, int]:
         if not stack:
@@ -31,7 +35,7 @@ def rule_expression(mdl: MdlFile, ops: list[tuple[int, float]]) -> str | None:
     try:
         for op, value in ops:
             if op == CONST:
-                text = float_text(value)
+                text = next(texts) if texts is not None else float_text(value)
                 stack.append((f"({text})" if text.startswith("-") else text, 3))
             elif op == FETCH1:
                 stack.append((_name(controllers[int(value)]), 3))
@@ -72,11 +76,16 @@ def rule_expression(mdl: MdlFile, ops: list[tuple[int, float]]) -> str | None:
 
 
 def rule_lines(mdl: MdlFile) -> list[str]:
-    lines = []
-    for rule in mdl.flex_rules:
-        if not 0 <= rule.flex < len(mdl.flex_names):
-            continue
-        expression = rule_expression(mdl, rule.ops)
+    """Every rule's line. The constants of all rules are formatted in one pass: one call per constant took 160 µs,
+    and 120,000 constants (inside the flex rule budget) took 20 s."""
+    rules = [rule for rule in mdl.flex_rules if 0 <= rule.flex < len(mdl.flex_names)]
+    per_rule = [[value for op, value in rule.ops if op == CONST] for rule in rules]
+    flat = [value for values in per_rule for value in values]
+    texts = float_tokens(np.array(flat, dtype=np.float64))[0].tolist() if flat else []
+    lines, start = [], 0
+    for rule, values in zip(rules, per_rule, strict=True):
+        constants, start = texts[start : start + len(values)], start + len(values)
+        expression = rule_expression(mdl, rule.ops, constants)
         name = _name(mdl.flex_names[rule.flex])
         if expression is None:
             lines.append(f"// %{mdl.flex_names[rule.flex]}: a rule QC cannot express (n-way or eyelid operation)")

@@ -130,9 +130,15 @@ def _last_fresh(fresh: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(fresh, np.arange(len(fresh))[:, None], 0), axis=0)
 
 
+CORNER_BYTES = 64  # at least what a triangle corner's line takes (a decompile checks its budget with it first)
+
+
 def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> None:
     out.write(b"triangles\n")
     t = len(triangles.material_index)
+    if t == 0:  # (a mesh whose every triangle was refused: nothing to lay out)
+        out.write(b"end\n")
+        return
     bones = np.asarray(triangles.bones).reshape(t * 3, -1)
     weights = np.asarray(triangles.weights, dtype=np.float32).reshape(t * 3, -1)
     used = (bones >= 0) & (weights > 0)

@@ -4,7 +4,8 @@ The ``.tth`` starts with ``TTH\\0``, keeps a mip count at byte 6 and at byte 8 t
 after a 16-byte head, a table of 8 bytes per mip level and 4 more bytes come those VTF bytes (a VTF 7.0 header and
 the smallest mip levels). The ``.ttz`` is the rest of the VTF file (its larger mip levels), zlib-compressed. Put
 together they are an ordinary VTF (``vtf.read_vtf_bytes``). The decompressed size is bounded by the one-file
-budget before it is allocated (a zip bomb stops there).
+budget before it is allocated (a zip bomb stops there), and no further than the VTF header says the texture
+is long (a 1×1 texture followed by 128 MiB of zeros inflates a few bytes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import zlib
 
 from ...budget import current_budget
 from ..binary import Cursor
+from .vtf import declared_bytes
 
 MAGIC = b"TTH\0"
 HEAD_SIZE = 16
@@ -28,8 +30,11 @@ def tth_to_vtf(header: bytes, body: bytes, path: str | None = None) -> bytes:
     start = HEAD_SIZE + 8 * mips + 4
     vtf_head = cur.bytes_at(start, size, "VTF header and small mip levels")
     limit = current_budget().file_bytes
+    declared = declared_bytes(bytes(vtf_head))
     inflate = zlib.decompressobj()
     try:
+        if declared is not None and declared <= limit:  # what the texture needs, not what the stream holds
+            return vtf_head + inflate.decompress(body, max(declared - len(vtf_head), 1))
         rest = inflate.decompress(body, limit - len(vtf_head) + 1)
     except zlib.error as exc:
         raise Cursor(body, _ttz(path)).error(f"the compressed texture data is damaged ({exc})", 0) from None

@@ -152,6 +152,45 @@ def level_size(fmt: str, width: int, height: int) -> int:
     return width * height * next(bpp for name, bpp in FORMATS.values() if name == fmt)
 
 
+def declared_bytes(head: bytes) -> int | None:
+    """How long the VTF whose first bytes are ``head`` says it is (its image data's end: every mip level, frame,
+    face and slice), or None when the header does not say. A ``.ttz`` is inflated only this far (``tth``)."""
+    if len(head) < 80 or head[:4] != b"VTF\0":
+        return None
+    header = np.frombuffer(head[:80], HEADER, 1)[0]
+    major, minor = (int(v) for v in header["version"])
+    width, height, fmt_id = int(header["width"]), int(header["height"]), int(header["format"])
+    if major != 7 or minor > 5 or fmt_id not in FORMATS or not (0 < width <= 32768 and 0 < height <= 32768):
+        return None
+    fmt, frames, mips = FORMATS[fmt_id][0], max(int(header["frames"]), 1), max(int(header["mip_count"]), 1)
+    depth = max(int(header["depth"]), 1) if minor >= 2 else 1
+    faces = 7 if int(header["flags"]) & ENVMAP else 1
+    if minor >= 3:
+        count = min(int(header["num_resources"]), 32)
+        if len(head) < 80 + count * RESOURCE.itemsize:
+            return None
+        resources = np.frombuffer(head[80 : 80 + count * RESOURCE.itemsize], RESOURCE)
+        starts = [int(r["offset"]) for r in resources]
+        high = [int(r["offset"]) for r in resources if r["tag"].tobytes() == TAG_HIGH_RES]
+        if not high:
+            return None
+        start = max(high[0], 0)
+        others = max([o for o in starts if o > start], default=0)  # a resource stored after the image data
+    else:
+        low_fmt = int(header["low_format"])
+        low = (
+            level_size(FORMATS[low_fmt][0], int(header["low_width"]), int(header["low_height"]))
+            if low_fmt in FORMATS
+            else 0
+        )
+        start, others = int(header["header_size"]) + low, 0
+    image = sum(
+        level_size(fmt, max(width >> m, 1), max(height >> m, 1)) * frames * faces * max(depth >> m, 1)
+        for m in range(min(mips, 16))
+    )
+    return max(start + image, others + (1 << 16) if others else 0)
+
+
 def read_vtf_bytes(
     data: bytes, path: str | None = None, max_pixels: int | None = None, keep_blocks: bool = False
 ) -> VtfImage:
