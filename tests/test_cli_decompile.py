@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, sample_path
 from source_writer import character_spec, write_source
 
 import io_ms3d_mdl.decompile as decompile_package
@@ -148,6 +148,20 @@ def test_usage_errors(tmp_path, capsys):
     assert main(["decompile", str(tmp_path), "--jobs", "0"]) == 2
     assert main(["decompile", str(tmp_path), "--shard", "3/2"]) == 2
     assert main(["decompile", str(tmp_path / "empty"), "-o", str(tmp_path / "o")]) == 1
+    assert main(["decompile", str(tmp_path), "--work-limit", "0"]) == 2
+    assert "--work-limit must be between" in capsys.readouterr().err
+
+
+def test_the_work_limit_reaches_the_decompiler(tmp_path):
+    """``--work-limit`` scales the decompile's budgets as it does the import's: a real character within the default
+    budgets is refused under a tiny limit (one clean row naming the budget), and decompiles at the default."""
+    model = sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl")
+    common = [str(model), "--no-includes", "--no-animations"]
+    assert main(["decompile", *common, "-o", str(tmp_path / "tiny"), "--work-limit", "0.01"]) == 1
+    row = report_of(tmp_path / "tiny")["civilian.mdl"]
+    assert row["status"] == "failed" and "Work Limit" in row["error"], row
+    assert main(["decompile", *common, "-o", str(tmp_path / "default")]) == 0
+    assert report_of(tmp_path / "default")["civilian.mdl"]["status"] == "ok"
 
 
 BLOCK_BPY = """

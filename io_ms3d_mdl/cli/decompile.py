@@ -56,6 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--root", action="append", default=[], metavar="DIR", help="a folder included models may also be read from"
     )
+    parser.add_argument(
+        "--work-limit",
+        type=float,
+        default=1.0,
+        metavar="FACTOR",
+        help="multiply every work budget (what is read, decoded and written); raise it only for files you trust "
+        "(0.01–1000, default 1)",
+    )
     what = parser.add_argument_group("what is written (everything by default)")
     what.add_argument("--no-animations", action="store_true", help="no animation SMDs (the QC keeps its sequences)")
     what.add_argument("--no-includes", action="store_true", help="not the animations of $includemodel models")
@@ -80,6 +88,7 @@ def options_from(args: argparse.Namespace, overwrite: bool) -> dict[str, Any]:
         "flexes": not args.no_flexes,
         "textures": not args.no_textures,
         "definebone": args.definebone,
+        "work_limit": args.work_limit,
     }
 
 
@@ -88,6 +97,8 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("give models or folders to decompile (or --files-from LIST, --vpk ARCHIVE, --game DIR)")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    if not 0.01 <= args.work_limit <= 1000.0:
+        raise UsageError("--work-limit must be between 0.01 and 1000")
     if args.shard:
         try:
             parse_shard(args.shard)
