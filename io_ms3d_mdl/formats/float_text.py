@@ -76,6 +76,98 @@ def _tokens(flat: np.ndarray) -> np.ndarray:
     return tokens
 
 
+WIDTH = 16  # "-0.000ddddddddd" (15) and "-d.dddddddde-XX" (15) fit; 0 pads the rest
+# Per value, a table of the bytes its text is made of: the 9 digits (most significant first), then these
+_DOT, _ZERO, _MINUS, _E, _EXP_SIGN, _EXP_TENS, _EXP_ONES, _NUL = range(9, 17)
+_COLUMNS = 17
+
+
+def _layouts() -> np.ndarray:
+    """(2, 15, 10, WIDTH): for a sign (0: +, 1: -), a layout (0..12: fixed with exponent -4..8; 13: exponent
+    notation) and s significant digits (1..9), which table column each byte of ``%g``'s text takes."""
+    table = np.full((2, 15, 10, WIDTH), _NUL, dtype=np.intp)
+    for neg in (0, 1):
+        for layout in range(14):
+            for s in range(1, 10):
+                cols = [_MINUS] * neg
+                if layout == 13:  # d[.ddd]e±XX
+                    cols += [0] + ([_DOT, *range(1, s)] if s > 1 else []) + [_E, _EXP_SIGN, _EXP_TENS, _EXP_ONES]
+                else:
+                    x = layout - 4
+                    if x >= 0:  # the integer digits (a zero there is never stripped), then the fraction's
+                        ints = x + 1
+                        cols += list(range(ints)) + ([_DOT, *range(ints, s)] if s > ints else [])
+                    else:
+                        cols += [_ZERO, _DOT] + [_ZERO] * (-x - 1) + list(range(s))
+                table[neg, layout, s, : len(cols)] = cols
+    return table
+
+
+_LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
+_POW10 = 10.0 ** np.arange(9, -1, -1)
+
+
+def float_chars(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """The text of each value (flattened, in order) as rows of ASCII bytes, 0-padded to ``WIDTH``: the same text
+    as ``float_tokens``, built with numpy arithmetic (the digits of the value scaled to an integer), so a million
+    numbers cost milliseconds. A value whose scaled digits float64 cannot settle (a near-tie, or a scale beyond
+    10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s."""
+    a, bad = finite32(values)
+    flat = a.ravel()
+    if flat.size > 1024:
+        unique, inverse = np.unique(flat, return_inverse=True)
+        if unique.size < flat.size // 2:
+            return _chars(unique)[inverse.reshape(-1)], bad
+    return _chars(flat), bad
+
+
+def _chars(flat: np.ndarray) -> np.ndarray:
+    n = flat.size
+    if n == 0:
+        return np.zeros((0, WIDTH), dtype=np.uint8)
+    p = digits_needed(flat).astype(np.int64)
+    x = np.abs(flat.astype(np.float64))
+    nonzero = x > 0
+    safe = np.where(nonzero, x, 1.0)
+    e = np.floor(np.log10(safe))
+    e -= 10.0**e > safe  # as digits_needed: log10's rounding near a power of ten
+    e += 10.0 ** (e + 1) <= safe
+    e = e.astype(np.int64)
+    k = p - 1 - e
+    exact = nonzero & (np.abs(k) <= 22)
+    k = np.where(exact, k, 0)
+    y = np.where(k >= 0, safe * 10.0 ** np.abs(k), safe / 10.0 ** np.abs(k))  # one rounding: half an ulp
+    exact &= np.abs(y - np.floor(y) - 0.5) > 1e-6  # not a near-tie, where that half ulp could tip the digit
+    m = np.where(exact, np.rint(y), 0).astype(np.int64)
+    carry = m >= 10**p  # 9.9999996 at 7 digits is 10.00000: the exponent grows by one
+    m = np.where(carry, m // 10, m) * 10 ** (9 - p)  # 9 digits, trailing zeros
+    X = e + carry  # the exponent %g decides by
+    exact &= np.abs(X) < 100
+    table = np.empty((n, _COLUMNS), dtype=np.uint8)
+    high = np.floor(m.astype(np.float64)[:, None] / _POW10)  # m // 10^i, exact: m < 1e9 (float64 is fast here)
+    digits = high[:, 1:] - 10 * high[:, :-1]
+    table[:, :9] = digits + ord("0")
+    s = 9 - np.argmax(digits[:, ::-1] != 0, axis=1)  # the digits left once trailing zeros are stripped
+    table[:, _DOT], table[:, _ZERO], table[:, _MINUS], table[:, _E] = (ord(c) for c in ".0-e")
+    table[:, _EXP_SIGN] = np.where(X < 0, ord("-"), ord("+"))
+    ax = np.abs(X) % 100
+    table[:, _EXP_TENS] = ax // 10 + ord("0")
+    table[:, _EXP_ONES] = ax % 10 + ord("0")
+    table[:, _NUL] = 0
+    fixed = (X >= -4) & (p > X)
+    layout = np.where(fixed, np.clip(X, -4, 8) + 4, 13)
+    columns = _LAYOUTS[((flat < 0) * 15 + layout) * 10 + s]
+    out = table.ravel()[columns + (np.arange(n, dtype=np.intp) * _COLUMNS)[:, None]]
+    out[~nonzero] = 0
+    out[~nonzero, 0] = ord("0")
+    slow = np.flatnonzero(nonzero & ~exact)
+    if slow.size:
+        text = _tokens(flat[slow]).astype("S")
+        out[slow] = 0
+        out[slow, : text.itemsize] = text.view(np.uint8).reshape(slow.size, text.itemsize)
+    return out
+
+
 def float_text(value: float) -> str:
     """One number (a QC argument)."""
     return float_tokens(np.array([value]))[0][0]
