@@ -27,12 +27,18 @@ def finite32(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 def digits_needed(flat: np.ndarray) -> np.ndarray:
     """Per float32 value (finite), the significant digits (6..9) whose ``%g`` text reads back as that value."""
+    return _needed(flat)[0]
+
+
+def _needed(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``digits_needed`` and each value's decimal exponent (0 for a zero)."""
     x = np.abs(flat.astype(np.float64))
     need = np.full(flat.shape, 9, dtype=np.int8)
+    exponent = np.zeros(flat.shape, dtype=np.int64)
     nonzero = x > 0
     need[~nonzero] = 6
     if not nonzero.any():
-        return need
+        return need, exponent
     xs = x[nonzero]
     e = np.floor(np.log10(xs))
     e -= 10.0**e > xs  # log10's rounding near a power of ten
@@ -48,7 +54,8 @@ def digits_needed(flat: np.ndarray) -> np.ndarray:
             ok = np.abs(rounded - xs) < SAFE * step
         chosen[ok] = p
     need[nonzero] = chosen
-    return need
+    exponent[nonzero] = e
+    return need, exponent
 
 
 def float_tokens(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -104,7 +111,8 @@ def _layouts() -> np.ndarray:
 
 
 _LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
-_POW10 = 10.0 ** np.arange(9, -1, -1)
+_TRIPLES = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
+_TRAILING = np.array([3] + [len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1, 1000)])
 
 
 def float_chars(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -125,14 +133,11 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     n = flat.size
     if n == 0:
         return np.zeros((0, WIDTH), dtype=np.uint8)
-    p = digits_needed(flat).astype(np.int64)
+    p, e = _needed(flat)
+    p = p.astype(np.int64)
     x = np.abs(flat.astype(np.float64))
     nonzero = x > 0
     safe = np.where(nonzero, x, 1.0)
-    e = np.floor(np.log10(safe))
-    e -= 10.0**e > safe  # as digits_needed: log10's rounding near a power of ten
-    e += 10.0 ** (e + 1) <= safe
-    e = e.astype(np.int64)
     k = p - 1 - e
     exact = nonzero & (np.abs(k) <= 22)
     k = np.where(exact, k, 0)
@@ -144,10 +149,14 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     X = e + carry  # the exponent %g decides by
     exact &= np.abs(X) < 100
     table = np.empty((n, _COLUMNS), dtype=np.uint8)
-    high = np.floor(m.astype(np.float64)[:, None] / _POW10)  # m // 10^i, exact: m < 1e9 (float64 is fast here)
-    digits = high[:, 1:] - 10 * high[:, :-1]
-    table[:, :9] = digits + ord("0")
-    s = 9 - np.argmax(digits[:, ::-1] != 0, axis=1)  # the digits left once trailing zeros are stripped
+    groups = np.empty((3, n), dtype=np.int64)  # m's digits in threes, most significant first
+    groups[0], low = np.divmod(m, 1_000_000)
+    groups[1], groups[2] = np.divmod(low, 1000)
+    for g in range(3):
+        table[:, 3 * g : 3 * g + 3] = _TRIPLES[groups[g]]
+    zeros = _TRAILING[groups]  # (3, n) trailing zeros of each three (3 for 000)
+    trailing = np.where(groups[2] > 0, zeros[2], 3 + np.where(groups[1] > 0, zeros[1], 3 + zeros[0]))
+    s = np.where(m == 0, 1, 9 - trailing)  # the digits left once trailing zeros are stripped
     table[:, _DOT], table[:, _ZERO], table[:, _MINUS], table[:, _E] = (ord(c) for c in ".0-e")
     table[:, _EXP_SIGN] = np.where(X < 0, ord("-"), ord("+"))
     ax = np.abs(X) % 100
@@ -156,8 +165,14 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     table[:, _NUL] = 0
     fixed = (X >= -4) & (p > X)
     layout = np.where(fixed, np.clip(X, -4, 8) + 4, 13)
-    columns = _LAYOUTS[((flat < 0) * 15 + layout) * 10 + s]
-    out = table.ravel()[columns + (np.arange(n, dtype=np.intp) * _COLUMNS)[:, None]]
+    key = (((flat < 0) * 15 + layout) * 10 + s).astype(np.int16)
+    order = np.argsort(key, kind="stable")  # (a radix sort for 16-bit keys: linear)
+    counts = np.bincount(key, minlength=len(_LAYOUTS))
+    ends = np.cumsum(counts).tolist()
+    out = np.empty((n, WIDTH), dtype=np.uint8)
+    for layout_key in np.flatnonzero(counts).tolist():  # (the few layouts present, each a run of ``order``)
+        rows = order[ends[layout_key] - counts[layout_key] : ends[layout_key]]
+        out[rows] = table[rows][:, _LAYOUTS[layout_key]]
     out[~nonzero] = 0
     out[~nonzero, 0] = ord("0")
     slow = np.flatnonzero(nonzero & ~exact)
