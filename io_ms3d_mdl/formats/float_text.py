@@ -111,22 +111,38 @@ def _layouts() -> np.ndarray:
 
 
 _LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
+_LENGTHS = (_LAYOUTS != _NUL).sum(axis=1)
 _TRIPLES = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
 _TRAILING = np.array([3] + [len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1, 1000)])
 
 
 def float_chars(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """The text of each value (flattened, in order) as rows of ASCII bytes, 0-padded to ``WIDTH``: the same text
+    """The text of each value (flattened, in order) as rows of ASCII bytes, 0-padded to the longest (at most
+    ``WIDTH``), and how many non-finite values were written as 0: the same text
     as ``float_tokens``, built with numpy arithmetic (the digits of the value scaled to an integer), so a million
     numbers cost milliseconds. A value whose scaled digits float64 cannot settle (a near-tie, or a scale beyond
     10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s."""
     a, bad = finite32(values)
     flat = a.ravel()
     if flat.size > 1024:
-        unique, inverse = np.unique(flat, return_inverse=True)
+        unique, inverse = _unique(flat)
         if unique.size < flat.size // 2:
-            return _chars(unique)[inverse.reshape(-1)], bad
+            return _chars(unique)[inverse], bad
     return _chars(flat), bad
+
+
+def _unique(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(flat, return_inverse=True)`` for finite float32 without -0, sorted by bit pattern instead (a
+    stable integer sort is the cheaper one; the order does not matter here)."""
+    bits = flat.view(np.uint32)
+    order = np.argsort(bits, kind="stable")
+    ordered = bits[order]
+    first = np.empty(flat.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(flat.size, dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first].view(np.float32), inverse
 
 
 def _chars(flat: np.ndarray) -> np.ndarray:
@@ -169,15 +185,17 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     order = np.argsort(key, kind="stable")  # (a radix sort for 16-bit keys: linear)
     counts = np.bincount(key, minlength=len(_LAYOUTS))
     ends = np.cumsum(counts).tolist()
-    out = np.empty((n, WIDTH), dtype=np.uint8)
-    for layout_key in np.flatnonzero(counts).tolist():  # (the few layouts present, each a run of ``order``)
+    present = np.flatnonzero(counts)
+    slow = np.flatnonzero(nonzero & ~exact)
+    text = _tokens(flat[slow]).astype("S") if slow.size else np.zeros(0, "S1")
+    width = max(int(_LENGTHS[present].max()), text.itemsize)  # the longest text: the rest is padding
+    out = np.empty((n, width), dtype=np.uint8)
+    for layout_key in present.tolist():  # (the few layouts present, each a run of ``order``)
         rows = order[ends[layout_key] - counts[layout_key] : ends[layout_key]]
-        out[rows] = table[rows][:, _LAYOUTS[layout_key]]
+        out[rows] = table[rows][:, _LAYOUTS[layout_key, :width]]
     out[~nonzero] = 0
     out[~nonzero, 0] = ord("0")
-    slow = np.flatnonzero(nonzero & ~exact)
     if slow.size:
-        text = _tokens(flat[slow]).astype("S")
         out[slow] = 0
         out[slow, : text.itemsize] = text.view(np.uint8).reshape(slow.size, text.itemsize)
     return out

@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..float_text import WIDTH, finite32, float_chars
+from ..float_text import finite32, float_chars
 
 STORED = ("utf-8", "surrogateescape")  # names as the model stored them (formats.stored_text)
 CHUNK = 1 << 16  # rows formatted at a time: the text of a big animation never sits whole in memory
@@ -98,7 +98,7 @@ def _number_table(first: np.ndarray, numbers: np.ndarray, stats: SmdStats) -> np
     stats.non_finite += bad
     stats.rows += n
     parts = [int_chars(first)]
-    chars = chars.reshape(n, columns, WIDTH)
+    chars = chars.reshape(n, columns, -1)
     for c in range(columns):  # (a loop over the few columns, not the rows)
         parts += [_column(n, b" "), chars[:, c]]
     return np.concatenate(parts, axis=1)
@@ -135,7 +135,7 @@ def _pose_bytes(block: np.ndarray, start: int, stats: SmdStats) -> bytes:
     slot = np.zeros(flat.shape, dtype=np.int64)
     slot[fresh] = np.arange(len(chars))
     slot = slot[_last_fresh(fresh), np.arange(bones * 6)]  # each value's text: its column's latest change
-    tokens = chars[slot].reshape(n, bones, 6, WIDTH)
+    tokens = chars[slot].reshape(n, bones, 6, -1)
     parts = [np.broadcast_to(int_chars(np.arange(bones))[None], (n, bones, len(str(max(bones - 1, 0)))))]
     space = np.broadcast_to(np.uint8(ord(" ")), (n, bones, 1))
     for c in range(6):
@@ -190,8 +190,8 @@ def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> 
             has = (counts[corners] > 0)[:, None]
             parts += [np.where(has, _column(n, b" "), 0), np.where(has, int_chars(counts[corners]), 0)]
             link_bones = int_chars(np.where(linked[:, :k], bones[corners][:, :k], 0)).reshape(n, k, -1)
-            tokens = np.zeros((n, k, WIDTH), dtype=np.uint8)
             chars, bad = float_chars(weights[corners][:, :k][linked[:, :k]])
+            tokens = np.zeros((n, k, chars.shape[1]), dtype=np.uint8)
             stats.non_finite += bad
             tokens[linked[:, :k]] = chars
             for i in range(k):  # (a loop over the links, at most a handful)
