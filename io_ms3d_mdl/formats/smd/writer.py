@@ -121,37 +121,36 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
 
 
 def _pose_bytes(block: np.ndarray, start: int, stats: SmdStats) -> bytes:
-    """``time i`` then one line per bone, for each frame of ``block``. A value equal to the same column's in the
+    """``time i`` then one line per bone, for each frame of ``block``. A value equal to the same channel's in the
     frame before reuses its text: an animation's channels mostly hold still, and formatting numbers is the
     writer's cost."""
     values, bad = finite32(block)
     stats.non_finite += bad
     n, bones = values.shape[:2]
     stats.rows += n * bones
-    flat = values.reshape(n, bones * 6)
-    fresh = np.ones(flat.shape, dtype=bool)
-    fresh[1:] = flat[1:] != flat[:-1]
-    chars, _ = float_chars(flat[fresh])
-    slot = np.zeros(flat.shape, dtype=np.int64)
-    slot[fresh] = np.arange(len(chars))
-    slot = slot[_last_fresh(fresh), np.arange(bones * 6)]  # each value's text: its column's latest change
-    tokens = chars[slot].reshape(n, bones, 6, -1)
-    parts = [np.broadcast_to(int_chars(np.arange(bones))[None], (n, bones, len(str(max(bones - 1, 0)))))]
-    space = np.broadcast_to(np.uint8(ord(" ")), (n, bones, 1))
-    for c in range(6):
-        parts += [space, tokens[:, :, c]]
-    parts.append(np.broadcast_to(np.uint8(ord("\n")), (n, bones, 1)))
-    lines = np.concatenate(parts, axis=2)  # (F, B, width)
+    channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
+    fresh = np.ones(channels.shape, dtype=bool)
+    np.not_equal(channels[:, 1:], channels[:, :-1], out=fresh[:, 1:])
+    chars, _ = float_chars(channels[fresh])
+    width = chars.shape[1]
+    # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
+    tokens = chars[np.cumsum(fresh.ravel()) - 1].reshape(bones, 6, n, width)
+    index = int_chars(np.arange(bones))
+    line = index.shape[1] + 6 * (width + 1) + 1
     head = np.concatenate([_column(n, b"time "), int_chars(np.arange(start, start + n)), _column(n, b"\n")], axis=1)
-    table = np.zeros((n, head.shape[1] + bones * lines.shape[2]), dtype=np.uint8)
-    table[:, : head.shape[1]] = head
-    table[:, head.shape[1] :] = lines.reshape(n, -1)
+    table = np.empty((n, bones + 1, max(line, head.shape[1])), dtype=np.uint8)
+    table[:, 0, : head.shape[1]] = head
+    table[:, 0, head.shape[1] :] = 0
+    body = table[:, 1:]  # (F, B, line): the bone lines of each frame
+    body[:, :, : index.shape[1]] = index
+    at = index.shape[1]
+    for c in range(6):  # (a loop over the six channels, not the frames)
+        body[:, :, at] = ord(" ")
+        body[:, :, at + 1 : at + 1 + width] = tokens[:, c].transpose(1, 0, 2)
+        at += width + 1
+    body[:, :, at] = ord("\n")
+    body[:, :, at + 1 :] = 0
     return _compact(table)
-
-
-def _last_fresh(fresh: np.ndarray) -> np.ndarray:
-    """(F, C): per column, the latest frame at or before each one where ``fresh`` is set (frame 0 always is)."""
-    return np.maximum.accumulate(np.where(fresh, np.arange(len(fresh))[:, None], 0), axis=0)
 
 
 def _name_table(names: list[str]) -> np.ndarray:
