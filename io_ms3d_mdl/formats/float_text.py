@@ -4,8 +4,11 @@ so the caller can warn), never ``-0``.
 
 Vectorised: the precision each value needs is found with numpy arithmetic (the decimal rounded to p digits must lie
 within half a float32 step of the value, with a margin far above float64's error, so a doubtful case takes more
-digits, never fewer), then each group is formatted with one ``%`` over a tuple. Parsing the text back would cost
-three times as much."""
+digits, never fewer). ``float_tokens`` then formats each group with one ``%`` over a tuple (str objects: the QC
+writer's few numbers, and the reference); ``float_chars`` builds the same bytes with numpy arithmetic (the value
+scaled to a 9-digit integer, its digits in threes from a table, placed by the layout ``%g`` picks), as a table
+of padded rows the SMD writer assembles into lines without a Python object per number or line. Parsing the text
+back would cost three times as much."""
 
 from __future__ import annotations
 
