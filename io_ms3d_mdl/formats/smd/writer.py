@@ -30,7 +30,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..float_text import finite32, float_tokens
+from ..float_text import finite32, float_chars
 
 STORED = ("utf-8", "surrogateescape")  # names as the model stored them (formats.stored_text)
 CHUNK = 1 << 16  # rows formatted at a time: the text of a big animation never sits whole in memory
@@ -71,16 +71,43 @@ def write_nodes(out: BinaryIO, skeleton: SmdSkeleton) -> None:
     out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED))
 
 
-def _rows(first: list | np.ndarray, numbers: np.ndarray, stats: SmdStats) -> str:
-    """Lines of ``first`` (a column of ints or text) followed by the float columns of ``numbers`` (N, C)."""
+def int_chars(values: np.ndarray) -> np.ndarray:
+    """(N, D) ASCII digits of non-negative ints, leading zeros as NUL (``_compact`` drops them)."""
+    values = np.asarray(values, dtype=np.int64).ravel()
+    width = len(str(int(values.max()))) if values.size else 1
+    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
+    digits = values[:, None] // powers % 10
+    lead = (values[:, None] < powers) & (powers > 1)  # a zero before the first digit (a 0 itself keeps one)
+    return np.where(lead, 0, digits + ord("0")).astype(np.uint8)
+
+
+def _column(n: int, text: bytes) -> np.ndarray:
+    return np.broadcast_to(np.frombuffer(text, dtype=np.uint8), (n, len(text)))
+
+
+def _compact(table: np.ndarray) -> bytes:
+    """The bytes of a NUL-padded table, row after row, with the padding taken out."""
+    flat = table.astype(np.uint8, copy=False).ravel()
+    return flat[flat != 0].tobytes()
+
+
+def _number_table(first: np.ndarray, numbers: np.ndarray, stats: SmdStats) -> np.ndarray:
+    """Rows of ``first`` (ints) then the float columns of ``numbers`` (N, C), space-separated, no line end."""
     n, columns = numbers.shape
-    tokens, bad = float_tokens(numbers)
+    chars, bad = float_chars(numbers)
     stats.non_finite += bad
     stats.rows += n
-    table = np.empty((n, columns + 1), dtype=object)
-    table[:, 0] = first
-    table[:, 1:] = tokens.reshape(n, columns)
-    return (("%s" + " %s" * columns + "\n") * n) % tuple(table.ravel().tolist())
+    parts = [int_chars(first)]
+    chars = chars.reshape(n, columns, -1)
+    for c in range(columns):  # (a loop over the few columns, not the rows)
+        parts += [_column(n, b" "), chars[:, c]]
+    return np.concatenate(parts, axis=1)
+
+
+def _rows(first: np.ndarray, numbers: np.ndarray, stats: SmdStats) -> bytes:
+    """Lines of ``first`` (a column of ints) followed by the float columns of ``numbers`` (N, C)."""
+    n = len(numbers)
+    return _compact(np.concatenate([_number_table(first, numbers, stats), _column(n, b"\n")], axis=1))
 
 
 def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
@@ -89,45 +116,48 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
     out.write(b"skeleton\n")
     per_chunk = max(1, CHUNK // max(bones, 1))
     for start in range(0, count, per_chunk):
-        lines = _pose_lines(frames[start : start + per_chunk], stats)
-        n = len(lines)
-        table = np.empty((n, bones + 1), dtype=object)
-        table[:, 0] = ("time %d\n" * n % tuple(range(start, start + n))).split("\n")[:-1]
-        table[:, 1:] = lines
-        out.write(("\n".join(table.ravel().tolist()) + "\n").encode(*STORED))
+        out.write(_pose_bytes(frames[start : start + per_chunk], start, stats))
     out.write(b"end\n")
 
 
-def _pose_lines(block: np.ndarray, stats: SmdStats) -> np.ndarray:
-    """(F, B) object array: the line of each bone in each frame. A value equal to the same column's in the frame
-    before reuses its text, and a line whose six values all repeat reuses the line: an animation's channels mostly
-    hold still, and formatting numbers is the writer's cost."""
+def _pose_bytes(block: np.ndarray, start: int, stats: SmdStats) -> bytes:
+    """``time i`` then one line per bone, for each frame of ``block``. A value equal to the same channel's in the
+    frame before reuses its text: an animation's channels mostly hold still, and formatting numbers is the
+    writer's cost."""
     values, bad = finite32(block)
     stats.non_finite += bad
     n, bones = values.shape[:2]
     stats.rows += n * bones
-    flat = values.reshape(n, bones * 6)
-    fresh = np.ones(flat.shape, dtype=bool)
-    fresh[1:] = flat[1:] != flat[:-1]
-    tokens, _ = float_tokens(flat[fresh])
-    slot = np.zeros(flat.shape, dtype=np.int64)
-    slot[fresh] = np.arange(tokens.size)
-    slot = slot[_last_fresh(fresh), np.arange(bones * 6)]  # each value's token: its column's latest change
-    row_fresh = fresh.reshape(n, bones, 6).any(axis=2)
-    picked = np.flatnonzero(row_fresh.ravel())
-    table = np.empty((picked.size, 7), dtype=object)
-    table[:, 0] = (picked % bones).tolist()
-    table[:, 1:] = tokens[slot.reshape(n * bones, 6)[picked]]
-    text = ("%d %s %s %s %s %s %s\n" * picked.size) % tuple(table.ravel().tolist())
-    rows = np.array(text.split("\n")[:-1], dtype=object)
-    row_slot = np.zeros(n * bones, dtype=np.int64)
-    row_slot[picked] = np.arange(picked.size)
-    return rows[row_slot.reshape(n, bones)[_last_fresh(row_fresh), np.arange(bones)]]
+    channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
+    fresh = np.ones(channels.shape, dtype=bool)
+    np.not_equal(channels[:, 1:], channels[:, :-1], out=fresh[:, 1:])
+    chars, _ = float_chars(channels[fresh])
+    width = chars.shape[1]
+    # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
+    tokens = chars[np.cumsum(fresh.ravel()) - 1].reshape(bones, 6, n, width)
+    index = int_chars(np.arange(bones))
+    line = index.shape[1] + 6 * (width + 1) + 1
+    head = np.concatenate([_column(n, b"time "), int_chars(np.arange(start, start + n)), _column(n, b"\n")], axis=1)
+    table = np.empty((n, bones + 1, max(line, head.shape[1])), dtype=np.uint8)
+    table[:, 0, : head.shape[1]] = head
+    table[:, 0, head.shape[1] :] = 0
+    body = table[:, 1:]  # (F, B, line): the bone lines of each frame
+    body[:, :, : index.shape[1]] = index
+    at = index.shape[1]
+    for c in range(6):  # (a loop over the six channels, not the frames)
+        body[:, :, at] = ord(" ")
+        body[:, :, at + 1 : at + 1 + width] = tokens[:, c].transpose(1, 0, 2)
+        at += width + 1
+    body[:, :, at] = ord("\n")
+    body[:, :, at + 1 :] = 0
+    return _compact(table)
 
 
-def _last_fresh(fresh: np.ndarray) -> np.ndarray:
-    """(F, C): per column, the latest frame at or before each one where ``fresh`` is set (frame 0 always is)."""
-    return np.maximum.accumulate(np.where(fresh, np.arange(len(fresh))[:, None], 0), axis=0)
+def _name_table(names: list[str]) -> np.ndarray:
+    """(len(names), L) the UTF-8 bytes of each name, NUL-padded (a stored name ends at its first NUL)."""
+    encoded = np.array([n.encode(*STORED) for n in names] or [b""], dtype=bytes)
+    width = max(encoded.itemsize, 1)
+    return encoded.astype(f"S{width}").view(np.uint8).reshape(-1, width)
 
 
 CORNER_BYTES = 64  # at least what a triangle corner's line takes (a decompile checks its budget with it first)
@@ -145,36 +175,38 @@ def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> 
     order = np.argsort(~used, axis=1, kind="stable")  # used links first, in their order
     bones = np.take_along_axis(bones, order, axis=1)
     weights = np.take_along_axis(weights, order, axis=1)
+    used = np.take_along_axis(used, order, axis=1)
     counts = used.sum(axis=1)
     parent = np.where(counts > 0, bones[:, 0], np.maximum(bones[:, 0], 0))
-    names = np.array([smd_name(m) for m in triangles.materials] or [""], dtype=object)
-    material = names[np.asarray(triangles.material_index, dtype=np.int64)]
+    names = _name_table([smd_name(m) for m in triangles.materials])
+    material = np.asarray(triangles.material_index, dtype=np.int64)
     positions = np.asarray(triangles.positions).reshape(t * 3, 3)
     normals = np.asarray(triangles.normals).reshape(t * 3, 3)
     uvs = np.asarray(triangles.uvs).reshape(t * 3, 2)
     for start in range(0, t, CHUNK // 3):
         stop = min(t, start + CHUNK // 3)
         corners = slice(start * 3, stop * 3)
-        lines = np.empty(((stop - start) * 3,), dtype=object)
+        n = (stop - start) * 3
         base = np.concatenate([positions[corners], normals[corners], uvs[corners]], axis=1)
-        head = _rows(parent[corners].tolist(), base, stats).split("\n")[:-1]
-        lines[:] = head
-        for k in np.unique(counts[corners]).tolist():  # the links, grouped by how many
-            rows = np.nonzero(counts[corners] == k)[0]
-            if k == 0:
-                continue
-            links = np.empty((rows.size, 2 * k + 1), dtype=object)
-            links[:, 0] = k
-            links[:, 1::2] = bones[corners][rows, :k]
-            tokens, bad = float_tokens(weights[corners][rows, :k])
+        parts = [_number_table(parent[corners], base, stats)]
+        linked = used[corners]
+        k = int(counts[corners].max()) if n else 0
+        if k:  # " count bone weight ...", only the links used (a corner without any writes none, nor its count)
+            has = (counts[corners] > 0)[:, None]
+            parts += [np.where(has, _column(n, b" "), 0), np.where(has, int_chars(counts[corners]), 0)]
+            link_bones = int_chars(np.where(linked[:, :k], bones[corners][:, :k], 0)).reshape(n, k, -1)
+            chars, bad = float_chars(weights[corners][:, :k][linked[:, :k]])
+            tokens = np.zeros((n, k, chars.shape[1]), dtype=np.uint8)
             stats.non_finite += bad
-            links[:, 2::2] = tokens.reshape(rows.size, k)
-            tail = (("%d" + " %d %s" * k + "\n") * rows.size) % tuple(links.ravel().tolist())
-            lines[rows] = lines[rows] + " " + np.array(tail.split("\n")[:-1], dtype=object)
-        block = np.empty((stop - start, 4), dtype=object)
-        block[:, 0] = material[start:stop]
-        block[:, 1:] = lines.reshape(-1, 3)
-        out.write(("%s\n%s\n%s\n%s\n" * (stop - start) % tuple(block.ravel().tolist())).encode(*STORED))
+            tokens[linked[:, :k]] = chars
+            for i in range(k):  # (a loop over the links, at most a handful)
+                on = linked[:, i : i + 1]
+                parts += [np.where(on, _column(n, b" "), 0), np.where(on, link_bones[:, i], 0)]
+                parts += [np.where(on, _column(n, b" "), 0), tokens[:, i]]
+        parts.append(_column(n, b"\n"))
+        lines = np.concatenate(parts, axis=1).reshape(stop - start, -1)
+        head = np.concatenate([names[material[start:stop]], _column(stop - start, b"\n")], axis=1)
+        out.write(_compact(np.concatenate([head, lines], axis=1)))
     out.write(b"end\n")
 
 
@@ -208,11 +240,11 @@ def write_vta(
     out.write(b"time 0\n")  # (no "# name" after it: strict readers take the line whole; the QC names frames)
     for start in range(0, count, CHUNK):
         stop = min(count, start + CHUNK)
-        out.write(_rows(list(range(start, stop)), base[start:stop], stats).encode(*STORED))
+        out.write(_rows(np.arange(start, stop), base[start:stop], stats))
     for frame, (_name, indices, positions, normals) in enumerate(shapes, start=1):
         out.write(f"time {frame}\n".encode())
         rows = np.concatenate([np.asarray(positions), np.asarray(normals)], axis=1).reshape(-1, 6)
         if len(rows):
-            out.write(_rows(np.asarray(indices, dtype=np.int64).tolist(), rows, stats).encode(*STORED))
+            out.write(_rows(np.asarray(indices, dtype=np.int64), rows, stats))
     out.write(b"end\n")
     return stats
