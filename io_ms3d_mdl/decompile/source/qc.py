@@ -113,8 +113,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
     _sequences(qc, parts, warnings)
     for w in parts.new_sequences:
-        with qc.block("$sequence", Quoted(w.name)):
-            qc.line(Quoted(w.file))
+        with qc.block("$sequence", Quoted(w.name), Quoted(w.file)):
             qc.line("fps", w.fps)
 
 
@@ -365,8 +364,11 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
             continue
         d = details.sequences[i] if i < len(details.sequences) else None
         first = files[0]
-        with qc.block("$sequence", Quoted(seq.name)):
-            for w in files:
+        # One animation: its file on the $sequence line itself (studiomdl takes it there or inside the braces;
+        # Blender Source Tools reads it only there). Blends list their files inside.
+        single = [Quoted(first.file)] if len(files) == 1 else []
+        with qc.block("$sequence", Quoted(seq.name), *single):
+            for w in files if not single else []:
                 qc.line(Quoted(w.file))
             if d is not None and d.groupsize[0] * d.groupsize[1] > 1:
                 qc.line("blendwidth", d.groupsize[0])
