@@ -33,6 +33,7 @@ import qc_grammar
 from test_decompile_outputs import models, sample_id
 
 from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile.source.animations import TURNS as SOURCE_TURNS
 
 pytestmark = [pytest.mark.blender, pytest.mark.long]
 SUFFIX = re.compile(r"\.\d{3}$")  # Blender's .001 on a name taken by the other side
@@ -113,7 +114,8 @@ def _turns() -> list[np.ndarray]:
     quarter about X), as the decompiler undoes them."""
     rx = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
     found = []
-    for m in (np.eye(3), STATIC_TURN, STATIC_TURN @ rx, STATIC_TURN @ rx.T, rx, rx.T):
+    undone = [t.T for t in SOURCE_TURNS]  # the decompiler's own (Rz·Rx undone is Rx⁻¹·Rz⁻¹, not Rz⁻¹·Rx⁻¹)
+    for m in (np.eye(3), STATIC_TURN, STATIC_TURN @ rx, STATIC_TURN @ rx.T, rx, rx.T, *undone):
         turn = np.eye(4)
         turn[:3, :3] = m
         found.append(turn)
