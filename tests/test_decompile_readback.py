@@ -170,8 +170,11 @@ def evaluate_ours(bpy, armature, action, frames: int):
     anim.action = action
     if getattr(action, "slots", None) and hasattr(anim, "action_slot"):
         anim.action_slot = action.slots[0]
-    start = float(action.frame_range[0])
-    return bst_oracle.pose_matrices(armature, [start + k for k in range(frames)])
+    # Our import keeps an animation's own rate by spacing its keys in scene frames (24 fps in a 30 fps scene: 1.25
+    # apart), where Blender Source Tools keys SMD frame k at frame k: frame k of ours is k steps of that spacing.
+    start, end = (float(f) for f in action.frame_range)
+    step = (end - start) / (frames - 1) if frames > 1 and end > start else 1.0
+    return bst_oracle.pose_matrices(armature, [start + k * step for k in range(frames)])
 
 
 @pytest.mark.parametrize("path", models(), ids=sample_id)
