@@ -351,6 +351,7 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
 def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     mdl, details = parts.mdl, parts.details
     written = parts.animations
+    without: list[str] = []
     for i, seq in enumerate(mdl.sequences):
         files = []
         for a in seq.animations:
@@ -361,6 +362,8 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         if not files:
             if seq.animations:
                 warnings.add(f"sequence '{seq.name}': its animation was not written; left out of the QC")
+            else:  # no animation of its own (the game takes it from an $includemodel); a $sequence needs a file
+                without.append(seq.name)
             continue
         d = details.sequences[i] if i < len(details.sequences) else None
         first = files[0]
@@ -415,6 +418,12 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("{", "event", Quoted(e.name), frame, *extra, Raw("}"))
                 else:
                     qc.line("{", "event", number, frame, Quoted(options), Raw("}"))
+
+    if without:
+        warnings.add(
+            f"{len(without)} sequences have no animation of their own (the game plays them from the $includemodel"
+            f" models; a $sequence needs a file): left out of the QC, e.g. '{without[0]}'"
+        )
 
 
 IK_TYPES = {1: "touch", 2: "world", 3: "footstep", 4: "release", 5: "attachment", 6: "unlatch"}
