@@ -331,6 +331,14 @@ def test_blender_source_tools_qc_import_reads_every_file(path, tmp_path, blender
     stems = {Path(r.replace("\\", "/")).stem.lower() for r in references}
     missing = sorted(stems - {m.lower() for m in theirs.meshes})
     skipped = [a for a in animation_files if Path(a.replace("\\", "/")).stem not in theirs.animations]
+    # Blender Source Tools imports one file per $sequence: a blend's further files (GoldSrc names them all on the
+    # line; no layout makes it read them) are its limitation, not ours; they are compared from their SMDs directly.
+    later = set()
+    for statement in statements:
+        if statement.command == "$sequence":
+            _, named, _ = named_files([statement], out)
+            later.update(named[1:])
+    skipped = [a for a in skipped if a not in later]
     assert not missing and not skipped, (
         f"Blender Source Tools' QC import built no mesh for {missing[:5]} and skipped {len(skipped)} of "
         f"{len(animation_files)} animation files ({skipped[:3]}): it reads a $sequence's file only from the "
