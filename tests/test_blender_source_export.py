@@ -227,7 +227,7 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     out = export(bpy, tmp_path / "out")
     qc = out["monster_cube.qc"].decode()
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the scene's rate (the import set it)
-    assert f'$sequence "wave"\n{{\n\t"anims/wave.smd"\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
+    assert f'$sequence "wave" "anims/wave.smd"\n{{\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
     smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
     assert sorted(smd.frames) == list(range(11))
     turn = None

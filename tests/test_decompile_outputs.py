@@ -60,9 +60,14 @@ def test_every_file_written_for_a_sample_passes_the_strict_checks(path, tmp_path
     assert all(not Path(f).is_absolute() and ".." not in Path(f).parts for f in result.files)
     if result.engine == "source":  # not truncated: every sequence of the model is in the QC
         mdl = read_mdl(path)
+        # A sequence with no animation of its own (scout's 304: the game plays them from its $includemodel models,
+        # absent from the samples) cannot be a $sequence (it needs a file): left out, and the user is told.
+        own = [s for s in mdl.sequences if s.animations]
+        if len(own) < len(mdl.sequences):
+            assert any(f"{len(mdl.sequences) - len(own)} sequences have no animation" in w for w in result.warnings)
         sequences = [s for s in statements if s.command == "$sequence"]
-        assert len(sequences) == len(mdl.sequences), f"{len(sequences)} $sequence for {len(mdl.sequences)} sequences"
-        assert {s.args[0].value for s in sequences} == {s.name for s in mdl.sequences}
+        assert len(sequences) == len(own), f"{len(sequences)} $sequence for {len(own)} sequences"
+        assert {s.args[0].value for s in sequences} == {s.name for s in own}
 
 
 # --- Crowbar's known failures, each a test -----------------------------------------------------------------------

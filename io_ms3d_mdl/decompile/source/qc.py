@@ -113,8 +113,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         qc.command("$poseparameter", p.name, p.start, p.end, *extra)
     _sequences(qc, parts, warnings)
     for w in parts.new_sequences:
-        with qc.block("$sequence", Quoted(w.name)):
-            qc.line(Quoted(w.file))
+        with qc.block("$sequence", Quoted(w.name), Quoted(w.file)):
             qc.line("fps", w.fps)
 
 
@@ -352,6 +351,7 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
 def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     mdl, details = parts.mdl, parts.details
     written = parts.animations
+    without: list[str] = []
     for i, seq in enumerate(mdl.sequences):
         files = []
         for a in seq.animations:
@@ -362,11 +362,16 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         if not files:
             if seq.animations:
                 warnings.add(f"sequence '{seq.name}': its animation was not written; left out of the QC")
+            else:  # no animation of its own (the game takes it from an $includemodel); a $sequence needs a file
+                without.append(seq.name)
             continue
         d = details.sequences[i] if i < len(details.sequences) else None
         first = files[0]
-        with qc.block("$sequence", Quoted(seq.name)):
-            for w in files:
+        # One animation: its file on the $sequence line itself (studiomdl takes it there or inside the braces;
+        # Blender Source Tools reads it only there). Blends list their files inside.
+        single = [Quoted(first.file)] if len(files) == 1 else []
+        with qc.block("$sequence", Quoted(seq.name), *single):
+            for w in files if not single else []:
                 qc.line(Quoted(w.file))
             if d is not None and d.groupsize[0] * d.groupsize[1] > 1:
                 qc.line("blendwidth", d.groupsize[0])
@@ -413,6 +418,12 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("{", "event", Quoted(e.name), frame, *extra, Raw("}"))
                 else:
                     qc.line("{", "event", number, frame, Quoted(options), Raw("}"))
+
+    if without:
+        warnings.add(
+            f"{len(without)} sequences have no animation of their own (the game plays them from the $includemodel"
+            f" models; a $sequence needs a file): left out of the QC, e.g. '{without[0]}'"
+        )
 
 
 IK_TYPES = {1: "touch", 2: "world", 3: "footstep", 4: "release", 5: "attachment", 6: "unlatch"}
