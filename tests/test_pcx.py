@@ -425,7 +425,7 @@ def test_import_pixel_budget_stops_decoding(tmp_path, monkeypatch):
 
     # The tiny Work Limit is for the pixel budgets; the model's datablocks keep their default budgets.
     defaults = Budget()
-    for name in ("objects", "shape_keys", "drivers", "actions", "custom_properties"):
+    for name in ("objects", "shape_keys", "drivers", "actions", "custom_properties", "materials"):
         value = getattr(defaults, name)
         monkeypatch.setattr(Budget, name, property(lambda self, value=value: value))
     for i in range(5):
