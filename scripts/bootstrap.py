@@ -386,6 +386,34 @@ def lts_ends(versions: list[str]) -> set[str]:
     return {versions[0], versions[-1]} if versions else set()
 
 
+PASS_MINUTES = float(os.environ.get("IO_MS3D_MDL_PASS_MINUTES", "45"))
+
+
+def run_pass(command: list[str], version: str) -> int:
+    """One pytest pass, stopped with everything it started once it runs past ``IO_MS3D_MDL_PASS_MINUTES`` (45):
+    a test that hangs fails its pass with a line saying so, and the other Blenders still run."""
+    group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if WINDOWS else {"start_new_session": True}
+    process = subprocess.Popen(command, cwd=ROOT / "tests", **group)
+    try:
+        return process.wait(timeout=PASS_MINUTES * 60)
+    except subprocess.TimeoutExpired:
+        stop_group(process)
+        print(f"=== pytest on Blender {version} ran past {PASS_MINUTES:g} minutes and was stopped", flush=True)
+        return 1
+    except BaseException:  # Ctrl-C no longer reaches a child in its own session: take it down here
+        stop_group(process)
+        raise
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    if WINDOWS:
+        process.kill()
+    else:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, 9)
+    process.wait()
+
+
 def command_test(args: list[str]) -> int:
     """ruff on the first environment, then pytest on every one; ends with one total line."""
     folders = ensure(blender_versions())
@@ -400,8 +428,11 @@ def command_test(args: list[str]) -> int:
             narrowed = [] if version in ends else ["-m", "not long"]
             note = "" if version in ends else " (without the long tests)"
             print(f"=== pytest on Blender {version}{note}", flush=True)
-            pytest = [str(env_python(folder)), "-m", "pytest", f"--junitxml={reports}/{version}.xml", *narrowed, *args]
-            status |= subprocess.call(pytest, cwd=ROOT / "tests") != 0
+            # Each pass has its own temporary folder: pytest's clean-up of earlier sessions' folders under the shared
+            # /tmp/pytest-of-<user> must not end this pass for what another one left there.
+            basetemp = [] if any(a.startswith("--basetemp") for a in args) else [f"--basetemp={reports}/tmp-{version}"]
+            pytest = [str(env_python(folder)), "-m", "pytest", f"--junitxml={reports}/{version}.xml", *basetemp]
+            status |= run_pass([*pytest, *narrowed, *args], version) != 0
         print(junit_totals(Path(reports)), flush=True)
     return int(status)
 

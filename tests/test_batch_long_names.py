@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -92,8 +94,11 @@ def test_an_archive_entry_in_a_300_character_folder_fails_cleanly(tmp_path):
     assert result.returncode == 1
 
 
-def deep_tree(top: Path, depth: int, step: str) -> Path:
-    """``top/step/step/…/model.ms3d``, made one folder at a time (the whole path is past what the OS takes)."""
+@contextmanager
+def deep_tree(top: Path, depth: int, step: str) -> Iterator[Path]:
+    """``top/step/step/…/model.ms3d``, made one folder at a time (the whole path is past what the OS takes), and
+    taken down again when the test ends: pytest's own clean-up of old temporary folders recurses once per level
+    (``shutil.rmtree`` on Python 3.11) and a 3,000-deep tree left behind ends a later session in RecursionError."""
     fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for _ in range(depth):
@@ -106,7 +111,25 @@ def deep_tree(top: Path, depth: int, step: str) -> Path:
         os.close(model)
     finally:
         os.close(fd)
-    return top.joinpath(*[step] * depth, "model.ms3d")
+    try:
+        yield top.joinpath(*[step] * depth, "model.ms3d")
+    finally:
+        take_down(top / step, step)
+
+
+def take_down(first: Path, step: str) -> None:
+    """Removes a ``step/step/…`` chain level by level through short paths: the child is lifted beside its parent,
+    the emptied parent goes, the child takes its name."""
+    lifted = first.with_name(first.name + ".lift")
+    while first.is_dir():
+        child = first / step
+        if child.is_dir():
+            child.rename(lifted)
+        for leftover in first.iterdir():
+            leftover.unlink()
+        first.rmdir()
+        if lifted.is_dir():
+            lifted.rename(first)
 
 
 @needs_blender
@@ -115,10 +138,10 @@ def test_a_path_over_4096_characters_fails_cleanly(tmp_path):
     folder = tmp_path / "in"
     folder.mkdir()
     (folder / "short.ms3d").write_bytes(QUAD)
-    deep = deep_tree(folder, 20, "p" * 220)
-    assert len(str(deep)) > 4096
-    out = tmp_path / "out"
-    result = run(folder, "-o", out)
+    with deep_tree(folder, 20, "p" * 220) as deep:
+        assert len(str(deep)) > 4096
+        out = tmp_path / "out"
+        result = run(folder, "-o", out)
     records = report_of(out / "report.json")
     assert records[str(folder / "short.ms3d")]["status"] == "ok"
     (row,) = [r for f, r in records.items() if f != str(folder / "short.ms3d")]
@@ -177,8 +200,9 @@ def test_a_tree_3000_folders_deep_is_listed_without_recursion(tmp_path):
     (game / "models").mkdir(parents=True)
     (game / "gameinfo.txt").write_text('"GameInfo" { game "Deep" }')
     (game / "models" / "top.mdl").write_bytes(b"IDST")
-    deep_tree(game / "models", 3000, "a")
-    found = models_below(game)
-    assert [f.relative.as_posix() for f in found][-1] == "models/top.mdl"
-    assert len(found) == 2 and len(str(found[0].source)) >= 4000  # the first folder past PATH_MAX
-    assert [e.name for e in mounts.list_models([str(game)])] == ["models/top.mdl"]
+    with deep_tree(game / "models", 3000, "a"):
+        found = models_below(game)
+        assert [f.relative.as_posix() for f in found][-1] == "models/top.mdl"
+        assert len(found) == 2 and len(str(found[0].source)) >= 4000  # the first folder past PATH_MAX
+        assert [e.name for e in mounts.list_models([str(game)])] == ["models/top.mdl"]
+    assert not (game / "models" / "a").exists()
