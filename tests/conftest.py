@@ -101,3 +101,25 @@ def datablock_counts() -> dict[str, int]:
     from io_ms3d_mdl.blender.rollback import id_collection_names
 
     return {name: len(getattr(bpy.data, name)) for name in id_collection_names()}
+
+
+# --- leaving -------------------------------------------------------------------------------------------------------
+
+_SESSION: list[pytest.Session] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SESSION.append(session)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave without the bpy module's teardown once pytest has written everything (reports, junit XML, temporary
+    folders removed): bpy 4.5's exit handlers can wait forever on a condition its own file-closing thread is still
+    waiting on (``GlobalState::~GlobalState`` against ``delayed_close_thread_run``, seen with gdb), which held a CI
+    run past its limit after every test had passed. The command-line tools leave the same way
+    (``cli.needs_blender.leave``)."""
+    if "bpy" in sys.modules and _SESSION:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(_SESSION[-1].exitstatus))

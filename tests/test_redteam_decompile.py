@@ -128,6 +128,43 @@ def test_a_pre_existing_file_is_never_overwritten(tmp_path):
     assert not [p for p in out.rglob("*") if ".partial" in p.name]
 
 
+def test_a_decompile_refused_half_way_leaves_nothing_behind(tmp_path):
+    """All files or none: a name taken by the user's own file that the decompile meets late (its last animation)
+    stops it after the references and the first animation were written; none of them is left, nor the folders it made, and the
+    user's file is as it was."""
+    spec = character_spec(animations=[_still("idle"), _still("walk")], includes=[])
+    model = write_source(spec, tmp_path / "in")
+    whole = decompile(str(model), str(tmp_path / "whole"))
+    last = [f for f in whole.files if "/" in f][-1]  # the last animation (the QC comes after it)
+    assert whole.files.index(last) >= 2, whole.files
+    out = tmp_path / "out"
+    (out / Path(last).parent).mkdir(parents=True)
+    (out / last).write_text("mine")
+    with pytest.raises(FormatError, match="exists"):
+        decompile(str(model), str(out))
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()] == [last]
+    assert (out / last).read_text() == "mine"
+    fresh = tmp_path / "fresh" / "deeper"
+    import io_ms3d_mdl.decompile.source.animations as animations
+
+    broken = animations.write_smd
+
+    def fail_on_the_second(stream, skeleton, frames, *rest):  # a refusal after some files were written
+        if stream.tell() == 0 and fail_on_the_second.calls:
+            raise FormatError(str(model), 0, "refused half-way")
+        fail_on_the_second.calls += 1
+        return broken(stream, skeleton, frames, *rest)
+
+    fail_on_the_second.calls = 0
+    animations.write_smd = fail_on_the_second
+    try:
+        with pytest.raises(FormatError, match="half-way"):
+            decompile(str(model), str(fresh))
+    finally:
+        animations.write_smd = broken
+    assert not fresh.exists() and (tmp_path / "fresh").exists()  # (the folder it made is gone, not its parent)
+
+
 _PROBE = """
 import json, sys, time
 sys.path[:0] = [{tests!r}, {root!r}]

@@ -56,9 +56,10 @@ def decompile(path: str, out_dir: str, options: DecompileOptions | None = None) 
             raise FormatError(path, 0, "not a model this decompiler knows (expected a Source or GoldSrc .mdl)")
         result.engine = decompiler.name
         check_output_root(out_dir, confinement.roots)
-        output = Output(out_dir, options.overwrite, lambda: confinement.bytes_read[0])
+        output = Output(out_dir, options.overwrite, lambda: confinement.bytes_read[0], staged=True)
         try:
             decompiler.run(DecompileJob(path, data, output, options, result))
+            output.publish()  # all files or none: a refusal half-way leaves nothing behind
         finally:
             output.close()
             result.files = list(output.files)

@@ -5,7 +5,9 @@ Every name comes from a stranger's model, so :meth:`Output.name` turns it into o
 steps, no reserved or control characters, unique without regard to case); folders below the output folder are
 reached one step at a time without following links (``filesystem.no_links``). Each file is written under a hidden
 temporary name beside its final one and then hard-linked into place (which fails if the name was taken meanwhile),
-or renamed over an existing file when ``overwrite`` is set.
+or renamed over an existing file when ``overwrite`` is set. A ``staged`` output (a whole decompile) keeps every file
+under its temporary name until :meth:`Output.publish`: a decompile refused half-way (a budget, a broken section)
+leaves nothing behind, not even the folders it made.
 """
 
 from __future__ import annotations
@@ -71,15 +73,22 @@ class Output:
     """The output folder of one model's decompile: files named once each, written fresh."""
 
     def __init__(
-        self, root: str | os.PathLike[str], overwrite: bool = False, input_bytes: Callable[[], int] | None = None
+        self,
+        root: str | os.PathLike[str],
+        overwrite: bool = False,
+        input_bytes: Callable[[], int] | None = None,
+        staged: bool = False,
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self.overwrite = overwrite
         self.input_bytes = input_bytes  # the bytes read so far: what may be written is relative to it
+        self.staged = staged  # files wait under their temporary names until publish()
         self.written = 0  # bytes over all files, charged before each write
         self.files: list[str] = []  # relative paths written, in order
         self._taken: set[str] = set()
         self._folders: dict[str, Folder] = {}  # reached once each (without links), kept open until close()
+        self._root_made = False
+        self._waiting: list[tuple[Folder, str, str]] = []  # (folder, temporary name, relative path), in order
 
     def folder(self, relative: str) -> Folder:
         """The folder ``relative`` (``a/b``) below the output folder, made when missing, each step reached from the
@@ -88,6 +97,7 @@ class Output:
         if found is not None:
             return found
         if not relative:
+            self._root_made = not os.path.lexists(self.root)
             found = open_root(self.root)
         else:
             parent, _, name = relative.rpartition("/")
@@ -96,9 +106,46 @@ class Output:
         return found
 
     def close(self) -> None:
+        """Done: what still waits for :meth:`publish` (a staged decompile that failed) is removed, with the folders
+        this output made that are left empty; then every folder is let go."""
+        for folder, partial, _relative in self._waiting:
+            with suppress(OSError):
+                folder.unlink(partial)
+        self._waiting.clear()
+        if not self.files:  # (failed before anything was published)
+            self._remove_made_folders()
         for folder in self._folders.values():
             folder.close()
         self._folders.clear()
+
+    def _remove_made_folders(self) -> None:
+        for relative in sorted(self._folders, key=lambda r: -r.count("/")):  # the deepest first
+            if relative and self._folders[relative].made:
+                parent, _, name = relative.rpartition("/")
+                with suppress(OSError):
+                    self._folders[parent].rmdir(name)
+        if self._root_made:
+            with suppress(OSError):
+                os.rmdir(self.root)
+
+    def publish(self) -> None:
+        """A staged output's files under their final names, in the order they were written (``OutputExists`` when
+        a name was taken meanwhile: what this call published is taken back, the rest waits for ``close``)."""
+        published: list[tuple[Folder, str]] = []
+        try:
+            while self._waiting:
+                folder, partial, relative = self._waiting[0]
+                self._put_in_place(folder, partial, relative)
+                self._waiting.pop(0)
+                published.append((folder, relative.rpartition("/")[2]))
+                self.files.append(relative)
+        except BaseException:
+            if not self.overwrite:
+                for folder, name in published:
+                    with suppress(OSError):
+                        folder.unlink(name)
+                del self.files[len(self.files) - len(published) :]
+            raise
 
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
@@ -121,11 +168,29 @@ class Output:
         parent, _, name = relative.rpartition("/")
         folder = self.folder(parent)
         self.charge(OUTPUT_FILE_COST, target)
+        if not self.overwrite and folder.exists(name):  # said now, not after the whole decompile
+            raise OutputExists(target)
         partial = f".{uuid.uuid4().hex[:12]}.partial"  # not the name: a long name plus this would pass 255 bytes
         descriptor = folder.create(partial)
+        written = False
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
                 yield _Charged(stream, self, target)
+            written = True
+        finally:
+            if not written:
+                with suppress(OSError):
+                    folder.unlink(partial)
+        self._waiting.append((folder, partial, relative))
+        if not self.staged:
+            self.publish()
+
+    def _put_in_place(self, folder: Folder, partial: str, relative: str) -> None:
+        """The temporary file under its final name: a hard link, which fails when the name is taken (or, with
+        ``overwrite``, a rename over it); the temporary name goes either way."""
+        name = relative.rpartition("/")[2]
+        target = self.root / relative
+        try:
             if self.overwrite:
                 folder.replace(partial, name)
             else:
@@ -140,7 +205,6 @@ class Output:
         finally:
             with suppress(OSError):
                 folder.unlink(partial)
-        self.files.append(relative)
 
     def charge(self, amount: int, target: Path | str) -> None:
         """Count ``amount`` bytes against the output budget before they are written (``budget.output_bytes``)."""

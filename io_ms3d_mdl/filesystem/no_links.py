@@ -57,9 +57,10 @@ def _proc_names_folders() -> bool:
 class Folder:
     """One output folder reached without following a link: an open descriptor (POSIX), or its checked path."""
 
-    def __init__(self, path: Path, fd: int | None) -> None:
+    def __init__(self, path: Path, fd: int | None, made: bool = False) -> None:
         self.path = path
         self.fd = fd
+        self.made = made  # this folder was made by ``folder()`` (a failed write removes it again when empty)
 
     def entry(self, name: str) -> str:
         """The path to give code that opens by path itself (Blender): through the open descriptor where the
@@ -100,6 +101,13 @@ class Folder:
         else:
             os.unlink(self.path / name)
 
+    def rmdir(self, name: str) -> None:
+        """Remove the empty folder ``name`` (OSError when it is not empty)."""
+        if self.fd is not None:
+            os.rmdir(name, dir_fd=self.fd)
+        else:
+            os.rmdir(self.path / name)
+
     def create(self, name: str, exclusive: bool = True) -> int:
         """A descriptor to write ``name``: a new file (``exclusive``), or an existing regular file appended to;
         never through a link."""
@@ -127,18 +135,20 @@ class Folder:
     def folder(self, name: str, create: bool = True) -> Folder:
         """The folder ``name`` in this one, made when missing (``create``), never through a link."""
         path = self.path / name
+        made = False
         if create:
             with suppress(FileExistsError):
                 if self.fd is not None:
                     os.mkdir(name, dir_fd=self.fd)
                 else:
                     os.mkdir(path)
+                made = True
         if self.fd is None:
             if is_link(path) or not path.is_dir():
                 raise LinkInTheWay(path) if path.exists() or is_link(path) else FileNotFoundError(path)
-            return Folder(path, None)
+            return Folder(path, None, made)
         try:
-            return Folder(path, os.open(name, os.O_RDONLY | FOLDER | NO_FOLLOW | CLOEXEC, dir_fd=self.fd))
+            return Folder(path, os.open(name, os.O_RDONLY | FOLDER | NO_FOLLOW | CLOEXEC, dir_fd=self.fd), made)
         except FileNotFoundError:
             raise
         except OSError:  # ELOOP (a link), ENOTDIR (a file): refused
