@@ -15,13 +15,11 @@ import numpy as np
 from ...formats.binary import renumbered
 from ...formats.goldsrc.model import GsFile, GsModel
 from ...formats.goldsrc.structs import TEXTURE_FLAGS
-from ..axes import axis_conversion_matrix
 from ..decoded_textures import PixelAllowance
-from ..finite import replace_non_finite
 from ..names import option_name, unique_names
 from ..rotations import compose, euler_xyz_to_matrix
-from ..slots import cap_material_slots
 from ..source.convert import SourceOptions
+from ..studio_scene import finish_scene, rebuild_props
 from ..studio_skeleton import rest_world, studio_skeleton
 from ..types import (
     CollectionData,
@@ -57,27 +55,14 @@ def _scene(gs: GsFile, options: SourceOptions) -> SceneData:
         scene.skeleton, axes = goldsrc_skeleton(gs, options, stem, world)
         if options.import_animations and gs.sequences:
             add_goldsrc_animations(gs, axes, options.scale, scene, options.animations)
-            if scene.animations and gs.path:
-                scene.props.update(
-                    {
-                        "source_path": os.path.abspath(gs.path),
-                        "source_scale": options.scale,
-                        "source_bone_orientation": options.bone_orientation,
-                        "source_fps": scene.fps or next((a.fps for a in scene.animations if a.fps > 0), 30.0),
-                    }
-                )
+            scene.props.update(rebuild_props(gs.path, options, scene))
     _materials(gs, scene)
     _body_parts(gs, world, options, scene)
     if options.import_attachments:
         _attachments(gs, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(gs, world, options, scene)
-    if (options.axis_forward, options.axis_up) != ("Y", "Z"):
-        scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
-    if scene.degenerate_triangles:
-        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
-    cap_material_slots(scene)
-    replace_non_finite(scene)
+    finish_scene(scene, options)
     return scene
 
 

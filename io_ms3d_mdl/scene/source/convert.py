@@ -20,11 +20,9 @@ from ...formats.binary import renumbered
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ...formats.source.phy import PhyFile
-from ..axes import axis_conversion_matrix
-from ..finite import replace_non_finite
 from ..names import option_name
 from ..rotations import compose, quaternion_to_matrix
-from ..slots import cap_material_slots
+from ..studio_scene import finish_scene, rebuild_props
 from ..studio_skeleton import rest_world, studio_skeleton
 from ..types import (
     CollectionData,
@@ -100,7 +98,7 @@ def source_to_scene(
         scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
         if options.import_animations:
             add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes, options.animations)
-            scene.props.update(_rebuild_props(mdl, options, scene))
+            scene.props.update(rebuild_props(mdl.path, options, scene))
 
     _materials(mdl, scene, options)
     if vvd is not None and vtx is not None:
@@ -116,25 +114,8 @@ def source_to_scene(
         _hitboxes(mdl, world, options, scene)
     if phy is not None and options.import_physics:
         add_collision(scene, mdl, ani, phy, world, options.scale)
-    if (options.axis_forward, options.axis_up) != ("Y", "Z"):
-        scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
-    if scene.degenerate_triangles:
-        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
-    cap_material_slots(scene)
-    replace_non_finite(scene)
+    finish_scene(scene, options)
     return scene
-
-
-def _rebuild_props(mdl: MdlFile, options: SourceOptions, scene: SceneData) -> dict:
-    """What building one more animation later needs (``scene.load.load_source_animation``)."""
-    if not scene.animations or not mdl.path:
-        return {}
-    return {
-        "source_path": os.path.abspath(mdl.path),
-        "source_scale": options.scale,
-        "source_bone_orientation": options.bone_orientation,
-        "source_fps": scene.fps or next((a.fps for a in scene.animations if a.fps > 0), 30.0),
-    }
 
 
 def source_skeleton(mdl: MdlFile, options: SourceOptions) -> tuple[SkeletonData, np.ndarray]:
