@@ -18,6 +18,8 @@ from bpy.props import BoolProperty, CollectionProperty, EnumProperty, IntPropert
 from bpy_extras.io_utils import ImportHelper
 
 from . import game_sources, preferences
+from .operator_ui import section_order
+from .operators import SOURCE_SECTIONS
 
 IMPORT_OPERATOR = "import_scene.source_mdl"
 NOT_OPTIONS = frozenset({"rna_type", "filepath", "files", "directory", "filter_glob"})
@@ -362,11 +364,7 @@ def _draw_options(layout: bpy.types.UILayout, context: bpy.types.Context, cat: I
 
 
 # The options in the order of the import operator's own sidebar sections (Transform, Geometry, Armature, ...).
-OPTION_ORDER = (
-    "units", "scale", "axis_forward", "axis_up", "lod", "all_lods", "bone_orientation", "armature_for_static_props",
-    "import_animations", "animations", "find_materials", "texture_output", "import_attachments", "import_hitboxes",
-    "import_physics", "work_limit",
-)  # fmt: skip
+OPTION_ORDER = section_order(SOURCE_SECTIONS)
 
 
 WINDOW_ROWS = 20

@@ -10,10 +10,10 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, orientation_helper
 
-from ..errors import fold
 from ..filesystem.replace_file import WriteRefused, replace_file
 from ..formats.ms3d.writer import write_ms3d_bytes
 from ..scene.ms3d.export import ExportError, Ms3dExportOptions, scene_to_ms3d
+from .operator_ui import draw_panel, report_warnings
 from .scene_reader import ReadOptions, read_scene
 
 
@@ -125,16 +125,8 @@ class EXPORT_SCENE_OT_ms3d(bpy.types.Operator, ExportHelper):
         layout.use_property_decorate = False
         for name in ("use_selection", "apply_modifiers", "groups"):
             layout.prop(self, name)
-        header, body = layout.panel("ms3d_export_transform", default_closed=False)
-        header.label(text="Transform")
-        if body is not None:
-            for name in ("scale", "axis_forward", "axis_up"):
-                body.prop(self, name)
-        header, body = layout.panel("ms3d_export_armature", default_closed=False)
-        header.label(text="Armature")
-        if body is not None:
-            body.prop(self, "animation")
-            body.prop(self, "too_many_influences")
+        draw_panel(layout, self, "Transform", ("scale", "axis_forward", "axis_up"))
+        draw_panel(layout, self, "Armature", ("animation", "too_many_influences"))
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         read = ReadOptions(self.use_selection, self.apply_modifiers, self.animation)
@@ -144,10 +136,7 @@ class EXPORT_SCENE_OT_ms3d(bpy.types.Operator, ExportHelper):
         except (ExportError, WriteRefused) as exc:
             self.report({"ERROR"}, f"{os.path.basename(self.filepath)}: {exc}")
             return {"CANCELLED"}
-        for warning in result.warnings:
-            self.report({"INFO"}, warning)
-        for warning in fold(result.warnings):
-            self.report({"WARNING"}, warning)
+        report_warnings(self, result.warnings)
         self.report({"INFO"}, result.summary())
         return {"FINISHED"}
 

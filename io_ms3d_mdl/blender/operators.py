@@ -8,12 +8,12 @@ import bpy
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper, orientation_helper, poll_file_object_drop
 
-from ..errors import fold
 from ..scene.load import load_ms3d, load_source
 from ..scene.ms3d.convert import Ms3dOptions
 from ..scene.source.convert import INCH, SourceOptions
 from .importer import ImportResult, import_files
 from .material import texture_output
+from .operator_ui import Sections, draw_sections, report_warnings
 from .preferences import allow_absolute_paths, mounted_games, search_roots
 
 
@@ -45,10 +45,7 @@ class _MultiFileImport(ImportHelper):
         any_ok = any(r.ok for r in results)
         for r in results:
             name = os.path.basename(r.path)
-            for warning in r.warnings:  # every one in the Info log; the status bar shows them folded
-                self.report({"INFO"}, f"{name}: {warning}")
-            for warning in fold(r.warnings):
-                self.report({"WARNING"}, f"{name}: {warning}")
+            report_warnings(self, r.warnings, f"{name}: ")
             # An ERROR report makes bpy.ops raise; keep it for when nothing could be imported.
             self.report({"INFO"} if r.ok else ({"WARNING"} if any_ok else {"ERROR"}), r.summary())
         return {"FINISHED"} if any_ok else {"CANCELLED"}
@@ -131,22 +128,16 @@ class IMPORT_SCENE_OT_ms3d(bpy.types.Operator, _MultiFileImport):
         return self.report_results(results)
 
     def draw(self, context: bpy.types.Context) -> None:
-        self.layout.use_property_split = True
-        self.layout.use_property_decorate = False
-        draw_panel(self.layout, self, "Transform", ("scale", "axis_forward", "axis_up"))
-        draw_panel(self.layout, self, "Geometry", ("split_groups", "use_normals", "use_smoothing_groups"))
-        draw_panel(self.layout, self, "Materials", ("find_textures",))
-        draw_panel(self.layout, self, "Armature", ("bone_tails", "import_animation"))
-        draw_panel(self.layout, self, "Limits", ("work_limit",))
+        draw_sections(self.layout, self, MS3D_SECTIONS)
 
 
-def draw_panel(layout: bpy.types.UILayout, operator: bpy.types.Operator, title: str, props: tuple[str, ...]) -> None:
-    """A collapsible options section in the file browser sidebar (UILayout.panel, 4.1+)."""
-    header, body = layout.panel(f"IO_MS3D_MDL_{operator.bl_idname}_{title}", default_closed=False)
-    header.label(text=title)
-    if body:
-        for prop in props:
-            body.prop(operator, prop)
+MS3D_SECTIONS: Sections = (
+    ("Transform", ("scale", "axis_forward", "axis_up")),
+    ("Geometry", ("split_groups", "use_normals", "use_smoothing_groups")),
+    ("Materials", ("find_textures",)),
+    ("Armature", ("bone_tails", "import_animation")),
+    ("Limits", ("work_limit",)),
+)
 
 
 UNIT_SCALES = {"INCHES": INCH, "HAMMER": 0.01905, "SOURCE": 1.0}
@@ -283,19 +274,18 @@ class IMPORT_SCENE_OT_source_mdl(bpy.types.Operator, _MultiFileImport):
         return self.report_results(results)
 
     def draw(self, context: bpy.types.Context) -> None:
-        self.layout.use_property_split = True
-        self.layout.use_property_decorate = False
-        draw_panel(self.layout, self, "Transform", ("units", "scale", "axis_forward", "axis_up"))
-        draw_panel(self.layout, self, "Geometry", ("lod", "all_lods"))
-        draw_panel(
-            self.layout,
-            self,
-            "Armature",
-            ("bone_orientation", "armature_for_static_props", "import_animations", "animations"),
-        )
-        draw_panel(self.layout, self, "Materials", ("find_materials", "texture_output"))
-        draw_panel(self.layout, self, "Extras", ("import_attachments", "import_hitboxes", "import_physics"))
-        draw_panel(self.layout, self, "Limits", ("work_limit",))
+        draw_sections(self.layout, self, SOURCE_SECTIONS)
+
+
+# The game browser shows these options too, in this order (game_browser.py).
+SOURCE_SECTIONS: Sections = (
+    ("Transform", ("units", "scale", "axis_forward", "axis_up")),
+    ("Geometry", ("lod", "all_lods")),
+    ("Armature", ("bone_orientation", "armature_for_static_props", "import_animations", "animations")),
+    ("Materials", ("find_materials", "texture_output")),
+    ("Extras", ("import_attachments", "import_hitboxes", "import_physics")),
+    ("Limits", ("work_limit",)),
+)
 
 
 class _DropOnViewport:

@@ -44,6 +44,7 @@ from .reports import (
     failure,
     load_report,
     merge_reports,
+    on_finished,
     recorded_identity,
     records_by_file,
     stamp,
@@ -191,12 +192,7 @@ def run(args: argparse.Namespace) -> int:
     limits = Limits(args.timeout, args.max_memory)
     jobs = max(1, min(args.jobs, len(to_run)))
     progress = Progress(len(to_run), jobs)
-
-    def finished(record: dict[str, Any]) -> None:
-        record.update(stamps.get(Path(record["file"]), {}))
-        progress.finished_file(record)
-        writer.add(record)
-
+    finished = on_finished(writer, progress, stamps)
     complete = False
     try:
         with scratch_folder() as scratch:
@@ -239,9 +235,14 @@ def check(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} must be positive")
     if args.max_memory is not None and not measurable():
         raise UsageError("--max-memory needs /proc (Linux), the ps command or the psutil package to measure workers")
-    if args.shard:
+    check_shard(args.shard)
+
+
+def check_shard(given: str | None) -> None:
+    """``--shard I/N``, when given, must parse (batch and decompile alike)."""
+    if given:
         try:
-            parse_shard(args.shard)
+            parse_shard(given)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
 
@@ -288,10 +289,15 @@ def report_path(args: argparse.Namespace, out_dir: Path, single: Path | None) ->
         return Path(args.report).resolve()
     if single is not None and args.output_dir is None:  # --single alone: the output folder would stay empty
         return single.with_name(single.stem + ".report.json")
-    if args.shard:
-        index, count = parse_shard(args.shard)
-        return out_dir / f"report-{index}-of-{count}.json"
-    return out_dir / "report.json"
+    return out_dir / default_report_name(args.shard)
+
+
+def default_report_name(shard_text: str | None) -> str:
+    """``report.json``, or ``report-I-of-N.json`` for a shard, so the shards' reports sit side by side."""
+    if shard_text:
+        index, count = parse_shard(shard_text)
+        return f"report-{index}-of-{count}.json"
+    return "report.json"
 
 
 def convert_all(

@@ -25,12 +25,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
-from .batch import UsageError, check_output_folder, load_earlier, refuse_foreign
+from .batch import UsageError, check_output_folder, check_shard, default_report_name, load_earlier, refuse_foreign
 from .files import Found, Task, collect, output_paths, parse_shard, read_list, shard
 from .import_flags import mounted_from
 from .no_links import output_folder
 from .progress import Progress
-from .reports import ReportWriter, describe, failure, records_by_file, stamp, summary
+from .reports import ReportWriter, describe, failure, on_finished, records_by_file, stamp, summary
 
 SUMMARY = "Decompile models back to QC, SMD and VTA (BMP for GoldSrc) for studiomdl: one folder per model, no Blender."
 EXAMPLES = """examples:
@@ -99,11 +99,7 @@ def check(args: argparse.Namespace) -> None:
         raise UsageError("--jobs must be at least 1")
     if not 0.01 <= args.work_limit <= 1000.0:
         raise UsageError("--work-limit must be between 0.01 and 1000")
-    if args.shard:
-        try:
-            parse_shard(args.shard)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+    check_shard(args.shard)
 
 
 def model_folders(found: list[Found], out_dir: Path) -> list[Task]:
@@ -156,12 +152,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"--resume: {len(tasks) - len(to_run):,} of {len(tasks):,} models up to date", file=sys.stderr)
     jobs = max(1, min(args.jobs, len(to_run)))
     progress = Progress(len(to_run), jobs)
-
-    def finished(record: dict[str, Any]) -> None:
-        record.update(stamps.get(Path(record["file"]), {}))
-        progress.finished_file(record)
-        writer.add(record)
-
+    finished = on_finished(writer, progress, stamps)
     complete = False
     try:
         decompile_all(to_run, args, out_dir, jobs, progress, finished)
@@ -177,13 +168,6 @@ def run(args: argparse.Namespace) -> int:
     results = writer.results()
     print("\n".join(["", *summary(results, verb="decompiled"), "", f"report: {report}"]))
     return 1 if any(r["status"] != "ok" for r in results) else 0
-
-
-def default_report_name(shard_text: str | None) -> str:
-    if shard_text:
-        index, count = parse_shard(shard_text)
-        return f"report-{index}-of-{count}.json"
-    return "report.json"
 
 
 def up_to_date(task: Task, earlier: dict[str, Any], now: dict[str, int]) -> bool:

@@ -139,20 +139,10 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
         default="groups",
         help="one object per group (default), or a single object with a material slot per material",
     )
-    ms3d.add_argument(
-        "--normals", action=argparse.BooleanOptionalAction, default=True, help="use the stored normals (default on)"
-    )
-    ms3d.add_argument(
-        "--smoothing-groups",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="mark edges between smoothing groups sharp (default on)",
-    )
-    ms3d.add_argument(
-        "--find-textures",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="look for textures beside the model and in a Textures folder (default on)",
+    add_switch(ms3d, "--normals", True, "use the stored normals (default on)")
+    add_switch(ms3d, "--smoothing-groups", True, "mark edges between smoothing groups sharp (default on)")
+    add_switch(
+        ms3d, "--find-textures", True, "look for textures beside the model and in a Textures folder (default on)"
     )
     ms3d.add_argument(
         "--bone-tails",
@@ -193,33 +183,23 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
     source.add_argument(
         "--armature-for-static-props", action="store_true", help="give single-bone models an armature too"
     )
-    source.add_argument(
-        "--attachments",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="attachments as empties (default on)",
+    add_switch(source, "--attachments", True, "attachments as empties (default on)")
+    add_switch(source, "--hitboxes", False, "hitboxes as empties (default off)")
+    add_switch(
+        source, "--physics", True, "the .phy collision solids as wireframe meshes in a hidden collection (default on)"
     )
-    source.add_argument(
-        "--hitboxes", action=argparse.BooleanOptionalAction, default=False, help="hitboxes as empties (default off)"
-    )
-    source.add_argument(
-        "--physics",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="the .phy collision solids as wireframe meshes in a hidden collection (default on)",
-    )
-    source.add_argument(
+    add_switch(
+        source,
         "--animation-list",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="list every animation on offer (own, .ani, included models) in the Source panel, where a click builds "
+        True,
+        "list every animation on offer (own, .ani, included models) in the Source panel, where a click builds "
         "one (default on); off: no animation at all",
     )
-    source.add_argument(
+    add_switch(
+        source,
         "--materials",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="build materials from the game's VMT and VTF files (default on); off: a plain material per texture",
+        True,
+        "build materials from the game's VMT and VTF files (default on); off: a plain material per texture",
     )
     source.add_argument(
         "--textures",
@@ -229,6 +209,11 @@ def add_import_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_switch(group: argparse._ArgumentGroup, flag: str, default: bool, help: str) -> None:
+    """An option that is on or off: ``--flag`` and ``--no-flag``, as the operator's checkbox."""
+    group.add_argument(flag, action=argparse.BooleanOptionalAction, default=default, help=help)
+
+
 def choices_from(args: argparse.Namespace) -> ImportChoices:
     """The options the flags ask for; ValueError names a flag whose value no operator would accept."""
     check_range("--work-limit", args.work_limit, 0.01, 1000.0)
@@ -236,13 +221,8 @@ def choices_from(args: argparse.Namespace) -> ImportChoices:
         check_range("--scale", args.scale, 1e-6, 1e6)
     if not 0 <= args.lod <= 7:
         raise ValueError(f"--lod must be 0 to 7, not {args.lod}")
-    if args.source_axis_forward[-1] == args.source_axis_up[-1]:
-        raise ValueError(
-            f"--source-axis-forward {args.source_axis_forward} and --source-axis-up {args.source_axis_up} must be "
-            "different axes"
-        )
-    if args.axis_forward[-1] == args.axis_up[-1]:
-        raise ValueError(f"--axis-forward {args.axis_forward} and --axis-up {args.axis_up} must be different axes")
+    check_axes("--source-axis-forward", args.source_axis_forward, "--source-axis-up", args.source_axis_up)
+    check_axes("--axis-forward", args.axis_forward, "--axis-up", args.axis_up)
     roots = tuple(str(Path(root).resolve()) for root in args.root)
     mounted = mounted_from(args)
     ms3d = Ms3dOptions(
@@ -295,3 +275,9 @@ def source_scale(units: str | None, scale: float | None) -> float:
 def check_range(flag: str, value: float, low: float, high: float) -> None:
     if not (math.isfinite(value) and low <= value <= high):
         raise ValueError(f"{flag} must be between {low:g} and {high:g}, not {value:g}")
+
+
+def check_axes(forward_flag: str, forward: str, up_flag: str, up: str) -> None:
+    """Forward and up must be different axes (either sign), as the operators' orientation helper insists."""
+    if forward[-1] == up[-1]:
+        raise ValueError(f"{forward_flag} {forward} and {up_flag} {up} must be different axes")

@@ -22,6 +22,7 @@ from typing import Any
 from ..filesystem import mounts
 from .files import NotAModel, Task, parse_shard
 from .no_links import LinkInTheWay
+from .progress import Progress
 from .safe_write import NAME_MAX, PATH_MAX, NameTooLong, OutputExists, write_text
 
 KIND = "io_ms3d_mdl batch report"
@@ -297,6 +298,20 @@ class ReportWriter:
         }
         write_text(self.path, json.dumps(report, indent=2), self.root)
         self.written = time.perf_counter()
+
+
+def on_finished(
+    writer: ReportWriter, progress: Progress, stamps: dict[Path, dict[str, int]]
+) -> Callable[[dict[str, Any]], None]:
+    """What batch and decompile do with each finished file's record: add its source's stamp (for --resume),
+    count it in the progress line, then keep it in the report."""
+
+    def finished(record: dict[str, Any]) -> None:
+        record.update(stamps.get(Path(record["file"]), {}))
+        progress.finished_file(record)
+        writer.add(record)
+
+    return finished
 
 
 # --- merging shards -----------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from ...errors import FormatError
 from ...formats.binary import Cursor
 from ...formats.source import structs2531 as B
 from ...formats.source.model import MdlFile
-from .details import IKCHAIN, IKLINK, POSEPARAM, IkChain, ModelDetails, PoseParameter, SequenceDetails
+from .details import ModelDetails, SequenceDetails, ik_chains, read_pose_parameters
 
 VERSION = B.VERSION
 KNOWN_FLAGS = 0x1 | 0x10  # auto-generated hit boxes, static prop
@@ -63,25 +63,11 @@ def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDeta
         for q in raw:
             rows, cols = (min(max(int(v), 1), 16) for v in q["groupsize"])
             sequences.append(SequenceDetails(actweight=int(q["actweight"]), groupsize=(rows, cols)))
-    pose_parameters = []
-    count, index = int(header["numlocalposeparameters"]), int(header["localposeparamindex"])
-    if 0 < count <= 1024:
-        with suppress(FormatError):
-            for k, r in enumerate(cur.array_at(POSEPARAM, index, count, "pose parameters")):
-                name = text(index + k * POSEPARAM.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else ""
-                pose_parameters.append(
-                    PoseParameter(name, int(r["flags"]), float(r["start"]), float(r["end"]), float(r["loop"]))
-                )
+    pose_parameters = read_pose_parameters(cur, header, text)
     chains = []
-    count, index = int(header["numikchains"]), int(header["ikchainindex"])
-    if 0 < count <= 256:
-        with suppress(FormatError):
-            for k, r in enumerate(cur.array_at(IKCHAIN, index, count, "ik chains")):
-                at = index + k * IKCHAIN.itemsize
-                links = cur.array_at(IKLINK, at + int(r["linkindex"]), min(max(int(r["numlinks"]), 0), 16), "ik links")
-                name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
-                knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
-                chains.append(IkChain(name, [int(b) for b in links["bone"]], knee))
+    with suppress(FormatError):  # the chains read before one that cannot be are kept
+        for chain in ik_chains(cur, header, text):
+            chains.append(chain)
     base = int(header["boneindex"])
     surface_props = [
         text(base + i * B.BONE.itemsize + offset) if offset else ""

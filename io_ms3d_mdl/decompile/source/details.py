@@ -5,6 +5,7 @@ Every offset goes through the bounds-checked ``Cursor``; a field that cannot be 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 
@@ -234,17 +235,7 @@ def model_details(
             except FormatError:
                 pass
         sequences.append(details)
-    pose_parameters = []
-    count, index = int(header["numlocalposeparameters"]), int(header["localposeparamindex"])
-    if 0 < count <= 1024:
-        try:
-            for k, r in enumerate(cur.array_at(POSEPARAM, index, count, "pose parameters")):
-                name = text(index + k * POSEPARAM.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else ""
-                pose_parameters.append(
-                    PoseParameter(name, int(r["flags"]), float(r["start"]), float(r["end"]), float(r["loop"]))
-                )
-        except FormatError:
-            pose_parameters = []
+    pose_parameters = read_pose_parameters(cur, header, text)
     nodes = []
     count, names = int(header["numlocalnodes"]), int(header["localnodenameindex"])
     if 0 < count <= 1024 and names:
@@ -260,15 +251,9 @@ def model_details(
         except FormatError:
             keyvalues = ""
     chains = []
-    count, index = int(header["numikchains"]), int(header["ikchainindex"])
-    if 0 < count <= 256 and version != 53:
+    if version != 53:
         try:
-            for k, r in enumerate(cur.array_at(IKCHAIN, index, count, "ik chains")):
-                at = index + k * IKCHAIN.itemsize
-                links = cur.array_at(IKLINK, at + int(r["linkindex"]), min(max(int(r["numlinks"]), 0), 16), "ik links")
-                name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
-                knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
-                chains.append(IkChain(name, [int(b) for b in links["bone"]], knee))
+            chains = list(ik_chains(cur, header, text))
         except FormatError:
             chains = []
     jiggles = {}
@@ -341,6 +326,41 @@ def model_details(
         directional_light_dot=int(header["constdirectionallightdot"]),
         jiggles=jiggles,
     )
+
+
+def read_pose_parameters(cur: Cursor, header: np.void, text: Callable[[int], str]) -> list[PoseParameter]:
+    """The header's pose parameters (44–53 and 2531 alike); none where their table cannot be read."""
+    count, index = int(header["numlocalposeparameters"]), int(header["localposeparamindex"])
+    if not 0 < count <= 1024:
+        return []
+    try:
+        records = cur.array_at(POSEPARAM, index, count, "pose parameters")
+    except FormatError:
+        return []
+    return [
+        PoseParameter(
+            text(index + k * POSEPARAM.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else "",
+            int(r["flags"]),
+            float(r["start"]),
+            float(r["end"]),
+            float(r["loop"]),
+        )
+        for k, r in enumerate(records)
+    ]
+
+
+def ik_chains(cur: Cursor, header: np.void, text: Callable[[int], str]) -> Iterator[IkChain]:
+    """The header's IK chains (44–52 and 2531 alike), one at a time: a FormatError stops them at the first chain
+    whose links cannot be read, and the caller decides what the chains before it are worth."""
+    count, index = int(header["numikchains"]), int(header["ikchainindex"])
+    if not 0 < count <= 256:
+        return
+    for k, r in enumerate(cur.array_at(IKCHAIN, index, count, "ik chains")):
+        at = index + k * IKCHAIN.itemsize
+        links = cur.array_at(IKLINK, at + int(r["linkindex"]), min(max(int(r["numlinks"]), 0), 16), "ik links")
+        name = text(at + int(r["sznameindex"])) if int(r["sznameindex"]) else f"chain{k}"
+        knee = links["kneedir"][0].astype(np.float64) if len(links) else np.zeros(3)
+        yield IkChain(name, [int(b) for b in links["bone"]], knee)
 
 
 def bone_types(bones: np.ndarray | None) -> list[int]:

@@ -20,10 +20,10 @@ from ..binary import Cursor
 from . import structs as S
 from . import structs2531 as S2531
 from .animation_values import half_to_float
+from .attachments import read_attachments
 from .mdl2531 import read_mdl2531_bytes
 from .model import (
     MdlAnimation,
-    MdlAttachment,
     MdlBodyPart,
     MdlEvent,
     MdlEyeball,
@@ -90,7 +90,7 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         textures=_textures(cur, header, layout.texture),
         cd_materials=_cd_materials(cur, header),
         skins=_skins(cur, header),
-        attachments=_attachments(cur, header, len(bones)),
+        attachments=read_attachments(cur, header, len(bones), S.ATTACHMENT),
         hitbox_sets=_hitbox_sets(cur, header),
         include_models=_includes(cur, header),
         animations=_animations(cur, header, layout.animdesc),
@@ -294,17 +294,6 @@ def _skins(cur: Cursor, header: np.ndarray) -> np.ndarray:
     return cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table").reshape(
         families, refs
     )
-
-
-def _attachments(cur: Cursor, header: np.ndarray, num_bones: int) -> list[MdlAttachment]:
-    out = []
-    for off, a in _records_at(cur, header, "numlocalattachments", "localattachmentindex", S.ATTACHMENT, "attachments"):
-        name = cur.string_at(_rel(cur, off, a["sznameindex"]), "attachment name")
-        bone = int(a["localbone"])
-        if not -1 <= bone < num_bones:
-            raise cur.error(f"attachment '{name}' names bone {bone} but the model has {num_bones} bones", off + 8)
-        out.append(MdlAttachment(name, bone, a["local"].astype(np.float64), int(a["flags"])))
-    return out
 
 
 def _hitbox_sets(cur: Cursor, header: np.ndarray) -> dict[str, list[MdlHitbox]]:

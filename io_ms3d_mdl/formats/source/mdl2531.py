@@ -15,9 +15,9 @@ from ...budget import current_budget
 from ..binary import Cursor
 from . import structs as S
 from . import structs2531 as B
+from .attachments import read_attachments
 from .model import (
     MdlAnimation,
-    MdlAttachment,
     MdlBodyPart,
     MdlFile,
     MdlHitbox,
@@ -74,7 +74,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             for o in records(cur, raw, "numcdtextures", "cdtextureindex", np.dtype("<i4"), "material folders")
         ],
         skins=_skins(cur, raw),
-        attachments=_attachments(cur, raw, len(bones)),
+        attachments=read_attachments(cur, raw, len(bones), B.ATTACHMENT),
         hitbox_sets=_hitbox_sets(cur, raw, len(bones)),
         include_models=[],
         animations=_animations(cur, raw),
@@ -297,17 +297,6 @@ def _skins(cur: Cursor, header: np.void) -> np.ndarray:
     return cur.array_at(np.dtype("<i2"), int(header["skinindex"]), families * refs, "skin table").reshape(
         families, refs
     )
-
-
-def _attachments(cur: Cursor, header: np.void, num_bones: int) -> list[MdlAttachment]:
-    out = []
-    for off, a in records_at(cur, header, "numlocalattachments", "localattachmentindex", B.ATTACHMENT, "attachments"):
-        name = cur.string_at(rel(cur, off, a["sznameindex"]), "attachment name")
-        bone = int(a["localbone"])
-        if not -1 <= bone < num_bones:
-            raise cur.error(f"attachment '{name}' names bone {bone} but the model has {num_bones} bones", off + 8)
-        out.append(MdlAttachment(name, bone, a["local"].astype(np.float64), int(a["flags"])))
-    return out
 
 
 def _hitbox_sets(cur: Cursor, header: np.void, num_bones: int) -> dict[str, list[MdlHitbox]]:

@@ -19,6 +19,18 @@ TANGENT_SIZE = 16
 
 V3 = ("<f4", 3)
 
+
+def fields_between(dtype: np.dtype, first: str, last: str) -> list[tuple]:
+    """``dtype``'s fields from ``first`` to ``last`` inclusive, as (name, format[, shape]) for a new dtype: the
+    layouts of other versions (52/53 here, Bloodlines' 2531) are built from the runs they share with 44–49."""
+    names = list(dtype.names)
+    out = []
+    for name in names[names.index(first) : names.index(last) + 1]:
+        base = dtype.fields[name][0]
+        out.append((name, base.subdtype[0], base.subdtype[1]) if base.subdtype else (name, base))
+    return out
+
+
 STUDIOHDR = np.dtype(
     [
         ("id", "S4"),
@@ -364,33 +376,22 @@ STRIP_IS_TRILIST = 0x01
 # scale vector before posscale and one after rotscale, two ints at the end); textures shrink to 44 bytes;
 # animation descriptors lose the animation block (92 bytes); sequences grow by 20 bytes (232).
 
-
-def _fields(dtype: np.dtype, first: str, last: str) -> list[tuple]:
-    """``dtype``'s fields from ``first`` to ``last`` inclusive, as (name, format[, shape]) for a new dtype."""
-    names = list(dtype.names)
-    out = []
-    for name in names[names.index(first) : names.index(last) + 1]:
-        base = dtype.fields[name][0]
-        out.append((name, base.subdtype[0], base.subdtype[1]) if base.subdtype else (name, base))
-    return out
-
-
 STUDIOHDR53 = np.dtype(
     [
-        *_fields(STUDIOHDR, "id", "checksum"),
+        *fields_between(STUDIOHDR, "id", "checksum"),
         ("sznameindex", "<i4"),  # absolute offset of the full model name
-        *_fields(STUDIOHDR, "name", "ikchainindex"),
+        *fields_between(STUDIOHDR, "name", "ikchainindex"),
         ("numrui", "<i4"),  # Respawn UI meshes, where 44–49 keep mouths
         ("ruiindex", "<i4"),
-        *_fields(STUDIOHDR, "numlocalposeparameters", "virtualmodel"),
+        *fields_between(STUDIOHDR, "numlocalposeparameters", "virtualmodel"),
         ("bonetablebynameindex", "<i4"),
-        *_fields(STUDIOHDR, "constdirectionallightdot", "unused0"),
+        *fields_between(STUDIOHDR, "constdirectionallightdot", "unused0"),
         ("fadedistance", "<f4"),
-        *_fields(STUDIOHDR, "numflexcontrollerui", "flexcontrolleruiindex"),
+        *fields_between(STUDIOHDR, "numflexcontrollerui", "flexcontrolleruiindex"),
         ("vertexbase", "<i4"),
         ("indexbase", "<i4"),
         ("mayaindex", "<i4"),
-        *_fields(STUDIOHDR2, "numsrcbonetransform", "illumpositionattachmentindex"),
+        *fields_between(STUDIOHDR2, "numsrcbonetransform", "illumpositionattachmentindex"),
         ("linearboneindex", "<i4"),
         ("boneflexdrivercount", "<i4"),
         ("boneflexdriverindex", "<i4"),
@@ -414,23 +415,23 @@ STUDIOHDR53 = np.dtype(
 EMBEDDED_53 = ("vtx", "vvd", "vvc", "phy")  # header order of the embedded sections
 BONE53 = np.dtype(
     [
-        *_fields(BONE, "sznameindex", "rot"),
+        *fields_between(BONE, "sznameindex", "rot"),
         ("scale", *V3),  # (1, 1, 1) on real bones; Crowbar calls it unkVector
-        *_fields(BONE, "posscale", "rotscale"),
+        *fields_between(BONE, "posscale", "rotscale"),
         ("scalescale", *V3),  # Crowbar's unkVector1
-        *_fields(BONE, "posetobone", "contents"),
+        *fields_between(BONE, "posetobone", "contents"),
         ("surfaceproplookup", "<i4"),
         ("unk", "<i4"),
         ("unused", "<i4", 7),
     ]
 )
-TEXTURE53 = np.dtype([*_fields(TEXTURE, "sznameindex", "clientmaterial"), ("unused", "<i4", 5)])
+TEXTURE53 = np.dtype([*fields_between(TEXTURE, "sznameindex", "clientmaterial"), ("unused", "<i4", 5)])
 ANIMDESC53 = np.dtype(
     [
-        *_fields(ANIMDESC, "baseptr", "movementindex"),
+        *fields_between(ANIMDESC, "baseptr", "movementindex"),
         ("compressedikerrorindex", "<i4"),
-        *_fields(ANIMDESC, "animindex", "ikruleindex"),
-        *_fields(ANIMDESC, "numlocalhierarchy", "zeroframestalltime"),
+        *fields_between(ANIMDESC, "animindex", "ikruleindex"),
+        *fields_between(ANIMDESC, "numlocalhierarchy", "zeroframestalltime"),
         ("unused", "<i4", 5),
     ]
 )

@@ -12,153 +12,74 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import structs as S
+from .structs import V3, fields_between
+
 VERSION = 2531
 VTX_VERSION = 107
-V3 = ("<f4", 3)
 
+# Where a record keeps a run of fields 44–49 also has, in the same order and formats, the run is taken from the
+# 44–49 record (``structs``), so only what differs is spelled out here.
 HEADER = np.dtype(
     [
-        ("id", "S4"),
-        ("version", "<i4"),
-        ("checksum", "<i4"),
+        *fields_between(S.STUDIOHDR, "id", "checksum"),
         ("name", "V128"),
-        ("length", "<i4"),
-        ("eyeposition", *V3),
-        ("illumposition", *V3),
+        *fields_between(S.STUDIOHDR, "length", "illumposition"),
         ("unknown_vector", *V3),
-        ("hull_min", *V3),
-        ("hull_max", *V3),
-        ("view_bbmin", *V3),
-        ("view_bbmax", *V3),
-        ("flags", "<i4"),
+        *fields_between(S.STUDIOHDR, "hull_min", "flags"),
         ("unknown", "<i4", 2),
-        ("numbones", "<i4"),
-        ("boneindex", "<i4"),
-        ("numbonecontrollers", "<i4"),
-        ("bonecontrollerindex", "<i4"),
-        ("numhitboxsets", "<i4"),
-        ("hitboxsetindex", "<i4"),
-        ("numlocalanim", "<i4"),
-        ("localanimindex", "<i4"),
-        ("numlocalseq", "<i4"),
-        ("localseqindex", "<i4"),
+        *fields_between(S.STUDIOHDR, "numbones", "localseqindex"),
         ("sequencesindexed", "<i4"),
         ("numseqgroups", "<i4"),
         ("seqgroupindex", "<i4"),
-        ("numtextures", "<i4"),
-        ("textureindex", "<i4"),
-        ("numcdtextures", "<i4"),
-        ("cdtextureindex", "<i4"),
-        ("numskinref", "<i4"),
-        ("numskinfamilies", "<i4"),
-        ("skinindex", "<i4"),
-        ("numbodyparts", "<i4"),
-        ("bodypartindex", "<i4"),
-        ("numlocalattachments", "<i4"),
-        ("localattachmentindex", "<i4"),
+        *fields_between(S.STUDIOHDR, "numtextures", "localattachmentindex"),
         ("numtransitions", "<i4"),
         ("transitionindex", "<i4"),
-        ("numflexdesc", "<i4"),
-        ("flexdescindex", "<i4"),
-        ("numflexcontrollers", "<i4"),
-        ("flexcontrollerindex", "<i4"),
-        ("numflexrules", "<i4"),
-        ("flexruleindex", "<i4"),
-        ("numikchains", "<i4"),
-        ("ikchainindex", "<i4"),
-        ("nummouths", "<i4"),
-        ("mouthindex", "<i4"),
-        ("numlocalposeparameters", "<i4"),
-        ("localposeparamindex", "<i4"),
-        ("surfacepropindex", "<i4"),
-        ("keyvalueindex", "<i4"),
-        ("keyvaluesize", "<i4"),
-        ("numincludemodels", "<i4"),
-        ("includemodelindex", "<i4"),
+        *fields_between(S.STUDIOHDR, "numflexdesc", "keyvaluesize"),
+        *fields_between(S.STUDIOHDR, "numincludemodels", "includemodelindex"),
         ("unknown_tail", "<i4", 3),
     ]
 )
 BONE = np.dtype(
     [
-        ("sznameindex", "<i4"),
-        ("parent", "<i4"),
-        ("bonecontroller", "<i4", 6),
-        ("pos", *V3),
-        ("quat", "<f4", 4),  # x, y, z, w, as 44–49 (the bind pose: checked against poseToBone in the tests)
+        # quat is x, y, z, w, as 44–49 (the bind pose: checked against poseToBone in the tests)
+        *fields_between(S.BONE, "sznameindex", "quat"),
         ("posscale", *V3),
         ("rotscale", "<f4", 4),
         ("posetobone", "<f4", (3, 4)),
-        ("flags", "<i4"),
-        ("proctype", "<i4"),
-        ("procindex", "<i4"),
-        ("physicsbone", "<i4"),
-        ("surfacepropidx", "<i4"),
-        ("contents", "<i4"),
+        *fields_between(S.BONE, "flags", "contents"),
     ]
 )
 MODEL = np.dtype(
     [
         ("name", "V128"),
-        ("type", "<i4"),
-        ("boundingradius", "<f4"),
-        ("nummeshes", "<i4"),
-        ("meshindex", "<i4"),
-        ("numvertices", "<i4"),
-        ("vertexindex", "<i4"),  # bytes from this model record to its vertices
-        ("tangentsindex", "<i4"),
+        *fields_between(S.MODEL, "type", "tangentsindex"),  # vertexindex: bytes from this record to its vertices
         ("vertexlisttype", "<i4"),  # 0: skinned floats (44 B), 1: unskinned 16-bit (12 B), 2: compressed 8-bit (8 B)
         ("vertexoffset", *V3),  # compressed positions: offset + scale · stored value
         ("vertexscale", *V3),
-        ("numattachments", "<i4"),
-        ("attachmentindex", "<i4"),
-        ("numeyeballs", "<i4"),
-        ("eyeballindex", "<i4"),
+        *fields_between(S.MODEL, "numattachments", "eyeballindex"),
         ("unknown", "<i4", 6),
     ]
 )
-MESH = np.dtype(
-    [
-        ("material", "<i4"),
-        ("modelindex", "<i4"),
-        ("numvertices", "<i4"),
-        ("vertexoffset", "<i4"),
-        ("numflexes", "<i4"),
-        ("flexindex", "<i4"),
-        ("materialtype", "<i4"),
-        ("materialparam", "<i4"),
-        ("unknown", "<i4", 7),
-    ]
-)
+MESH = np.dtype([*fields_between(S.MESH, "material", "materialparam"), ("unknown", "<i4", 7)])
 TEXTURE = np.dtype([("sznameindex", "<i4"), ("flags", "<i4"), ("width", "<f4"), ("height", "<f4"), ("unknown", "<f4")])
-ATTACHMENT = np.dtype([("sznameindex", "<i4"), ("flags", "<u4"), ("localbone", "<i4"), ("local", "<f4", (3, 4))])
-BBOX = np.dtype([("bone", "<i4"), ("group", "<i4"), ("bbmin", *V3), ("bbmax", *V3)])
+ATTACHMENT = np.dtype(fields_between(S.ATTACHMENT, "sznameindex", "local"))  # without the unused tail
+BBOX = np.dtype(fields_between(S.BBOX, "bone", "bbmax"))  # without the name and the unused tail
 
 ANIMDESC = np.dtype(
     [
-        ("sznameindex", "<i4"),
-        ("fps", "<f4"),
-        ("flags", "<i4"),  # 0x1: looping; no delta animations were seen
-        ("numframes", "<i4"),
-        ("nummovements", "<i4"),
-        ("movementindex", "<i4"),
+        *fields_between(S.ANIMDESC, "sznameindex", "movementindex"),  # flags 0x1: looping; no delta animations seen
         ("bbmin", *V3),
         ("bbmax", *V3),
-        ("animindex", "<i4"),  # relative to the descriptor: one 32-byte entry per bone (animation2531.py)
-        ("numikrules", "<i4"),
-        ("ikruleindex", "<i4"),
+        # animindex is relative to the descriptor: one 32-byte entry per bone (animation2531.py)
+        *fields_between(S.ANIMDESC, "animindex", "ikruleindex"),
         ("unused", "<i4", 3),
     ]
 )
 
 SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16), not behind an offset as in 44–49
     [
-        ("szlabelindex", "<i4"),
-        ("szactivitynameindex", "<i4"),
-        ("flags", "<i4"),
-        ("activity", "<i4"),
-        ("actweight", "<i4"),
-        ("numevents", "<i4"),
-        ("eventindex", "<i4"),
+        *fields_between(S.SEQDESC_HEAD, "szlabelindex", "eventindex"),
         ("bbmin", *V3),
         ("bbmax", *V3),
         ("numblends", "<i4"),
@@ -191,9 +112,7 @@ TANGENT_SIZE = 16
 
 # The pool a 2531 model's vertices are decoded into: the VVD vertex's fields (the scene reads these names), with
 # 16-bit bone indices as the file stores them.
-POOL_VERTEX = np.dtype(
-    [("weights", "<f4", 3), ("bones", "<i2", 3), ("numbones", "u1"), ("pos", *V3), ("normal", *V3), ("uv", "<f4", 2)]
-)
+POOL_VERTEX = np.dtype([("weights", "<f4", 3), ("bones", "<i2", 3), *fields_between(S.VVD_VERTEX, "numbones", "uv")])
 
 # VTX 107 (packed): the 7 layout's tree with 16-bit counts in meshes, strip groups and strips.
 VTX_MESH = np.dtype([("numstripgroups", "<u2"), ("flags", "u1"), ("unknown", "u1"), ("stripgroupheaderoffset", "<i4")])

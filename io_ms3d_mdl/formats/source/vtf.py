@@ -152,6 +152,17 @@ def level_size(fmt: str, width: int, height: int) -> int:
     return width * height * next(bpp for name, bpp in FORMATS.values() if name == fmt)
 
 
+def image_start(header: np.void) -> int:
+    """Where a 7.0–7.2 texture's image data starts: after its header and its low-resolution thumbnail."""
+    low_fmt = int(header["low_format"])
+    low = (
+        level_size(FORMATS[low_fmt][0], int(header["low_width"]), int(header["low_height"]))
+        if low_fmt in FORMATS
+        else 0
+    )
+    return int(header["header_size"]) + low
+
+
 def declared_bytes(head: bytes) -> int | None:
     """How long the VTF whose first bytes are ``head`` says it is (its image data's end: every mip level, frame,
     face and slice), or None when the header does not say. A ``.ttz`` is inflated only this far (``tth``)."""
@@ -177,13 +188,7 @@ def declared_bytes(head: bytes) -> int | None:
         start = max(high[0], 0)
         others = max([o for o in starts if o > start], default=0)  # a resource stored after the image data
     else:
-        low_fmt = int(header["low_format"])
-        low = (
-            level_size(FORMATS[low_fmt][0], int(header["low_width"]), int(header["low_height"]))
-            if low_fmt in FORMATS
-            else 0
-        )
-        start, others = int(header["header_size"]) + low, 0
+        start, others = image_start(header), 0
     image = sum(
         level_size(fmt, max(width >> m, 1), max(height >> m, 1)) * frames * faces * max(depth >> m, 1)
         for m in range(min(mips, 16))
@@ -223,13 +228,7 @@ def read_vtf_bytes(
             raise cur.error("the texture has no image data resource", 68)
         start = high[0]
     else:
-        low_fmt = int(header["low_format"])
-        low = (
-            level_size(FORMATS[low_fmt][0], int(header["low_width"]), int(header["low_height"]))
-            if low_fmt in FORMATS
-            else 0
-        )
-        start = int(header["header_size"]) + low
+        start = image_start(header)
     level = 0
     if max_pixels is not None:
         fits = [m for m in range(mips) if max(width >> m, 1) * max(height >> m, 1) * min(faces, 6) <= max_pixels]

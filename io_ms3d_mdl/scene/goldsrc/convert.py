@@ -15,16 +15,13 @@ import numpy as np
 from ...formats.binary import renumbered
 from ...formats.goldsrc.model import GsFile, GsModel
 from ...formats.goldsrc.structs import TEXTURE_FLAGS
-from ..axes import axis_conversion_matrix
-from ..bones import bone_frames
 from ..decoded_textures import PixelAllowance
-from ..finite import replace_non_finite
 from ..names import option_name, unique_names
 from ..rotations import compose, euler_xyz_to_matrix
-from ..slots import cap_material_slots
 from ..source.convert import SourceOptions
+from ..studio_scene import finish_scene, rebuild_props
+from ..studio_skeleton import rest_world, studio_skeleton
 from ..types import (
-    BoneData,
     CollectionData,
     EmptyData,
     ImageRef,
@@ -58,27 +55,14 @@ def _scene(gs: GsFile, options: SourceOptions) -> SceneData:
         scene.skeleton, axes = goldsrc_skeleton(gs, options, stem, world)
         if options.import_animations and gs.sequences:
             add_goldsrc_animations(gs, axes, options.scale, scene, options.animations)
-            if scene.animations and gs.path:
-                scene.props.update(
-                    {
-                        "source_path": os.path.abspath(gs.path),
-                        "source_scale": options.scale,
-                        "source_bone_orientation": options.bone_orientation,
-                        "source_fps": scene.fps or next((a.fps for a in scene.animations if a.fps > 0), 30.0),
-                    }
-                )
+            scene.props.update(rebuild_props(gs.path, options, scene))
     _materials(gs, scene)
     _body_parts(gs, world, options, scene)
     if options.import_attachments:
         _attachments(gs, world, options, scene)
     if options.import_hitboxes:
         _hitboxes(gs, world, options, scene)
-    if (options.axis_forward, options.axis_up) != ("Y", "Z"):
-        scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
-    if scene.degenerate_triangles:
-        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
-    cap_material_slots(scene)
-    replace_non_finite(scene)
+    finish_scene(scene, options)
     return scene
 
 
@@ -117,11 +101,7 @@ def local_matrices(values: np.ndarray) -> np.ndarray:
 def bone_world(gs: GsFile) -> np.ndarray:
     """Each bone's rest matrix in model space: its parents' and its own default values."""
     local = local_matrices(gs.bones["value"].astype(np.float64)) if len(gs.bones) else np.zeros((0, 4, 4))
-    world = local.copy()
-    for i, parent in enumerate(gs.bones["parent"].tolist()):
-        if parent >= 0:
-            world[i] = world[parent] @ local[i]
-    return world
+    return rest_world(local, gs.bones["parent"].tolist())
 
 
 def goldsrc_skeleton(
@@ -129,28 +109,9 @@ def goldsrc_skeleton(
 ) -> tuple[SkeletonData, np.ndarray]:
     """The skeleton, and each bone's frame in its GoldSrc bone space (pose channels are written in it)."""
     world = bone_world(gs) if world is None else world
-    heads = world[:, :3, 3] * options.scale
-    extent = float(np.ptp(heads, axis=0).max()) if len(heads) > 1 else 0.0
-    default = max(extent * 0.03, 1.0 * options.scale)
-    parents = gs.bones["parent"].astype(np.int64)
-    frames, lengths, x = bone_frames(world[:, :3, :3], heads, parents, np.eye(3), options.bone_orientation, default)
-    names = unique_names(gs.bone_names, "bone")
-    matrices = compose(frames, heads)
-    flags = gs.bones["flags"].tolist()
-    bones = [
-        BoneData(
-            names[i],
-            p,
-            matrices[i],
-            length,
-            props={
-                "source_flags": flags[i],
-                **({"source_name": gs.bone_names[i]} if gs.bone_names[i] not in ("", names[i]) else {}),
-            },
-        )
-        for i, (p, length) in enumerate(zip(parents.tolist(), lengths.tolist(), strict=True))
-    ]
-    return SkeletonData(name, bones), x
+    props = [{"source_flags": f} for f in gs.bones["flags"].tolist()]
+    parents = gs.bones["parent"]
+    return studio_skeleton(name, world, parents, gs.bone_names, props, options.scale, options.bone_orientation)
 
 
 def _materials(gs: GsFile, scene: SceneData) -> None:

@@ -20,14 +20,11 @@ from ...formats.binary import renumbered
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile, MdlModel, VtxFile, VtxLod, VvdFile
 from ...formats.source.phy import PhyFile
-from ..axes import axis_conversion_matrix
-from ..bones import bone_frames
-from ..finite import replace_non_finite
-from ..names import option_name, unique_names
+from ..names import option_name
 from ..rotations import compose, quaternion_to_matrix
-from ..slots import cap_material_slots
+from ..studio_scene import finish_scene, rebuild_props
+from ..studio_skeleton import rest_world, studio_skeleton
 from ..types import (
-    BoneData,
     CollectionData,
     EmptyData,
     MaterialData,
@@ -101,7 +98,7 @@ def source_to_scene(
         scene.skeleton, bone_axes = _skeleton(mdl, world, options, stem)
         if options.import_animations:
             add_source_animations(mdl, ani, bone_axes, options.scale, scene, includes, options.animations)
-            scene.props.update(_rebuild_props(mdl, options, scene))
+            scene.props.update(rebuild_props(mdl.path, options, scene))
 
     _materials(mdl, scene, options)
     if vvd is not None and vtx is not None:
@@ -117,25 +114,8 @@ def source_to_scene(
         _hitboxes(mdl, world, options, scene)
     if phy is not None and options.import_physics:
         add_collision(scene, mdl, ani, phy, world, options.scale)
-    if (options.axis_forward, options.axis_up) != ("Y", "Z"):
-        scene.root_matrix = axis_conversion_matrix(options.axis_forward, options.axis_up)
-    if scene.degenerate_triangles:
-        scene.props["source_degenerate_triangles"] = scene.degenerate_triangles
-    cap_material_slots(scene)
-    replace_non_finite(scene)
+    finish_scene(scene, options)
     return scene
-
-
-def _rebuild_props(mdl: MdlFile, options: SourceOptions, scene: SceneData) -> dict:
-    """What building one more animation later needs (``scene.load.load_source_animation``)."""
-    if not scene.animations or not mdl.path:
-        return {}
-    return {
-        "source_path": os.path.abspath(mdl.path),
-        "source_scale": options.scale,
-        "source_bone_orientation": options.bone_orientation,
-        "source_fps": scene.fps or next((a.fps for a in scene.animations if a.fps > 0), 30.0),
-    }
 
 
 def source_skeleton(mdl: MdlFile, options: SourceOptions) -> tuple[SkeletonData, np.ndarray]:
@@ -170,39 +150,15 @@ def _bone_world(mdl: MdlFile) -> np.ndarray:
     bones = mdl.bones
     quat = bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]  # stored x, y, z, w
     local = compose(quaternion_to_matrix(quat), bones["pos"].astype(np.float64)) if len(bones) else np.zeros((0, 4, 4))
-    world = local.copy()
-    for i, parent in enumerate(bones["parent"].tolist()):
-        if parent >= 0:
-            world[i] = world[parent] @ local[i]
-    return world
+    return rest_world(local, bones["parent"].tolist())
 
 
 def _skeleton(mdl: MdlFile, world: np.ndarray, options: SourceOptions, name: str) -> tuple[SkeletonData, np.ndarray]:
     """The skeleton, and ``X`` (B, 3, 3): each bone's frame in its Source bone space (for pose channels)."""
-    heads = world[:, :3, 3] * options.scale
-    extent = float(np.ptp(heads, axis=0).max()) if len(heads) > 1 else 0.0
-    default = max(extent * 0.03, 1.0 * options.scale)
-    frames, lengths, x = bone_frames(
-        world[:, :3, :3], heads, mdl.bones["parent"].astype(np.int64), np.eye(3), options.bone_orientation, default
-    )
-    names = unique_names(mdl.bone_names, "bone")  # within Blender's 63 bytes; the file's name kept when it differs
-    matrices = compose(frames, heads)  # every bone at once: per bone, numpy's call overhead was most of the cost
     flags, proctypes = mdl.bones["flags"].tolist(), mdl.bones["proctype"].tolist()
-    bones = [
-        BoneData(
-            names[i],
-            p,
-            matrices[i],
-            length,
-            props={
-                "source_flags": flags[i],
-                "source_proctype": proctypes[i],
-                **({"source_name": mdl.bone_names[i]} if mdl.bone_names[i] not in ("", names[i]) else {}),
-            },
-        )
-        for i, (p, length) in enumerate(zip(mdl.bones["parent"].tolist(), lengths.tolist(), strict=True))
-    ]
-    return SkeletonData(name, bones), x
+    props = [{"source_flags": f, "source_proctype": p} for f, p in zip(flags, proctypes, strict=True)]
+    parents = mdl.bones["parent"]
+    return studio_skeleton(name, world, parents, mdl.bone_names, props, options.scale, options.bone_orientation)
 
 
 def _materials(mdl: MdlFile, scene: SceneData, options: SourceOptions) -> None:
