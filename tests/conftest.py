@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,21 @@ def datablock_counts() -> dict[str, int]:
     from io_ms3d_mdl.blender.rollback import id_collection_names
 
     return {name: len(getattr(bpy.data, name)) for name in id_collection_names()}
+
+
+def forget_mounted_archives() -> None:
+    """Unmount every archive and empty the file cache: both are process-wide, so one test's archives would otherwise
+    answer the next test's lookups."""
+    from io_ms3d_mdl import access
+    from io_ms3d_mdl.filesystem import mounts
+
+    mounts.forget_archives()
+    access.clear_cache()
+
+
+@pytest.fixture
+def no_archives_mounted() -> Iterator[None]:
+    """A test that starts with no archive mounted and leaves none behind (``pytest.mark.usefixtures`` it)."""
+    forget_mounted_archives()
+    yield
+    forget_mounted_archives()
