@@ -120,3 +120,16 @@ def no_archives_mounted() -> Iterator[None]:
     forget_mounted_archives()
     yield
     forget_mounted_archives()
+
+
+def assert_skinned_at_rest(obj) -> None:
+    """A skinned mesh object with its armature at rest: the evaluated vertices are the stored ones (the bind pose
+    the vertices were skinned in)."""
+    import numpy as np
+
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    a = np.empty(len(evaluated.vertices) * 3)
+    b = np.empty(len(obj.data.vertices) * 3)
+    evaluated.vertices.foreach_get("co", a)
+    obj.data.vertices.foreach_get("co", b)
+    np.testing.assert_allclose(a, b, atol=1e-5)
