@@ -78,6 +78,15 @@ def sample_names(kind: str, pattern: str) -> set[str]:
     }
 
 
+def sample_names_to_parametrize(kind: str, pattern: str) -> list[str]:
+    """:func:`sample_names` sorted, for ``parametrize`` when the module is collected: none where the corpus is
+    missing (a skip at collection would skip the whole module, its other tests too)."""
+    try:
+        return sorted(sample_names(kind, pattern))
+    except pytest.skip.Exception:
+        return []
+
+
 @pytest.fixture(scope="session")
 def addon():
     """Register the add-on once per session (classes survive factory resets, blender.md §5.1)."""
