@@ -566,3 +566,21 @@ __all__ = [
     "write_vtx",
     "write_vvd",
 ]
+
+
+def shared_flex_rules(mdl: bytes, rules: int) -> bytes:
+    """The MDL with its one flex rule replaced by ``rules`` rules that all point at that rule's table of operations
+    (a shared-table bomb: each rule costs its whole table again, the file grows by a few bytes a rule)."""
+    data = bytearray(mdl)
+    h = np.frombuffer(bytes(data), S.STUDIOHDR, 1)[0]
+    (rule,) = np.frombuffer(bytes(data), S.FLEXRULE, 1, int(h["flexruleindex"]))
+    table = int(h["flexruleindex"]) + int(rule["opindex"])
+    shared = np.zeros(rules, S.FLEXRULE)
+    at = len(data)
+    shared["numops"] = int(rule["numops"])
+    shared["opindex"] = table - (at + np.arange(rules) * S.FLEXRULE.itemsize)
+    data += shared.tobytes()
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    header["numflexrules"], header["flexruleindex"], header["length"] = rules, at, len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    return bytes(data)
