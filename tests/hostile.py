@@ -355,6 +355,16 @@ def goldsrc_cyclic_parents(tmp: Path) -> Path:
     return goldsrc(tmp, spec)
 
 
+# Each GoldSrc model above that is refused as a whole, with what the message says (a regex): the import and the
+# decompiler refuse it alike.
+GOLDSRC_REFUSED = [
+    (goldsrc_commands_overrun, "past the end of the file"),
+    (goldsrc_missing_vertices, "uses vertex 999"),
+    (goldsrc_texture_beyond_data, "work budget|run past the end"),
+    (goldsrc_cyclic_parents, "parents must come before"),
+]
+
+
 def goldsrc_frame_bomb(tmp: Path, frames: int = 10_000_000) -> Path:
     """A sequence of 10 million frames whose few bytes of values repeat for ever."""
     from io_ms3d_mdl.formats.goldsrc import structs as G
