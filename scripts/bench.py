@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench_report import report_tables
+
 if TYPE_CHECKING:
     import bpy
     import numpy as np
@@ -762,11 +764,11 @@ def main() -> int:
     median = statistics.median
     if args.animation_only:
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
-        return _report(out + animation_tables(args.runs), args.output)
+        return report_tables(out + animation_tables(args.runs), args.output)
     if args.import_only:
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
         with tempfile.TemporaryDirectory() as tmp:
-            return _report(out + import_table(args.runs, Path(tmp)), args.output)
+            return report_tables(out + import_table(args.runs, Path(tmp)), args.output)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         ms3d = sorted((SAMPLES / "ms3d").rglob("*.ms3d"), key=lambda p: p.stat().st_size) if SAMPLES.is_dir() else []
@@ -839,7 +841,7 @@ def main() -> int:
             finally:
                 unregister()
         out += animation_tables(args.runs)
-    return _report(out, args.output)
+    return report_tables(out, args.output)
 
 
 SMALL_SOURCE = (  # Source models under 500 triangles (physics hulls included), next to the rigged civilian
@@ -882,14 +884,6 @@ def import_table(runs: int, work: Path, grids: list[Path] | None = None) -> list
         "an import would cost if reading and converting took no time."
     )
     return out
-
-
-def _report(out: list[str], output: str | None) -> int:
-    text = "\n".join(out) + "\n"
-    print("\n" + text)
-    if output:
-        Path(output).write_text(text)
-    return 0
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_report import report_tables
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
@@ -173,11 +175,7 @@ def main() -> int:
         out += import_figures(args.runs, tmp, args.blender)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = "\n".join(out) + "\n"
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-    return 0
+    return report_tables(out, args.output)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_report import report_tables
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples"
 MODELS = [
@@ -151,11 +153,7 @@ def main() -> int:
             f"to its exit): {seconds:.2f} s, {ok} decompiled (exit {done.returncode})."
         )
         print(rows[-1], flush=True)
-    text = "\n".join(rows) + "\n"
-    if args.output:
-        args.output.write_text(text)
-    print(text)
-    return 0
+    return report_tables(rows, args.output)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import bench
 import numpy as np
+from bench_report import report_tables
 
 if TYPE_CHECKING:
     import bpy
@@ -247,7 +248,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         rows = measure(args.runs, Path(tmp), [p.resolve() for p in args.models])
     out = [f"Blender {bpy.app.version_string}, fastest of {args.runs}, ratios to `wm.obj_import`\n", *table(rows)]
-    return bench._report(out, args.output)
+    return report_tables(out, args.output)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from bench_report import report_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples"
@@ -209,11 +210,7 @@ def main() -> int:
         *pcx_rows(args.runs),
         *bc6h_rows(args.runs),
     ]
-    text = "\n".join(out)
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    return 0
+    return report_tables(out, args.output)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_report import report_tables
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples" / "goldsrc"
@@ -206,11 +207,7 @@ def main() -> int:
     seconds = {name: s for name, _, s in all_rows}
     for name, actions, poses, s in rates:
         out.append(f"| {name} | {actions} | {poses:,} | {poses / s:,.0f} | {seconds[name]:.2f} |")
-    text = "\n".join(out)
-    print(text)
-    if args.output:
-        Path(args.output).write_text(text + "\n")
-    return 0
+    return report_tables(out, args.output)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,6 +78,15 @@ def sample_names(kind: str, pattern: str) -> set[str]:
     }
 
 
+def sample_names_to_parametrize(kind: str, pattern: str) -> list[str]:
+    """:func:`sample_names` sorted, for ``parametrize`` when the module is collected: none where the corpus is
+    missing (a skip at collection would skip the whole module, its other tests too)."""
+    try:
+        return sorted(sample_names(kind, pattern))
+    except pytest.skip.Exception:
+        return []
+
+
 @pytest.fixture(scope="session")
 def addon():
     """Register the add-on once per session (classes survive factory resets, blender.md §5.1)."""
@@ -101,6 +111,37 @@ def datablock_counts() -> dict[str, int]:
     from io_ms3d_mdl.blender.rollback import id_collection_names
 
     return {name: len(getattr(bpy.data, name)) for name in id_collection_names()}
+
+
+def forget_mounted_archives() -> None:
+    """Unmount every archive and empty the file cache: both are process-wide, so one test's archives would otherwise
+    answer the next test's lookups."""
+    from io_ms3d_mdl import access
+    from io_ms3d_mdl.filesystem import mounts
+
+    mounts.forget_archives()
+    access.clear_cache()
+
+
+@pytest.fixture
+def no_archives_mounted() -> Iterator[None]:
+    """A test that starts with no archive mounted and leaves none behind (``pytest.mark.usefixtures`` it)."""
+    forget_mounted_archives()
+    yield
+    forget_mounted_archives()
+
+
+def assert_skinned_at_rest(obj) -> None:
+    """A skinned mesh object with its armature at rest: the evaluated vertices are the stored ones (the bind pose
+    the vertices were skinned in)."""
+    import numpy as np
+
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+    a = np.empty(len(evaluated.vertices) * 3)
+    b = np.empty(len(obj.data.vertices) * 3)
+    evaluated.vertices.foreach_get("co", a)
+    obj.data.vertices.foreach_get("co", b)
+    np.testing.assert_allclose(a, b, atol=1e-5)
 
 
 # --- leaving -------------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from anim_rle import encode_rle
 
 from io_ms3d_mdl.formats.goldsrc import structs as S
 
@@ -96,18 +97,6 @@ class GSpec:
     hitboxes: list[tuple[int, int, tuple[float, ...], tuple[float, ...]]] = field(default_factory=list)
 
 
-def rle(values: list[int]) -> bytes:
-    """Spans of at most 255 frames, each storing its values up to a trailing run of repeats (``valid < total``)."""
-    out = bytearray()
-    for start in range(0, len(values), 255):
-        chunk = values[start : start + 255]
-        valid = len(chunk)
-        while valid > 1 and chunk[valid - 1] == chunk[valid - 2]:
-            valid -= 1
-        out += struct.pack("<BB", valid, len(chunk)) + struct.pack(f"<{valid}h", *chunk[:valid])
-    return bytes(out)
-
-
 class _Blob:
     def __init__(self, start: int) -> None:
         self.data = bytearray(start)
@@ -139,7 +128,7 @@ def _anim_block(seq: GSequence, bones: int) -> bytes:
                     row.append(0)
                     continue
                 row.append(table_size + len(streams) - record)
-                streams += values if isinstance(values, bytes) else rle(values)  # bytes: a raw stream
+                streams += values if isinstance(values, bytes) else encode_rle(values)  # bytes: a raw stream
             offsets.append(row)
     return struct.pack(f"<{len(offsets) * 6}H", *[o for row in offsets for o in row]) + bytes(streams)
 

@@ -355,6 +355,16 @@ def goldsrc_cyclic_parents(tmp: Path) -> Path:
     return goldsrc(tmp, spec)
 
 
+# Each GoldSrc model above that is refused as a whole, with what the message says (a regex): the import and the
+# decompiler refuse it alike.
+GOLDSRC_REFUSED = [
+    (goldsrc_commands_overrun, "past the end of the file"),
+    (goldsrc_missing_vertices, "uses vertex 999"),
+    (goldsrc_texture_beyond_data, "work budget|run past the end"),
+    (goldsrc_cyclic_parents, "parents must come before"),
+]
+
+
 def goldsrc_frame_bomb(tmp: Path, frames: int = 10_000_000) -> Path:
     """A sequence of 10 million frames whose few bytes of values repeat for ever."""
     from io_ms3d_mdl.formats.goldsrc import structs as G
@@ -566,3 +576,21 @@ __all__ = [
     "write_vtx",
     "write_vvd",
 ]
+
+
+def shared_flex_rules(mdl: bytes, rules: int) -> bytes:
+    """The MDL with its one flex rule replaced by ``rules`` rules that all point at that rule's table of operations
+    (a shared-table bomb: each rule costs its whole table again, the file grows by a few bytes a rule)."""
+    data = bytearray(mdl)
+    h = np.frombuffer(bytes(data), S.STUDIOHDR, 1)[0]
+    (rule,) = np.frombuffer(bytes(data), S.FLEXRULE, 1, int(h["flexruleindex"]))
+    table = int(h["flexruleindex"]) + int(rule["opindex"])
+    shared = np.zeros(rules, S.FLEXRULE)
+    at = len(data)
+    shared["numops"] = int(rule["numops"])
+    shared["opindex"] = table - (at + np.arange(rules) * S.FLEXRULE.itemsize)
+    data += shared.tobytes()
+    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
+    header["numflexrules"], header["flexruleindex"], header["length"] = rules, at, len(data)
+    data[: S.STUDIOHDR.itemsize] = header.tobytes()
+    return bytes(data)

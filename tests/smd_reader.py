@@ -154,15 +154,23 @@ def _nodes(state: _State, smd: Smd) -> None:
     smd.parents = np.array(parents, dtype=int)
 
 
+def _frame_time(state: _State, line: str, last: int | None) -> int | None:
+    """N of a skeleton's or VTA's ``time N`` line, which must count up from ``last``; None for any other line."""
+    time = TIME.match(line)
+    if not time:
+        return None
+    value = int(time[1])
+    if last is not None and value <= last:
+        raise state.error(f"time {value} after time {last}")
+    return value
+
+
 def _skeleton(state: _State, smd: Smd) -> None:
     frame: dict[int, np.ndarray] | None = None
     last = None
     while (line := state.next_meaningful()) != "end":
-        time = TIME.match(line)
-        if time:
-            value = int(time[1])
-            if last is not None and value <= last:
-                raise state.error(f"time {value} after time {last}")
+        value = _frame_time(state, line, last)
+        if value is not None:
             last, frame = value, {}
             smd.frames[value] = frame
             continue
@@ -229,11 +237,8 @@ def _vertexanimation(state: _State, smd: Smd) -> None:
     current: list[list[float]] | None = None
     last = None
     while (line := state.next_meaningful()) != "end":
-        time = TIME.match(line)
-        if time:
-            value = int(time[1])
-            if last is not None and value <= last:
-                raise state.error(f"time {value} after time {last}")
+        value = _frame_time(state, line, last)
+        if value is not None:
             last, current = value, []
             smd.shapes[value] = current  # type: ignore[assignment]
             continue

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from anim_rle import encode_rle
 
 from io_ms3d_mdl.formats.source import structs as S
 
@@ -408,18 +409,6 @@ def encode_q64(q: tuple[float, float, float, float]) -> bytes:
 
 def encode_v48(v: tuple[float, float, float]) -> bytes:
     return np.array(v, dtype="<f2").tobytes()
-
-
-def encode_rle(values: list[int]) -> bytes:
-    """Runs of at most 255 frames; trailing repeats of a run's last value are left to the run's ``total``."""
-    out = bytearray()
-    for start in range(0, len(values), 255):
-        chunk = values[start : start + 255]
-        valid = len(chunk)
-        while valid > 1 and chunk[valid - 1] == chunk[valid - 2]:
-            valid -= 1
-        out += struct.pack("<BB", valid, len(chunk)) + struct.pack(f"<{valid}h", *chunk[:valid])
-    return bytes(out)
 
 
 def _node_list(nodes: list[SNode], frames: slice) -> bytes:

@@ -12,18 +12,10 @@ from pathlib import Path
 import pytest
 from archive_writer import GEntry, WEntry, gma_bytes, write_vpk
 
-from io_ms3d_mdl import access
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.filesystem import mounts
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_archives_mounted")
 
 
 def record(data: bytes = b"", offset: int = 0, length: int | None = None, crc: int | None = None) -> bytes:

@@ -23,13 +23,7 @@ from io_ms3d_mdl.scene.source.convert import SourceOptions
 RECORD = struct.pack("<IHHIIH", 0, 0, 0x7FFF, 0, 0, 0xFFFF)
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_archives_mounted")
 
 
 def spread_tree(folders: int, name: bytes = b"t") -> bytes:

@@ -30,13 +30,7 @@ FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_archives_mounted")
 
 
 def assert_reads_all(archive_path: Path, files: dict[str, bytes]) -> None:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import pytest
-from conftest import EXAMPLE, ROOT, bpy
+from batch_run import run_batch
+from conftest import EXAMPLE, bpy
 from source_writer import character_spec, write_source
 
 pytestmark = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 
 
 def models(tmp_path):
@@ -29,16 +27,10 @@ def blends(folder, pattern="*.blend"):
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob(pattern))
 
 
-def run(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout
-    )
-
-
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_folder_to_blend_files(tmp_path, jobs):
     out = tmp_path / "out"
-    result = run(models(tmp_path), "-o", out, "--jobs", jobs)
+    result = run_batch(models(tmp_path), "-o", out, "--jobs", jobs)
     assert result.returncode == 1  # one file failed
     report = json.loads((out / "report.json").read_text())
     by_name = {r["file"].rsplit("/", 1)[-1]: r for r in report["files"]}
@@ -54,24 +46,24 @@ def test_folder_to_blend_files(tmp_path, jobs):
 def test_glb_and_single_blend(tmp_path):
     folder = models(tmp_path)
     (folder / "broken.MS3D").unlink()
-    glb = run(folder, "-o", tmp_path / "glb", "--format", "glb")
+    glb = run_batch(folder, "-o", tmp_path / "glb", "--format", "glb")
     assert glb.returncode == 0, glb.stdout + glb.stderr
     assert blends(tmp_path / "glb", "*.glb") == ["house.glb", "nested/models/guy.glb"]
     assert (tmp_path / "glb" / "house.glb").read_bytes()[:4] == b"glTF"
-    single = run(folder, "-o", tmp_path / "one", "--single", tmp_path / "all.blend")
+    single = run_batch(folder, "-o", tmp_path / "one", "--single", tmp_path / "all.blend")
     assert single.returncode == 0, single.stdout + single.stderr
     assert (tmp_path / "all.blend").stat().st_size > 0 and not blends(tmp_path / "one")
     assert (tmp_path / "one" / "report.json").is_file()  # -o given: the report still goes there
 
 
 def test_nothing_to_do(tmp_path):
-    assert run(tmp_path, "-o", tmp_path / "out").returncode == 1
+    assert run_batch(tmp_path, "-o", tmp_path / "out").returncode == 1
 
 
 def test_arguments_after_a_double_dash_as_blender_passes_them(tmp_path):
     """``blender --background --python batch_import.py -- ARGS``: only what follows ``--`` is ours."""
     folder = models(tmp_path)
     (folder / "broken.MS3D").unlink()
-    result = run("--", folder / "house.ms3d", "-o", tmp_path / "out")
+    result = run_batch("--", folder / "house.ms3d", "-o", tmp_path / "out")
     assert result.returncode == 0, result.stdout + result.stderr
     assert blends(tmp_path / "out") == ["house.blend"]

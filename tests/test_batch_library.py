@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from batch_fakes import fake_workers
+from batch_run import SCRIPT, batch_command, report_of, run_batch
 from conftest import EXAMPLE, ROOT, bpy, samples_dir
 from ms3d_writer import box_spec, quad_spec, write_ms3d
 from source_writer import SAnimation, SNode, character_spec, write_source
@@ -28,7 +29,6 @@ from io_ms3d_mdl.cli.progress import Progress
 from io_ms3d_mdl.cli.reports import ReportWriter
 
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 
 # The README's recipe for GNU parallel, word for word (models/ and converted/ below the current folder).
 PARALLEL_RECIPE = """
@@ -40,21 +40,6 @@ io-ms3d-mdl batch --merge-reports converted/report.json converted/report-*-of-2.
 @pytest.fixture
 def tmp_path(tmp_path):
     return tmp_path.resolve()
-
-
-def records(report: Path) -> dict[str, dict]:
-    return {r["file"]: r for r in json.loads(report.read_text())["files"]}
-
-
-def run(*args, cwd=None, env=None, timeout=300):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def small_library(folder: Path) -> list[Path]:
@@ -107,7 +92,7 @@ def test_a_file_past_the_timeout_is_killed_and_failed_and_the_batch_goes_on(tmp_
     begin = time.monotonic()
     assert batch.main([str(folder), "-o", str(out), "--timeout", "1"]) == 1
     assert time.monotonic() - begin < 30  # the slow file sleeps for a minute
-    report = records(out / "report.json")
+    report = report_of(out / "report.json")
     slow = report[str(folder / "b_slow.ms3d")]
     assert slow["status"] == "failed" and slow["error"] == "timed out after 1 s (--timeout)"
     assert 1 <= slow["seconds"] < 5
@@ -123,7 +108,7 @@ def test_a_file_past_the_memory_bound_is_killed_and_failed(tmp_path, monkeypatch
     folder, out = tmp_path / "in", tmp_path / "out"
     stand_in_library(folder, ["a.ms3d", "b_hog.ms3d", "c.ms3d", "d.ms3d"])
     assert batch.main([str(folder), "-o", str(out), "--max-memory", "200", "--jobs", "2"]) == 1
-    report = records(out / "report.json")
+    report = report_of(out / "report.json")
     hog = report[str(folder / "b_hog.ms3d")]
     assert hog["status"] == "failed" and "MB of memory, more than --max-memory 200" in hog["error"]
     assert sorted(n for n in ("a.ms3d", "c.ms3d", "d.ms3d") if report[str(folder / n)]["status"] == "ok") == [
@@ -140,7 +125,7 @@ def test_files_from_a_list_and_limits_need_separate_outputs(tmp_path, monkeypatc
     listing = tmp_path / "list.txt"
     listing.write_text(f"{folder / 'a.ms3d'}\n\n{folder / 'c.ms3d'}\n")
     assert batch.main(["--files-from", str(listing), "-o", str(out), "--jobs", "2", "--timeout", "30"]) == 0
-    assert sorted(Path(f).name for f in records(out / "report.json")) == ["a.ms3d", "c.ms3d"]
+    assert sorted(Path(f).name for f in report_of(out / "report.json")) == ["a.ms3d", "c.ms3d"]
     assert batch.main([str(folder), "--single", str(tmp_path / "all.blend"), "--timeout", "5"]) == 2
     assert "--single imports into one process" in capsys.readouterr().err
 
@@ -201,24 +186,24 @@ def test_resume_skips_what_is_up_to_date_and_redoes_what_changed(tmp_path):
     folder.mkdir()
     shutil.copy(EXAMPLE, folder / "house.ms3d")
     (folder / "quad.ms3d").write_bytes(write_ms3d(quad_spec()))
-    first = run(folder, "-o", out)
+    first = run_batch(folder, "-o", out)
     assert first.returncode == 0, first.stdout + first.stderr
     house_written = (out / "house.blend").stat().st_mtime_ns
     (folder / "quad.ms3d").write_bytes(write_ms3d(box_spec()))  # changed since: converted again
     (folder / "new.ms3d").write_bytes(write_ms3d(quad_spec()))  # new: converted
-    second = run(folder, "-o", out, "--resume")
+    second = run_batch(folder, "-o", out, "--resume")
     assert second.returncode == 0, second.stdout + second.stderr  # quad.blend is replaced: the report says it is ours
     assert "--resume: 1 of 3 files up to date" in second.stderr
-    report = records(out / "report.json")
+    report = report_of(out / "report.json")
     assert report[str(folder / "house.ms3d")]["reused"] is True
     assert (out / "house.blend").stat().st_mtime_ns == house_written
     assert not report[str(folder / "quad.ms3d")].get("reused") and report[str(folder / "quad.ms3d")]["triangles"] == 12
     assert report[str(folder / "new.ms3d")]["status"] == "ok"
     assert "1 up to date from an earlier run" in second.stdout
-    other_options = run(folder, "-o", out, "--resume", "--scale", "2")
+    other_options = run_batch(folder, "-o", out, "--resume", "--scale", "2")
     assert other_options.returncode == 0, other_options.stdout + other_options.stderr
     assert "made with other options" in other_options.stderr
-    assert not any(r.get("reused") for r in records(out / "report.json").values())
+    assert not any(r.get("reused") for r in report_of(out / "report.json").values())
 
 
 @needs_blender
@@ -229,7 +214,7 @@ def test_an_interrupted_run_keeps_its_report_and_resume_finishes_it(tmp_path, jo
     for i in range(8):
         (folder / f"m{i}.ms3d").write_bytes(write_ms3d(box_spec() if i % 2 else quad_spec()))
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(folder), "-o", str(out), "--jobs", str(jobs)],
+        batch_command(folder, "-o", out, "--jobs", jobs),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -247,7 +232,7 @@ def test_an_interrupted_run_keeps_its_report_and_resume_finishes_it(tmp_path, jo
     report = json.loads((out / "report.json").read_text())
     assert report["complete"] is False and 2 <= len(report["files"]) < 8  # [4/8] starts once 2 or 3 are done
     assert not [p for p in out.rglob(".*")]  # no half-written output under any name
-    resumed = run(folder, "-o", out, "--resume", "--jobs", jobs)
+    resumed = run_batch(folder, "-o", out, "--resume", "--jobs", jobs)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     ok_before = sum(r["status"] == "ok" for r in report["files"])
     assert f"--resume: {ok_before} of 8 files up to date" in resumed.stderr
@@ -268,7 +253,7 @@ def test_a_run_killed_before_its_report_is_written_resumes_from_its_log_of_outpu
     out.mkdir()
     (out / "m7.blend").write_bytes(b"someone else's")
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(folder), "-o", str(out), "--jobs", str(jobs)],
+        batch_command(folder, "-o", out, "--jobs", jobs),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -282,9 +267,9 @@ def test_a_run_killed_before_its_report_is_written_resumes_from_its_log_of_outpu
     assert not (out / "report.json").exists()  # killed within the first 10 s: no report at all
     made = sorted(p.name for p in out.glob("m[0-6].blend"))
     assert len(made) >= 2 and len(read_log(out / "report.outputs.jsonl")) >= len(made)
-    resumed = run(folder, "-o", out, "--resume", "--jobs", jobs)
+    resumed = run_batch(folder, "-o", out, "--resume", "--jobs", jobs)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # m7 only
-    final = records(out / "report.json")
+    final = report_of(out / "report.json")
     failed = {Path(f).name: r["error"] for f, r in final.items() if r["status"] != "ok"}
     assert failed == {"m7.ms3d": f"output exists: {out / 'm7.blend'} (use --overwrite)"}
     assert (out / "m7.blend").read_bytes() == b"someone else's"
@@ -300,26 +285,26 @@ def test_resume_replaces_only_the_very_files_the_batch_made(tmp_path):
     folder.mkdir()
     for i in range(2):
         (folder / f"m{i}.ms3d").write_bytes(write_ms3d(quad_spec()))
-    first = run(folder, "-o", out)
+    first = run_batch(folder, "-o", out)
     assert first.returncode == 0, first.stdout + first.stderr
-    assert records(out / "report.json")[str(folder / "m0.ms3d")]["output_identity"]["size"] > 0
+    assert report_of(out / "report.json")[str(folder / "m0.ms3d")]["output_identity"]["size"] > 0
     (out / "m1.blend").unlink()
     (out / "m1.blend").write_bytes(b"the user's own")
     for i in range(2):
         (folder / f"m{i}.ms3d").write_bytes(write_ms3d(box_spec()))  # both changed: both converted again
-    again = run(folder, "-o", out, "--resume")
+    again = run_batch(folder, "-o", out, "--resume")
     assert again.returncode == 1, again.stdout + again.stderr
-    final = records(out / "report.json")
+    final = report_of(out / "report.json")
     assert final[str(folder / "m0.ms3d")]["status"] == "ok" and final[str(folder / "m0.ms3d")]["triangles"] == 12
     assert final[str(folder / "m1.ms3d")]["error"] == f"output exists: {out / 'm1.blend'} (use --overwrite)"
     assert (out / "m1.blend").read_bytes() == b"the user's own"
     (out / "notes.json").write_text("the user's own")
     for args in (["--report", out / "notes.json"], ["--merge-reports", out / "notes.json", out / "report.json"]):
-        refused = run(*([folder, "-o", out] if args[0] == "--report" else []), *args)
+        refused = run_batch(*([folder, "-o", out] if args[0] == "--report" else []), *args)
         assert refused.returncode == 2 and "choose another --report" in refused.stderr, refused.stderr
     assert (out / "notes.json").read_text() == "the user's own"
     (out / "mine.outputs.jsonl").write_text("notes\n")
-    refused = run(folder, "-o", out, "--report", out / "mine.json")
+    refused = run_batch(folder, "-o", out, "--report", out / "mine.json")
     assert refused.returncode == 2 and "is not a log of io-ms3d-mdl batch" in refused.stderr, refused.stderr
     assert (out / "mine.outputs.jsonl").read_text() == "notes\n" and not (out / "mine.json").exists()
 
@@ -333,9 +318,9 @@ def test_real_workers_past_the_memory_bound_or_the_timeout_are_killed_and_the_ba
         (["--timeout", "0.3"], "timed out after 0.3 s (--timeout)"),  # civilian takes 0.5–0.7 s now
     ):
         out = tmp_path / limit[0].strip("-")
-        result = run(civilian, EXAMPLE, "-o", out, *limit)
+        result = run_batch(civilian, EXAMPLE, "-o", out, *limit)
         assert result.returncode == 1, result.stdout + result.stderr
-        report = records(out / "report.json")
+        report = report_of(out / "report.json")
         assert report[str(civilian)]["status"] == "failed" and error in report[str(civilian)]["error"]
         if limit[0] == "--timeout":  # a small file finishes within one look at the worker, whatever its memory
             assert report[str(EXAMPLE)]["status"] == "ok" and Path(report[str(EXAMPLE)]["output"]).is_file()
@@ -359,7 +344,7 @@ def test_glb_keeps_all_animations_the_default_one_or_none(tmp_path):
     shutil.copy(EXAMPLE, folder / "house.ms3d")
     found = {}
     for choice in ("all", "default", "none"):
-        result = run(folder, "-o", tmp_path / choice, "--format", "glb", "--animations", choice)
+        result = run_batch(folder, "-o", tmp_path / choice, "--format", "glb", "--animations", choice)
         assert result.returncode == 0, result.stdout + result.stderr
         found[choice] = (glb_animations(tmp_path / choice / "guy.glb"), glb_animations(tmp_path / choice / "house.glb"))
     assert sorted(found["all"][0]) == ["idle", "run", "walk"] and len(found["all"][1]) == 1
@@ -387,7 +372,7 @@ def test_the_readme_gnu_parallel_recipe_covers_every_input_once(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     converted = tmp_path / "converted"
-    shards = [records(converted / f"report-{i}-of-2.json") for i in (1, 2)]
+    shards = [report_of(converted / f"report-{i}-of-2.json") for i in (1, 2)]
     assert [len(s) for s in shards] == [2, 2] and not set(shards[0]) & set(shards[1])
     merged = json.loads((converted / "report.json").read_text())
     assert merged["complete"] is True and merged["inputs"] == len(inputs)
@@ -421,6 +406,6 @@ def test_inside_blender_itself_in_process_and_with_blender_workers(tmp_path, job
         env=dict(os.environ),
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    report = records(out / "report.json")
+    report = report_of(out / "report.json")
     assert sorted(report) == sorted(map(str, inputs))
     assert all(r["status"] == "ok" and Path(r["output"]).is_file() for r in report.values())

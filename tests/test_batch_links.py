@@ -8,12 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bpy
+from batch_run import run_batch
+from conftest import bpy
 from ms3d_writer import quad_spec, write_ms3d
 
 from io_ms3d_mdl.cli import no_links
@@ -22,7 +22,6 @@ from io_ms3d_mdl.cli.no_links import LinkInTheWay, output_folder
 from io_ms3d_mdl.cli.safe_write import discard_in, publish_in, write_text
 from io_ms3d_mdl.cli.settings import Settings
 
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links need privileges on Windows")
 
@@ -30,12 +29,6 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="symbolic links 
 @pytest.fixture
 def tmp_path(tmp_path):
     return tmp_path.resolve()
-
-
-def run(*args, cwd=None):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd
-    )
 
 
 def state(folder: Path) -> dict[str, str]:
@@ -139,7 +132,7 @@ def test_a_linked_folder_in_the_output_tree_gets_nothing(tmp_path, overwrite):
     (folder / "converted").mkdir()
     (folder / "converted" / "sub").symlink_to(elsewhere)
     before = state(elsewhere)
-    result = run(".", *(["--overwrite"] if overwrite else []), cwd=folder)
+    result = run_batch(".", *(["--overwrite"] if overwrite else []), cwd=folder)
     assert result.returncode == 1, result.stdout + result.stderr
     report = records(folder / "converted" / "report.json")
     assert report["top.ms3d"]["status"] == "ok" and (folder / "converted" / "top.blend").is_file()
@@ -156,11 +149,11 @@ def test_a_link_at_an_output_file_is_never_written_through(tmp_path):
     (folder / "converted").mkdir()
     (folder / "converted" / "top.blend").symlink_to(elsewhere / "m.blend")
     before = state(elsewhere)
-    refused = run(".", cwd=folder)
+    refused = run_batch(".", cwd=folder)
     assert refused.returncode == 1 and "output exists" in records(folder / "converted" / "report.json")["top.ms3d"].get(
         "error", ""
     ), refused.stdout + refused.stderr
-    replaced = run(".", "--overwrite", cwd=folder)
+    replaced = run_batch(".", "--overwrite", cwd=folder)
     assert replaced.returncode == 0, replaced.stdout + replaced.stderr
     out = folder / "converted" / "top.blend"
     assert not out.is_symlink() and out.stat().st_size > 1000
@@ -172,7 +165,7 @@ def test_the_output_folder_itself_a_link_inside_the_inputs_is_refused(tmp_path):
     folder, elsewhere = pack(tmp_path)
     (folder / "converted").symlink_to(elsewhere)
     before = state(elsewhere)
-    result = run(".", "--overwrite", cwd=folder)
+    result = run_batch(".", "--overwrite", cwd=folder)
     assert result.returncode == 2 and "is a symbolic link" in result.stderr, result.stdout + result.stderr
     assert state(elsewhere) == before
 
@@ -182,7 +175,7 @@ def test_the_output_folder_inside_the_inputs_is_never_read_as_input(tmp_path):
     folder, _ = pack(tmp_path)
     (folder / "converted" / "planted").mkdir(parents=True)
     (folder / "converted" / "planted" / "bait.ms3d").write_bytes(write_ms3d(quad_spec()))
-    result = run(".", cwd=folder)
+    result = run_batch(".", cwd=folder)
     assert result.returncode == 0, result.stdout + result.stderr
     assert sorted(records(folder / "converted" / "report.json")) == ["m.ms3d", "top.ms3d"]
     assert "not read as input" in result.stderr
@@ -195,7 +188,7 @@ def test_resume_outputs_never_follow_links(tmp_path):
     planted as a link is refused (exit 2) and not followed; a folder swapped for a link after the first run
     fails its file, and nothing outside changes."""
     folder, elsewhere = pack(tmp_path)
-    first = run(".", cwd=folder)
+    first = run_batch(".", cwd=folder)
     assert first.returncode == 0, first.stdout + first.stderr
     converted = folder / "converted"
     before = state(elsewhere)
@@ -203,20 +196,20 @@ def test_resume_outputs_never_follow_links(tmp_path):
     saved = report.read_bytes()
     report.unlink()
     report.symlink_to(elsewhere / "report.json")
-    refused = run(".", "--resume", cwd=folder)
+    refused = run_batch(".", "--resume", cwd=folder)
     assert refused.returncode == 2 and "symbolic link" in refused.stderr, refused.stdout + refused.stderr
     report.unlink()
     report.write_bytes(saved)
     log = converted / "report.outputs.jsonl"
     log.symlink_to(elsewhere / "m.blend")
-    refused = run(".", "--resume", cwd=folder)
+    refused = run_batch(".", "--resume", cwd=folder)
     assert refused.returncode == 2 and "not a log of io-ms3d-mdl batch" in refused.stderr, refused.stderr
     log.unlink()
     (folder / "sub" / "m.ms3d").write_bytes(write_ms3d(quad_spec()) + b"")  # touched: to be converted again
     os.utime(folder / "sub" / "m.ms3d", ns=(1, 1))
     (converted / "sub").rename(converted / "sub-was")
     (converted / "sub").symlink_to(elsewhere)  # the earlier output's folder, now a link to where m.blend waits
-    resumed = run(".", "--resume", "--overwrite", cwd=folder)
+    resumed = run_batch(".", "--resume", "--overwrite", cwd=folder)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr
     assert "symbolic link" in records(report)["m.ms3d"]["error"]
     assert state(elsewhere) == before

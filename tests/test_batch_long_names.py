@@ -4,22 +4,19 @@ over 4,096) is one failed row naming the limit, never an internal error."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from archive_writer import WEntry, write_vpk
-from conftest import ROOT, bpy
+from batch_run import report_of, run_batch
+from conftest import bpy
 from ms3d_writer import quad_spec, write_ms3d
 
 from io_ms3d_mdl.cli.safe_write import NAME_MAX, partial_path
 
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 QUAD = write_ms3d(quad_spec())
 
@@ -27,16 +24,6 @@ QUAD = write_ms3d(quad_spec())
 @pytest.fixture
 def tmp_path(tmp_path):
     return tmp_path.resolve()
-
-
-def run(*args, cwd=None, timeout=600):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd
-    )
-
-
-def report_of(path: Path) -> dict[str, dict]:
-    return {r["file"]: r for r in json.loads(path.read_text())["files"]}
 
 
 def leftovers(folder: Path) -> list[str]:
@@ -64,7 +51,7 @@ def test_names_of_230_to_249_bytes_convert_and_longer_ones_fail_cleanly(tmp_path
     for name in names.values():
         (folder / name).write_bytes(QUAD)
     out = tmp_path / "out"
-    result = run(folder, "-o", out, "--jobs", 1)
+    result = run_batch(folder, "-o", out, "--jobs", 1, timeout=600)
     records = report_of(out / "report.json")
     for length, name in names.items():
         record = records[str(folder / name)]
@@ -85,7 +72,7 @@ def test_an_archive_entry_in_a_300_character_folder_fails_cleanly(tmp_path):
         tmp_path / "game", "pak01", [WEntry(f"models/{deep}/x.mdl", b"IDST"), WEntry("models/y.ms3d", QUAD)]
     )
     out = tmp_path / "out"
-    result = run("--vpk", archive, "-o", out)
+    result = run_batch("--vpk", archive, "-o", out, timeout=600)
     records = report_of(out / "report.json")
     failed = records[os.path.join(str(archive), "models", deep, "x.mdl")]
     assert failed["status"] == "failed"
@@ -141,7 +128,7 @@ def test_a_path_over_4096_characters_fails_cleanly(tmp_path):
     with deep_tree(folder, 20, "p" * 220) as deep:
         assert len(str(deep)) > 4096
         out = tmp_path / "out"
-        result = run(folder, "-o", out)
+        result = run_batch(folder, "-o", out, timeout=600)
     records = report_of(out / "report.json")
     assert records[str(folder / "short.ms3d")]["status"] == "ok"
     (row,) = [r for f, r in records.items() if f != str(folder / "short.ms3d")]

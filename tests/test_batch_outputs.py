@@ -5,16 +5,14 @@ needs the bpy wheel."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from batch_fakes import fake_workers
-from conftest import EXAMPLE, ROOT, bpy
+from batch_run import report_of, run_batch
+from conftest import EXAMPLE, bpy
 from ms3d_writer import box_spec, quad_spec, write_ms3d
 from source_writer import character_spec, write_source
 
@@ -24,7 +22,6 @@ from io_ms3d_mdl.cli.output_log import NotOurLog, close_log, identity, log_outpu
 from io_ms3d_mdl.cli.safe_write import OutputExists, publish
 from io_ms3d_mdl.cli.settings import Settings
 
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 HOUSE = {"door", "roof", "walls", "window"}  # the example's meshes
 
@@ -33,22 +30,6 @@ HOUSE = {"door", "roof", "walls", "window"}  # the example's meshes
 def tmp_path(tmp_path):
     """Resolved, as the script reports its inputs (on macOS the temporary folder is behind a link)."""
     return tmp_path.resolve()
-
-
-def run(*args, cwd=None, env=None, timeout=300):
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=cwd,
-        env=env,
-    )
-
-
-def report_of(path: Path) -> dict[str, dict]:
-    """The report's records by input path."""
-    return {r["file"]: r for r in json.loads(path.read_text())["files"]}
 
 
 def meshes_in(blend: Path) -> set[str]:
@@ -269,7 +250,7 @@ def test_the_same_path_under_two_input_folders_gives_two_outputs(tmp_path, as_fi
     (q / "x.ms3d").write_bytes(write_ms3d(quad_spec()))
     out = tmp_path / "out"
     inputs = [p / "x.ms3d", q / "x.ms3d"] if as_files else [tmp_path / "p", tmp_path / "q"]
-    result = run(*inputs, "-o", out, "--jobs", 2)
+    result = run_batch(*inputs, "-o", out, "--jobs", 2)
     assert result.returncode == 0, result.stdout + result.stderr
     records = report_of(out / "report.json")
     first, second = (Path(records[str(folder / "x.ms3d")]["output"]) for folder in (p, q))
@@ -294,7 +275,7 @@ def test_same_stem_in_one_folder_gives_unique_outputs_case_insensitively(tmp_pat
     shutil.copy(EXAMPLE, folder / "sub" / "y.ms3d")
     (folder / "Sub" / "y.ms3d").write_bytes(write_ms3d(box_spec()))
     out = tmp_path / "out"
-    result = run(folder, "-o", out)
+    result = run_batch(folder, "-o", out)
     assert result.returncode == 0, result.stdout + result.stderr
     records = report_of(out / "report.json")
     outputs = {Path(name): Path(r["output"]).relative_to(out).as_posix() for name, r in records.items()}
@@ -322,7 +303,7 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, jobs):
     out = tmp_path / "out"
     out.mkdir()
     (out / "house.blend").write_bytes(b"precious")
-    kept = run(folder, "-o", out, "--jobs", jobs)
+    kept = run_batch(folder, "-o", out, "--jobs", jobs)
     assert kept.returncode == 1
     records = report_of(out / "report.json")
     house, quad = records[str(folder / "house.ms3d")], records[str(folder / "quad.ms3d")]
@@ -331,7 +312,7 @@ def test_existing_outputs_are_kept_unless_overwrite(tmp_path, jobs):
     assert (out / "house.blend").read_bytes() == b"precious"
     assert quad["status"] == "ok" and meshes_in(out / "quad.blend") == {"quad"}  # the batch went on
     assert "(use --overwrite)" in kept.stdout
-    replaced = run(folder, "-o", out, "--jobs", jobs, "--overwrite")
+    replaced = run_batch(folder, "-o", out, "--jobs", jobs, "--overwrite")
     assert replaced.returncode == 0, replaced.stdout + replaced.stderr
     assert meshes_in(out / "house.blend") == HOUSE
     assert hidden_leftovers(out) == []  # moved into place: no temporary names, no .blend1 backups
@@ -343,12 +324,12 @@ def test_single_keeps_an_existing_file_and_creates_no_unused_folder(tmp_path):
     work.mkdir()
     shutil.copy(EXAMPLE, work / "house.ms3d")
     (work / "all.blend").write_bytes(b"precious")
-    kept = run("house.ms3d", "--single", "all.blend", cwd=work)
+    kept = run_batch("house.ms3d", "--single", "all.blend", cwd=work)
     assert kept.returncode == 1
     (record,) = report_of(work / "all.report.json").values()
     assert record["error"] == f"output exists: {work / 'all.blend'} (use --overwrite)"
     assert (work / "all.blend").read_bytes() == b"precious"
-    replaced = run("house.ms3d", "--single", "all.blend", "--overwrite", cwd=work)
+    replaced = run_batch("house.ms3d", "--single", "all.blend", "--overwrite", cwd=work)
     assert replaced.returncode == 0, replaced.stdout + replaced.stderr
     assert meshes_in(work / "all.blend") == HOUSE
     assert report_of(work / "all.report.json")[str(work / "house.ms3d")]["output"] == str(work / "all.blend")
@@ -365,7 +346,7 @@ def test_temporary_files_are_removed_also_when_files_fail(tmp_path, jobs, fmt, t
     env = fresh_tmpdir(tmp_path)
     out = tmp_path / "out"
     flags = ("--jobs", jobs, "--format", fmt, "--textures", textures)
-    result = run(folder, tmp_path / "missing.mdl", "-o", out, *flags, env=env)
+    result = run_batch(folder, tmp_path / "missing.mdl", "-o", out, *flags, env=env)
     assert result.returncode == 1
     statuses = {Path(f).name: r["status"] for f, r in report_of(out / "report.json").items()}
     assert statuses == {"house.ms3d": "ok", "broken.ms3d": "failed", "missing.mdl": "failed"}

@@ -6,17 +6,15 @@ where a report should be, is refused as before (exit status 2), and nothing is w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, bpy
+from batch_run import run_batch
+from conftest import bpy
 from ms3d_writer import quad_spec, write_ms3d
 
 from io_ms3d_mdl.cli import batch
 
-SCRIPT = ROOT / "scripts" / "batch_import.py"
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 
 
@@ -104,12 +102,7 @@ def test_the_command_line_refuses_with_exit_status_1_and_no_traceback(tmp_path):
     """Through the command line, as a pipeline runs it: one line on stderr, status 1."""
     bad = damaged(tmp_path / "bad.json", ("files", 0, "seconds"), [1, 2])
     out = tmp_path / "out.json"
-    run = subprocess.run(
-        [sys.executable, str(SCRIPT), "--merge-reports", str(out), str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = run_batch("--merge-reports", out, bad, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "Traceback" not in run.stderr and "files[0].seconds is a list" in run.stderr
     assert not out.exists()

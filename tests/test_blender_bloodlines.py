@@ -4,13 +4,12 @@ rest, the armature's rest pose where the vertices were skinned, actions on reque
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from batch_run import run_batch
 from bloodlines_writer import character_spec2531, write_bloodlines
-from conftest import ROOT, samples_dir
+from conftest import assert_skinned_at_rest, samples_dir
 from test_blender_game_browser import preference_classes, prefs  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.blender
@@ -35,13 +34,8 @@ def test_shared_bloodlines_models_import(blender, relative):
     bones = sum(len(o.data.bones) for o in objects if o.type == "ARMATURE")
     assert (len(meshes), sum(len(o.data.vertices) for o in meshes), bones) == SAMPLES[relative]
     for obj in meshes:
-        if obj.modifiers:  # skinned: at rest the evaluated mesh is the stored one
-            evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
-            a = np.empty(len(evaluated.vertices) * 3)
-            b = np.empty(len(obj.data.vertices) * 3)
-            evaluated.vertices.foreach_get("co", a)
-            obj.data.vertices.foreach_get("co", b)
-            np.testing.assert_allclose(a, b, atol=1e-5)
+        if obj.modifiers:  # skinned
+            assert_skinned_at_rest(obj)
     assert bpy.data.collections[path.stem]["source_version"] == 2531
 
 
@@ -71,12 +65,7 @@ def test_batch_reads_2531(tmp_path):
     folder = tmp_path / "in" / "models"
     write_bloodlines(character_spec2531(), folder, "guy")
     out = tmp_path / "out"
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "batch_import.py"), str(tmp_path / "in"), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_batch(tmp_path / "in", "-o", out)
     assert result.returncode == 0, result.stdout + result.stderr
     (entry,) = json.loads((out / "report.json").read_text())["files"]
     assert entry["status"] == "ok" and entry["bones"] == 3

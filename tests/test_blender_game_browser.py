@@ -13,6 +13,7 @@ import pytest
 from archive_writer import GEntry, WEntry, model_entries, write_gma, write_vpk
 from conftest import bpy, samples_dir
 from source_writer import character_spec, write_source
+from steam_writer import steam_tree
 
 vpk = pytest.importorskip("vpk")  # the PyPI writer (a test dependency): archives made by someone else's code
 
@@ -176,25 +177,9 @@ def test_nothing_checked_or_a_failed_import_changes_nothing(prefs, tmp_path):
     assert (len(bpy.data.objects), len(bpy.data.collections)) == before
 
 
-def steam_tree(root: Path) -> Path:
-    """A Steam installation with a second library (libraryfolders.vdf), a game in each, and a tool without
-    gameinfo.txt that is not a game."""
-    steam, library = root / "Steam", root / "Library Two"
-    for base, install, folder, title in (
-        (steam, "Half-Life 2", "hl2", "Half-Life 2"),
-        (library, "Team Fortress 2", "tf", "Team Fortress 2"),
-    ):
-        game = base / "steamapps" / "common" / install / folder
-        game.mkdir(parents=True)
-        (game / "gameinfo.txt").write_text(f'"GameInfo"\n{{\n game "{title}"\n}}\n')
-    (steam / "steamapps" / "common" / "Source SDK" / "bin").mkdir(parents=True)
-    vdf = f'"libraryfolders"\n{{\n "0"\n {{\n  "path" "{steam}"\n }}\n "1"\n {{\n  "path" "{library}"\n }}\n}}\n'
-    (steam / "steamapps" / "libraryfolders.vdf").write_text(vdf)
-    return steam
-
-
 def test_steam_games_are_found_and_refreshed_with_their_toggles_kept(prefs, tmp_path):
-    steam = steam_tree(tmp_path)
+    steam = steam_tree(tmp_path, library="Library Two")
+    (steam / "steamapps" / "common" / "Source SDK" / "bin").mkdir(parents=True)  # a tool, not a game
     hl2 = steam / "steamapps" / "common" / "Half-Life 2" / "hl2"
     tf = tmp_path / "Library Two" / "steamapps" / "common" / "Team Fortress 2" / "tf"
     prefs.steam_folder = str(steam)

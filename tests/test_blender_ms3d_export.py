@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import sample_names, sample_path
+from conftest import sample_names_to_parametrize, sample_path
 from ms3d_canonical import canonical
 from ms3d_compare import model_differences
 
@@ -108,13 +108,6 @@ NOTHING_TO_EXPORT = {"JuhaLukkari__Simple3DWorld/Model_empty.ms3d", "assimp__ass
 NORMAL_TOLERANCE = 1e-3
 
 
-def _names() -> list[str]:
-    try:
-        return sorted(sample_names("ms3d", "*.ms3d"))
-    except pytest.skip.Exception:
-        return []
-
-
 def _import(bpy, path) -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     assert bpy.ops.import_scene.ms3d(filepath=str(path)) == {"FINISHED"}
@@ -126,7 +119,7 @@ def _read(bpy) -> SceneData:
     return read_scene(bpy.context)
 
 
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", sample_names_to_parametrize("ms3d", "*.ms3d"))
 def test_sample_round_trip(blender, tmp_path, name):
     bpy = blender
     path = sample_path("ms3d", name)

@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import sample_names, sample_path
+from conftest import sample_names_to_parametrize, sample_path
 
 from io_ms3d_mdl.errors import Warnings
 from io_ms3d_mdl.formats.ms3d.reader import read_ms3d
@@ -154,15 +154,8 @@ def test_assimp_reads_the_scratch_export(blender, tmp_path):
     assert _assimp_counts(out) == _our_counts(out) == (64, 192, 1, 2)
 
 
-def _names() -> list[str]:
-    try:
-        return sorted(sample_names("ms3d", "*.ms3d"))
-    except pytest.skip.Exception:
-        return []
-
-
 # Assimp 5.4.3 drops joints whose parent it cannot find and reads version 4 only; none of our exports is either.
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", sample_names_to_parametrize("ms3d", "*.ms3d"))
 def test_assimp_reads_every_sample_export(blender, tmp_path, name):
     bpy = blender
     bpy.ops.import_scene.ms3d(filepath=str(sample_path("ms3d", name)))

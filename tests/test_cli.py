@@ -14,26 +14,22 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLE, ROOT, bpy, samples_dir
+from no_bpy import without_bpy
 from source_writer import SAnimation, SNode, character_spec, write_source
 
 needs_blender = pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed")
 
-BLOCK_BPY = """
-import runpy, sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
-            raise ImportError('bpy is blocked in this test: ' + name)
-sys.meta_path.insert(0, Block())
+CLI_WITHOUT_BPY = without_bpy("""
+import runpy
 sys.argv = ['io-ms3d-mdl', *sys.argv[1:]]
 runpy.run_module('io_ms3d_mdl', run_name='__main__')
-"""
+""")
 
 
 def run(*args: str, cwd: Path = ROOT, block_bpy: bool = False, timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m io_ms3d_mdl ARGS`` with the checkout on the path (as an installed package would be)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-c", BLOCK_BPY] if block_bpy else [sys.executable, "-m", "io_ms3d_mdl"]
+    command = [sys.executable, "-c", CLI_WITHOUT_BPY] if block_bpy else [sys.executable, "-m", "io_ms3d_mdl"]
     return subprocess.run(
         [*command, *map(str, args)], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, SAMPLES, sample_path
+from no_bpy import without_bpy
 from source_writer import character_spec, write_source
 
 import io_ms3d_mdl.decompile as decompile_package
@@ -164,19 +165,13 @@ def test_the_work_limit_reaches_the_decompiler(tmp_path):
     assert report_of(tmp_path / "default")["civilian.mdl"]["status"] == "ok"
 
 
-BLOCK_BPY = """
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name == "bpy" or name.startswith("bpy."):
-            raise ImportError("Blender is not allowed here")
-sys.meta_path.insert(0, Block())
+CLI_WITHOUT_BPY = without_bpy("""
 sys.path.insert(0, sys.argv[1])
 from io_ms3d_mdl.cli import main
 code = main(sys.argv[2:])
 assert "bpy" not in sys.modules
 print("exit", code)
-"""
+""")
 
 
 def real_models(tmp_path: Path) -> Path:
@@ -194,7 +189,7 @@ def test_cli_real_models_without_blender(tmp_path, jobs):
         [
             sys.executable,
             "-c",
-            BLOCK_BPY,
+            CLI_WITHOUT_BPY,
             str(ROOT),
             "decompile",
             str(real_models(tmp_path)),

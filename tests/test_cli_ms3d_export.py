@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import sample_path
+from no_bpy import without_bpy
 
 from io_ms3d_mdl.cli import main
 from io_ms3d_mdl.formats.ms3d.reader import read_ms3d
@@ -59,17 +60,11 @@ def test_two_inputs_for_one_ms3d_is_refused(tmp_path, capsys):
     assert "exactly one model" in capsys.readouterr().err
 
 
-BLOCK_BPY = """
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
-            raise ImportError('bpy is blocked in this test: ' + name)
-sys.meta_path.insert(0, Block())
+CONVERT_WITHOUT_BPY = without_bpy("""
 sys.path.insert(0, sys.argv[1])
 from io_ms3d_mdl.cli import main
 raise SystemExit(main(['convert', sys.argv[2], '-o', sys.argv[3]]))
-"""
+""")
 
 
 def test_the_ms3d_route_needs_no_blender(tmp_path):
@@ -81,7 +76,7 @@ def test_the_ms3d_route_needs_no_blender(tmp_path):
     source = sample_path("ms3d", "akadjoker__H3DView/media/bones2.ms3d")
     out = tmp_path / "b.ms3d"
     done = subprocess.run(
-        [sys.executable, "-c", BLOCK_BPY, str(ROOT), str(source), str(out)], capture_output=True, text=True
+        [sys.executable, "-c", CONVERT_WITHOUT_BPY, str(ROOT), str(source), str(out)], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
     assert len(read_ms3d(out).joints) == 4

@@ -373,20 +373,16 @@ def test_decompile_runs_without_blender_and_reports_a_json_row(tmp_path):
     import sys
 
     from conftest import ROOT
+    from no_bpy import without_bpy
 
     model = sample_path("source", "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl")
-    script = f"""
-import sys, json
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
-            raise ImportError('bpy is blocked in this test: ' + name)
-sys.meta_path.insert(0, Block())
+    script = without_bpy(f"""
+import json
 sys.path.insert(0, {str(ROOT)!r})
 import io_ms3d_mdl
 result = io_ms3d_mdl.decompile({str(model)!r}, {str(tmp_path / "out")!r})
 print(json.dumps(result.as_row()))
-"""
+""")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     row = json.loads(out.stdout)
     assert row["engine"] == "source" and row["qc"] == "monster_cube.qc" and len(row["files"]) > 3

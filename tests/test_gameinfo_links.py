@@ -42,13 +42,8 @@ sys.addaudithook(_audit)
 
 
 @pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
+def fresh(no_archives_mounted):
     _opened.clear()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
 
 
 outside_tree, game_with, linked, attack = hostile.outside_tree, hostile.game_with, hostile.linked, hostile.gameinfo_link

@@ -27,13 +27,7 @@ ENGINE = "|all_source_engine_paths|"
 SP = "|all_source_engine_paths|../Source SDK Base 2013 Singleplayer/"
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_archives_mounted")
 
 
 @needs_vectronic

@@ -668,11 +668,8 @@ def test_flex_rules_shared_by_many_flexed_models_are_bounded(tmp_path):
     """Every object with shape keys works through every flex rule again, and rules may share one table of
     operations: a small file with many flexed models asked for minutes of symbolic work (red-team finding). A shared
     program is worked through once, unless it reads other rules' weights (FETCH2), as this one does."""
-    import numpy as np
     from source_writer import SBodyPart, SModel, SourceSpec, quad_mesh, write_mdl, write_source
     from test_blender_hostile_names import SFlex, SFlexes, with_flexes
-
-    from io_ms3d_mdl.formats.source import structs as S
 
     models, rules, ops = 6, 20, [(3, 0)] + [(0, 0)] * 999  # 20,000 operations per object, 140,000 over 7 runs
     spec = SourceSpec(body_parts=[SBodyPart("b", [SModel(f"m{m}", [quad_mesh()]) for m in range(models)])])
@@ -680,19 +677,7 @@ def test_flex_rules_shared_by_many_flexed_models_are_bounded(tmp_path):
         ["f0"], [("c", 0.0, 1.0)], [(0, ops)], [SFlex(0, [(0, (0, 0, 1))], (0, m, 0)) for m in range(models)]
     )
     path = write_source(spec, tmp_path, "flexed")
-    data = bytearray(with_flexes(write_mdl(spec), flexes))
-    h = np.frombuffer(bytes(data), S.STUDIOHDR, 1)[0]
-    (rule,) = np.frombuffer(bytes(data), S.FLEXRULE, 1, int(h["flexruleindex"]))
-    table = int(h["flexruleindex"]) + int(rule["opindex"])
-    shared = np.zeros(rules, S.FLEXRULE)
-    at = len(data)
-    shared["numops"] = len(ops)
-    shared["opindex"] = table - (at + np.arange(rules) * S.FLEXRULE.itemsize)
-    data += shared.tobytes()
-    header = np.frombuffer(bytes(data), S.STUDIOHDR, 1).copy()
-    header["numflexrules"], header["flexruleindex"], header["length"] = rules, at, len(data)
-    data[: S.STUDIOHDR.itemsize] = header.tobytes()
-    path.write_bytes(bytes(data))
+    path.write_bytes(hostile.shared_flex_rules(with_flexes(write_mdl(spec), flexes), rules))
     options = SourceOptions(import_animations=False, import_physics=False, find_materials=False, work_limit=0.05)
     with pytest.raises(BudgetExceeded, match="flex rule work"):
         load_source(str(path), options)

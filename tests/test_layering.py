@@ -8,27 +8,22 @@ import sys
 from pathlib import Path
 
 from conftest import EXAMPLE, ROOT
+from no_bpy import without_bpy
 
 PACKAGE = ROOT / "io_ms3d_mdl"
 
-BLOCK_BPY = f"""
-import sys
-class Block:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('bpy', 'bpy_extras', 'mathutils', 'bmesh'):
-            raise ImportError('bpy is blocked in this test: ' + name)
-sys.meta_path.insert(0, Block())
+READ_WITHOUT_BPY = without_bpy(f"""
 sys.path.insert(0, {str(ROOT)!r})
 from io_ms3d_mdl.formats.ms3d import read_ms3d
 from io_ms3d_mdl.scene.ms3d.convert import ms3d_to_scene
 scene = ms3d_to_scene(read_ms3d({str(EXAMPLE)!r}))
 print(len(scene.objects), scene.triangle_count, len(scene.materials))
 assert not any(m.split('.')[0] == 'bpy' for m in sys.modules)
-"""
+""")
 
 
 def test_reader_and_scene_run_with_bpy_blocked():
-    out = subprocess.run([sys.executable, "-c", BLOCK_BPY], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", READ_WITHOUT_BPY], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["4", "18", "4"]
 
 

@@ -4,7 +4,7 @@ the leftovers after the zero that ends a name field (not data: see ms3d_canonica
 from __future__ import annotations
 
 import pytest
-from conftest import sample_files, sample_names, sample_path
+from conftest import sample_files, sample_names_to_parametrize, sample_path
 from ms3d_canonical import canonical, differing_bytes
 
 from io_ms3d_mdl.formats.ms3d.reader import read_ms3d, read_ms3d_bytes
@@ -27,14 +27,7 @@ NAME_FIELD_LEFTOVERS = {
 }
 
 
-def _names() -> list[str]:
-    try:
-        return sorted(sample_names("ms3d", "*.ms3d"))
-    except pytest.skip.Exception:
-        return []
-
-
-@pytest.mark.parametrize("name", _names())
+@pytest.mark.parametrize("name", sample_names_to_parametrize("ms3d", "*.ms3d"))
 def test_every_sample_is_written_back_byte_for_byte(name):
     path = sample_path("ms3d", name)
     data = path.read_bytes()

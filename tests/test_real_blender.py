@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, samples_dir
+from steam_writer import steam_tree
 
 SETTING = os.environ.get(
     "IO_MS3D_MDL_REAL_BLENDER", os.pathsep.join(["~/.cache/real-blender", "~/.cache/real-blender-sid"])
@@ -369,21 +370,6 @@ def gui_tools(blender_gui):
         skip_or_fail(
             f"the GUI tour needs {blender_gui} and {', '.join(missing) or 'its tools'} (setup.sh installs them)"
         )
-
-
-def steam_tree(root: Path) -> Path:
-    """A made-up Steam installation: two libraries (libraryfolders.vdf), a Source game in each."""
-    steam, library = root / "Steam", root / "SteamLibrary"
-    for base, install, folder, title in (
-        (steam, "Half-Life 2", "hl2", "Half-Life 2"),
-        (library, "Team Fortress 2", "tf", "Team Fortress 2"),
-    ):
-        game = base / "steamapps" / "common" / install / folder
-        game.mkdir(parents=True)
-        (game / "gameinfo.txt").write_text(f'"GameInfo"\n{{\n game "{title}"\n}}\n')
-    libraries = "".join(f' "{i}"\n {{\n  "path" "{p}"\n }}\n' for i, p in enumerate((steam, library)))
-    (steam / "steamapps" / "libraryfolders.vdf").write_text(f'"libraryfolders"\n{{\n{libraries}}}\n')
-    return steam
 
 
 FEMALE_CITIZEN = VTMB + "citizen/female3/female_citizen_3.mdl"

@@ -11,20 +11,12 @@ import pytest
 from archive_writer import WEntry, write_vpk
 from source_writer import character_spec, write_source
 
-from io_ms3d_mdl import access
 from io_ms3d_mdl.filesystem import mounts, steam
 from io_ms3d_mdl.filesystem.files import refused_name
 from io_ms3d_mdl.filesystem.gameinfo import read_gameinfo
 from io_ms3d_mdl.scene.load import load_ms3d, load_source
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    mounts.forget_archives()
-    access.clear_cache()
-    yield
-    mounts.forget_archives()
-    access.clear_cache()
+pytestmark = pytest.mark.usefixtures("no_archives_mounted")
 
 
 NUL_LINES = [

@@ -445,34 +445,22 @@ def game_stops(view3d: bpy.types.Area):
     yield 1.0
 
 
-def goldsrc_stop(view3d: bpy.types.Area):
-    """A Half-Life 1 model through the same Source Model importer, alone in the view, textured (Material Preview),
-    facing the viewer (forward -X: GoldSrc characters face +X), posed in its first sequence."""
-    checks = RESULT["checks"]
+def import_alone(path: str, check: str) -> tuple[bpy.types.Collection, list[bpy.types.Object]]:
+    """``path`` through the Source Model importer, facing the viewer (forward -X), its result in ``checks[check]``;
+    every object imported before is hidden (out of the picture). Returns the model's collection and visible meshes."""
     with override():
-        checks["goldsrc_import"] = sorted(
-            bpy.ops.import_scene.source_mdl(filepath=ARGS.goldsrc, axis_forward="-X", axis_up="Z")
-        )
-    stem = os.path.splitext(os.path.basename(ARGS.goldsrc))[0]
-    model = bpy.data.collections[stem]
-    checks["goldsrc_engine"] = model.get("source_engine")
+        RESULT["checks"][check] = sorted(bpy.ops.import_scene.source_mdl(filepath=path, axis_forward="-X", axis_up="Z"))
+    model = bpy.data.collections[os.path.splitext(os.path.basename(path))[0]]
     ours = set(model.all_objects)
     for other in bpy.context.view_layer.objects:
-        other.hide_set(other not in ours)  # the models imported before, out of the picture
-    meshes = [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
-    checks["goldsrc_meshes"] = len(meshes)
-    checks["goldsrc_images"] = sorted(
-        {
-            n.image.size[0] > 1
-            for o in meshes
-            for s in o.material_slots
-            if s.material
-            for n in s.material.node_tree.nodes
-            if n.bl_idname == "ShaderNodeTexImage" and n.image
-        }
-    )
+        other.hide_set(other not in ours)
+    return model, [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
+
+
+def front_view_shot(view3d: bpy.types.Area, meshes: list[bpy.types.Object], name: str, note: str):
+    """``meshes`` framed from the front, textured (Material Preview, no sidebar or overlays), shot once EEVEE has
+    compiled its shaders."""
     view3d.spaces.active.show_region_ui = False
-    bpy.context.scene.frame_set(3)
     for other in bpy.context.view_layer.objects:
         other.select_set(other in meshes)
     bpy.context.view_layer.objects.active = meshes[0]
@@ -487,24 +475,38 @@ def goldsrc_stop(view3d: bpy.types.Area):
     compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
     assert compiled, "shaders still compiling after 90 s"
     yield 3.0
-    shot("goldsrc", area_rect(view3d), "a Half-Life 1 model imported through File > Import > Source Model")
+    shot(name, area_rect(view3d), note)
+
+
+def goldsrc_stop(view3d: bpy.types.Area):
+    """A Half-Life 1 model through the same Source Model importer, alone in the view, textured (Material Preview),
+    facing the viewer (forward -X: GoldSrc characters face +X), posed in its first sequence."""
+    checks = RESULT["checks"]
+    model, meshes = import_alone(ARGS.goldsrc, "goldsrc_import")
+    checks["goldsrc_engine"] = model.get("source_engine")
+    checks["goldsrc_meshes"] = len(meshes)
+    checks["goldsrc_images"] = sorted(
+        {
+            n.image.size[0] > 1
+            for o in meshes
+            for s in o.material_slots
+            if s.material
+            for n in s.material.node_tree.nodes
+            if n.bl_idname == "ShaderNodeTexImage" and n.image
+        }
+    )
+    bpy.context.scene.frame_set(3)
+    yield from front_view_shot(
+        view3d, meshes, "goldsrc", "a Half-Life 1 model imported through File > Import > Source Model"
+    )
 
 
 def bloodlines_stop(view3d: bpy.types.Area):
     """A Vampire: The Masquerade – Bloodlines character (MDL 2531: vertices in the .mdl, VTX 107 strips, Troika's
     .tth/.ttz textures) alone in the view, textured (Material Preview), facing the viewer, in its default pose."""
     checks = RESULT["checks"]
-    with override():
-        checks["bloodlines_import"] = sorted(
-            bpy.ops.import_scene.source_mdl(filepath=ARGS.bloodlines, axis_forward="-X", axis_up="Z")
-        )
-    stem = os.path.splitext(os.path.basename(ARGS.bloodlines))[0]
-    model = bpy.data.collections[stem]
+    model, meshes = import_alone(ARGS.bloodlines, "bloodlines_import")
     checks["bloodlines_version"] = model.get("source_version")
-    ours = set(model.all_objects)
-    for other in bpy.context.view_layer.objects:
-        other.hide_set(other not in ours)
-    meshes = [o for o in model.all_objects if o.type == "MESH" and o.visible_get()]
     armatures = [o for o in model.all_objects if o.type == "ARMATURE"]
     checks["bloodlines_meshes"] = len(meshes)
     checks["bloodlines_triangles"] = sum(sum(len(p.vertices) - 2 for p in o.data.polygons) for o in meshes)
@@ -529,22 +531,9 @@ def bloodlines_stop(view3d: bpy.types.Area):
     ]  # posed: the character's feet and head in the evaluated (skinned) mesh
     scale = float(model.get("source_scale", 1.0)) or 1.0  # back to Source units
     checks["bloodlines_height"] = [round(min(heights) / scale, 3), round(max(heights) / scale, 3)] if heights else []
-    view3d.spaces.active.show_region_ui = False
-    for other in bpy.context.view_layer.objects:
-        other.select_set(other in meshes)
-    bpy.context.view_layer.objects.active = meshes[0]
-    with override():
-        bpy.ops.view3d.view_axis(type="FRONT")
-        bpy.ops.view3d.view_selected()
-    for other in bpy.context.view_layer.objects:
-        other.select_set(False)
-    view3d.spaces.active.shading.type = "MATERIAL"
-    view3d.spaces.active.overlay.show_overlays = False
-    yield 1.0
-    compiled = yield from wait_until(lambda: not bpy.app.is_job_running("SHADER_COMPILATION"), 90, poll=0.5)
-    assert compiled, "shaders still compiling after 90 s"
-    yield 3.0
-    shot("bloodlines", area_rect(view3d), "a Bloodlines (MDL 2531) character, textured, in its default pose")
+    yield from front_view_shot(
+        view3d, meshes, "bloodlines", "a Bloodlines (MDL 2531) character, textured, in its default pose"
+    )
 
 
 def export_stop():
