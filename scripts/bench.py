@@ -887,4 +887,6 @@ def import_table(runs: int, work: Path, grids: list[Path] | None = None) -> list
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench_report import leave
+
+    leave(main())

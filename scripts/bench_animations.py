@@ -106,4 +106,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench_report import leave
+
+    leave(main())

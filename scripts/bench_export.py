@@ -151,4 +151,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from bench_report import leave
+
+    leave(main())

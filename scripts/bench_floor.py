@@ -26,7 +26,6 @@ import argparse
 import importlib
 import importlib.util
 import statistics
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -252,4 +251,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench_report import leave
+
+    leave(main())

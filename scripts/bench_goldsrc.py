@@ -108,7 +108,7 @@ def import_rows(paths: list[Path], runs: int, folder: Path) -> list[str]:
     package = addon.__name__ + ".io_ms3d_mdl"
     loads = importlib.import_module(package + ".scene.load")
     options = importlib.import_module(package + ".scene.source.convert").SourceOptions()
-    build_only = _build_only_operator(importlib.import_module(package + ".blender.scene_builder").build_scene)
+    build_only = _build_only_operator(package)
     bpy.utils.register_class(build_only)
     rows = []
     try:
@@ -211,4 +211,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from bench_report import leave
+
+    leave(main())

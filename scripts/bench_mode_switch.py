@@ -118,4 +118,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from bench_report import leave
+
+    leave(main(sys.argv[1:]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -13,3 +14,14 @@ def report_tables(lines: list[str], output: str | Path | None) -> int:
     if output:
         Path(output).write_text(text, encoding="utf-8")
     return 0
+
+
+def leave(status: int | None) -> None:
+    """Exit once the report is out, without the bpy module's teardown (bpy 4.5's exit handlers can deadlock:
+    ``cli.needs_blender.leave``, which the command-line tools use too)."""
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from io_ms3d_mdl.cli.needs_blender import leave as leave_without_teardown
+
+    leave_without_teardown(int(status or 0))
