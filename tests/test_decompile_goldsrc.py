@@ -198,7 +198,7 @@ def test_goldsrc_decompile_is_fast(tmp_path):
     ):
         model = samples_dir() / relative
         best = float("inf")
-        for attempt in range(3):
+        for attempt in range(5):  # the best of five: a neighbour on the same core slows even this process's time
             started = time.process_time()
             decompile(str(model), str(tmp_path / f"{model.stem}{attempt}"))
             best = min(best, time.process_time() - started)

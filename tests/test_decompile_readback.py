@@ -204,13 +204,15 @@ def evaluate_ours(bpy, armature, action, frames: int):
 # Where Blender Source Tools and our import still disagree (round 9; each is open work, listed in the closing note and
 # BENCHMARKS): not hidden, but expected, so every other sample keeps its full check. ``strict=False``: a pairing
 # that comes right on one Blender is welcome, and the list is pruned by hand.
-NO_SKELETON = "Blender Source Tools builds an armature only from a reference mesh; an animation-only model has none"
+NO_SKELETON = (
+    "Blender Source Tools' QC import makes an armature only from a reference mesh; an animation-only QC has none"
+)
 KNOWN = {
     "cremator.mdl": "one corner normal differs by 1.07 (not yet looked at)",
+    "civilian_animations.mdl": "read onto the armature of its first SMD, 36 of 79 animations are equal; in the other 43 "
+    "(the run blends' a_run*_MELEE and the like) bip_pelvis sits 28-30 units apart from frame 0 on (open)",
     "scout.mdl": "BST gives a VTA frame to the first mesh vertex at each position (6 of 8 vertices of 'scaredUpper'); "
     "2 uniquely placed vertices listed as moved come out unmoved (not yet understood)",
-    "civilian_animations.mdl": NO_SKELETON,
-    "male_postures.mdl": NO_SKELETON,
     "hgrunt.mdl": "the root of the second blend of each two-blend sequence differs from frame 0 (up to 28 units, 1.4 "
     "rad), and dieback1's by 0.65: not the documented linear motion (open)",
     "v_gauss.mdl": "Bone02's rotation differs by 0.00244 rad in two or three frames of each animation (open)",
@@ -239,7 +241,8 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
     statements = qc_grammar.parse((out / result.qc).read_bytes(), result.qc, strict=False)  # (test_decompile_outputs)
     references, animation_files, _ = named_files(statements, out)
 
-    theirs = bst_oracle.import_qc(out / result.qc)  # first: its objects keep the names of its files
+    skeleton = out / animation_files[0] if not references and animation_files else None  # (animation-only)
+    theirs = bst_oracle.import_qc(out / result.qc, skeleton)  # first: its objects keep the names of its files
     armature, meshes, actions = our_import(bpy, path)
     if armature is not None and theirs.armature is None:
         pytest.fail(
@@ -249,7 +252,7 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
     size = size_of(meshes, armature)
     problems: list[str] = []
 
-    if armature is not None:
+    if armature is not None and skeleton is None:  # (an animation SMD's first frame is no rest pose to compare)
         bst_oracle.compare_rest(bst_oracle.rest_matrices(armature), bst_oracle.rest_matrices(theirs.armature), size)
 
     stems = [Path(r.replace("\\", "/")).stem for r in references]
