@@ -336,7 +336,7 @@ def test_batch_import_beside_the_installed_extension(blender, installed, tmp_pat
 # --- the user interface in a window ------------------------------------------------------------------------------
 
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
-GUI_SHOTS += ("sidebar",)
+GUI_SHOTS += ("sidebar", "decompile_browser")
 GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
 GUI_SHOTS += ("goldsrc", "bloodlines", "export_menu", "ms3d_export_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
@@ -442,6 +442,11 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["ms3d_browser_operator"] == "IMPORT_SCENE_OT_ms3d", checks
     assert checks["source_browser_operator"] == "IMPORT_SCENE_OT_source_mdl", checks
     assert checks["sidebar_category"] == "Source" and checks["shading"] == "MATERIAL", checks
+    # the sidebar's Decompile…: its folder browser, then Accept writes the model's sources into <folder>/metal_box
+    assert checks["decompile_open"] == ["RUNNING_MODAL"], checks
+    assert checks["decompile_browser_operator"] == "IO_MS3D_MDL_OT_source_decompile", checks
+    assert checks["decompile_accept"] == ["FINISHED"] and checks["decompiled_to"] == "metal_box", checks
+    assert {"metal_box.qc", "metal_box.smd", "anims"} <= set(checks["decompile_files"]), checks
     assert checks["source_browser_physics_option"] is True, checks  # the Collision option, on by default
     assert checks["physics_hidden"] and checks["physics_display"] == ["WIRE"], checks
     assert all(count > 0 for count in checks["panel_draws"].values()), checks["panel_draws"]  # each panel drew

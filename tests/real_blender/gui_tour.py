@@ -316,6 +316,7 @@ def tour():
     yield 1.0
     shot("sidebar", [sx - 420, sy, sw + 420, 360], "3D Viewport sidebar, tab Source, beside the model")
     assert checks["sidebar_category"] == "Source", f"sidebar tab is {sidebar.active_panel_category!r}"
+    yield from decompile_stop(model)
 
     # Material Preview: EEVEE compiles its shaders in the background (slowly on a software renderer).
     print(f"gui_tour: {time.monotonic() - STARTED:5.1f} s: material preview", flush=True)
@@ -359,6 +360,36 @@ def tour():
     if ARGS.bloodlines:
         yield from bloodlines_stop(view3d)
     yield from export_stop()
+
+
+def decompile_stop(model: bpy.types.Collection):
+    """The Source Model panel's *Decompile…*, as its button runs it: the folder browser it opens (shot), then its
+    Accept: the model's QC and SMDs are written into ``<chosen folder>/<model name>/``."""
+    checks = RESULT["checks"]
+    chosen = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "sources")  # beside the screenshots
+    os.makedirs(chosen, exist_ok=True)
+    windows = len(bpy.context.window_manager.windows)
+    with override():
+        checks["decompile_open"] = sorted(
+            bpy.ops.io_ms3d_mdl.source_decompile("INVOKE_DEFAULT", model=model.name, directory=chosen + os.sep)
+        )
+    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+    assert opened, "decompile: no folder browser window opened"
+    browser = bpy.context.window_manager.windows[-1]
+    area = find_area("FILE_BROWSER", browser)
+    operator = area.spaces.active.active_operator
+    checks["decompile_browser_operator"] = operator.bl_idname if operator else None
+    xdotool("mousemove", 600, 500)
+    yield 2.0
+    shot("decompile_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "Decompile…: its folder")
+    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
+        checks["decompile_accept"] = sorted(bpy.ops.file.execute())
+    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+    assert closed, "decompile: the folder browser did not close"
+    written = os.path.join(chosen, model.name)
+    checks["decompile_files"] = sorted(os.listdir(written)) if os.path.isdir(written) else []
+    checks["decompiled_to"] = os.path.relpath(str(model.get("source_decompiled_to", "")), chosen)
+    yield 0.5
 
 
 def game_stops(view3d: bpy.types.Area):
