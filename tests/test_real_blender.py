@@ -442,9 +442,10 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["ms3d_browser_operator"] == "IMPORT_SCENE_OT_ms3d", checks
     assert checks["source_browser_operator"] == "IMPORT_SCENE_OT_source_mdl", checks
     assert checks["sidebar_category"] == "Source" and checks["shading"] == "MATERIAL", checks
-    # the sidebar's Decompile…: its folder browser, then Accept writes the model's sources into <folder>/metal_box
-    assert checks["decompile_open"] == ["RUNNING_MODAL"], checks
+    # a click on the sidebar's Decompile…: its folder browser (at first beside the model), then Accept writes the
+    # model's sources into <folder>/metal_box
     assert checks["decompile_browser_operator"] == "IO_MS3D_MDL_OT_source_decompile", checks
+    assert checks["decompile_model"] == "metal_box" and checks["decompile_starts_beside_the_model"], checks
     assert checks["decompile_accept"] == ["FINISHED"] and checks["decompiled_to"] == "metal_box", checks
     assert {"metal_box.qc", "metal_box.smd", "anims"} <= set(checks["decompile_files"]), checks
     assert checks["source_browser_physics_option"] is True, checks  # the Collision option, on by default

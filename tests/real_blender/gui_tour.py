@@ -316,7 +316,7 @@ def tour():
     yield 1.0
     shot("sidebar", [sx - 420, sy, sw + 420, 360], "3D Viewport sidebar, tab Source, beside the model")
     assert checks["sidebar_category"] == "Source", f"sidebar tab is {sidebar.active_panel_category!r}"
-    yield from decompile_stop(model)
+    yield from decompile_stop(model, sidebar)
 
     # Material Preview: EEVEE compiles its shaders in the background (slowly on a software renderer).
     print(f"gui_tour: {time.monotonic() - STARTED:5.1f} s: material preview", flush=True)
@@ -362,23 +362,29 @@ def tour():
     yield from export_stop()
 
 
-def decompile_stop(model: bpy.types.Collection):
-    """The Source Model panel's *Decompile…*, as its button runs it: the folder browser it opens (shot), then its
-    Accept: the model's QC and SMDs are written into ``<chosen folder>/<model name>/``."""
+def decompile_stop(model: bpy.types.Collection, sidebar: bpy.types.Region):
+    """The Source Model panel's *Decompile…* button, clicked where the sidebar shot shows it (the panel's third row):
+    the folder browser it opens (shot), pointed at a folder of the tour's, then Accept: the model's QC and SMDs are
+    written into ``<chosen folder>/<model name>/``."""
     checks = RESULT["checks"]
     chosen = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "sources")  # beside the screenshots
     os.makedirs(chosen, exist_ok=True)
     windows = len(bpy.context.window_manager.windows)
-    with override():
-        checks["decompile_open"] = sorted(
-            bpy.ops.io_ms3d_mdl.source_decompile("INVOKE_DEFAULT", model=model.name, directory=chosen + os.sep)
-        )
+    sx, sy, sw, _ = area_rect(sidebar)
+    xdotool("mousemove", sx + sw // 2 - 20, sy + 126)  # the button's middle (the tab strip is at the right edge)
+    yield 0.5
+    xdotool("click", 1)
     opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
-    assert opened, "decompile: no folder browser window opened"
+    assert opened, "decompile: the click on Decompile… opened no folder browser"
     browser = bpy.context.window_manager.windows[-1]
     area = find_area("FILE_BROWSER", browser)
     operator = area.spaces.active.active_operator
     checks["decompile_browser_operator"] = operator.bl_idname if operator else None
+    checks["decompile_model"] = operator.model if operator else None
+    checks["decompile_starts_beside_the_model"] = os.path.samefile(
+        area.spaces.active.params.directory.decode(), os.path.dirname(ARGS.mdl)
+    )
+    area.spaces.active.params.directory = chosen.encode()  # (a user would browse there)
     xdotool("mousemove", 600, 500)
     yield 2.0
     shot("decompile_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "Decompile…: its folder")
