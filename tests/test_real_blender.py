@@ -338,7 +338,7 @@ def test_batch_import_beside_the_installed_extension(blender, installed, tmp_pat
 GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_options", "object_tab", "collection_tab")
 GUI_SHOTS += ("sidebar", "decompile_browser")
 GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
-GUI_SHOTS += ("goldsrc", "bloodlines", "export_menu", "ms3d_export_browser")
+GUI_SHOTS += ("goldsrc", "bloodlines", "export_menu", "ms3d_export_browser", "source_export_browser")
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -469,6 +469,10 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["export_browser_operator"] == "EXPORT_SCENE_OT_ms3d", checks
     assert checks["export"] == checks["export_reimport"] == ["FINISHED"], checks
     assert checks["export_counts_equal"] and checks["export_bones"] == [44], checks  # dwarf.ms3d's 44 joints
+    # File > Export > Source Model Sources on the unedited metal_box: the files of its Decompile…, byte for byte
+    assert checks["source_export_browser_operator"] == "EXPORT_SCENE_OT_source_qc", checks
+    assert checks["source_export"] == ["FINISHED"] and "metal_box.qc" in checks["source_export_files"], checks
+    assert checks["source_export_differs"] == [], checks
     # Bloodlines: the whole character (its own vertices, VTX 107 strips), skinned to its 77 bones and posed in its
     # default sequence, standing (feet at 0, head near the 72-unit hull's top), the body's .tth/.ttz texture shown
     assert checks["bloodlines_import"] == ["FINISHED"] and checks["bloodlines_version"] == 2531, checks

@@ -360,6 +360,7 @@ def tour():
     if ARGS.bloodlines:
         yield from bloodlines_stop(view3d)
     yield from export_stop()
+    yield from source_export_stop(model)
 
 
 def decompile_stop(model: bpy.types.Collection, sidebar: bpy.types.Region):
@@ -647,6 +648,51 @@ def export_stop():
         sum(len(o.data.polygons) for o in meshes),
     )
     checks["export_bones"] = [len(o.data.bones) for o in again.all_objects if o.type == "ARMATURE"]
+
+
+def source_export_stop(model: bpy.types.Collection):
+    """File › Export › Source Model Sources (.qc) on the textured Source model, unedited: its file browser (shot),
+    then Accept; the files equal the ones its Decompile… wrote, byte for byte (the decompile stop's folder)."""
+    checks = RESULT["checks"]
+    for other in bpy.context.view_layer.objects:
+        other.hide_set(other not in set(model.all_objects))
+        other.select_set(False)
+    obj = model_objects(model)[0]
+    obj.select_set(True)
+    bpy.context.view_layer.objects.active = obj
+    chosen = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "exported")
+    os.makedirs(chosen, exist_ok=True)
+    windows = len(bpy.context.window_manager.windows)
+    with override():
+        bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(chosen, "metal_box.qc"))
+    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
+    assert opened, "Source export: no file browser window opened"
+    browser = bpy.context.window_manager.windows[-1]
+    area = find_area("FILE_BROWSER", browser)
+    area.spaces.active.show_region_tool_props = True
+    operator = area.spaces.active.active_operator
+    checks["source_export_browser_operator"] = operator.bl_idname if operator else None
+    xdotool("mousemove", 600, 500)
+    yield 2.0
+    shot("source_export_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "Source export")
+    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
+        checks["source_export"] = sorted(bpy.ops.file.execute())
+    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
+    assert closed, "Source export: the file browser did not close"
+    decompiled = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "sources", model.name)
+    names = sorted(
+        os.path.relpath(os.path.join(folder, f), decompiled) for folder, _, files in os.walk(decompiled) for f in files
+    )
+    checks["source_export_files"] = names
+    checks["source_export_differs"] = [
+        n for n in names if not os.path.isfile(os.path.join(chosen, n)) or not filecmp_equal(decompiled, chosen, n)
+    ]
+    yield 0.5
+
+
+def filecmp_equal(a: str, b: str, name: str) -> bool:
+    with open(os.path.join(a, name), "rb") as first, open(os.path.join(b, name), "rb") as second:
+        return first.read() == second.read()
 
 
 GENERATOR = tour()
