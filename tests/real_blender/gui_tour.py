@@ -20,6 +20,7 @@ at the end, also after an error.
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import subprocess
@@ -375,10 +376,7 @@ def decompile_stop(model: bpy.types.Collection, sidebar: bpy.types.Region):
     xdotool("mousemove", sx + sw // 2 - 20, sy + 126)  # the button's middle (the tab strip is at the right edge)
     yield 0.5
     xdotool("click", 1)
-    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
-    assert opened, "decompile: the click on Decompile… opened no folder browser"
-    browser = bpy.context.window_manager.windows[-1]
-    area = find_area("FILE_BROWSER", browser)
+    browser, area = yield from opened_browser(windows, "the click on Decompile…")
     operator = area.spaces.active.active_operator
     checks["decompile_browser_operator"] = operator.bl_idname if operator else None
     checks["decompile_model"] = operator.model if operator else None
@@ -389,10 +387,7 @@ def decompile_stop(model: bpy.types.Collection, sidebar: bpy.types.Region):
     xdotool("mousemove", 600, 500)
     yield 2.0
     shot("decompile_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "Decompile…: its folder")
-    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
-        checks["decompile_accept"] = sorted(bpy.ops.file.execute())
-    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
-    assert closed, "decompile: the folder browser did not close"
+    checks["decompile_accept"] = yield from accept(browser, area, windows, "decompile")
     written = os.path.join(chosen, model.name)
     checks["decompile_files"] = sorted(os.listdir(written)) if os.path.isdir(written) else []
     checks["decompiled_to"] = os.path.relpath(str(model.get("source_decompiled_to", "")), chosen)
@@ -665,34 +660,43 @@ def source_export_stop(model: bpy.types.Collection):
     windows = len(bpy.context.window_manager.windows)
     with override():
         bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(chosen, "metal_box.qc"))
-    opened = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) > n, 10)
-    assert opened, "Source export: no file browser window opened"
-    browser = bpy.context.window_manager.windows[-1]
-    area = find_area("FILE_BROWSER", browser)
+    browser, area = yield from opened_browser(windows, "Source export")
     area.spaces.active.show_region_tool_props = True
     operator = area.spaces.active.active_operator
     checks["source_export_browser_operator"] = operator.bl_idname if operator else None
     xdotool("mousemove", 600, 500)
     yield 2.0
     shot("source_export_browser", screen_rect(browser, 0, 0, browser.width, browser.height), "Source export")
-    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
-        checks["source_export"] = sorted(bpy.ops.file.execute())
-    closed = yield from wait_until(lambda n=windows: len(bpy.context.window_manager.windows) == n, 10)
-    assert closed, "Source export: the file browser did not close"
+    checks["source_export"] = yield from accept(browser, area, windows, "Source export")
     decompiled = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "sources", model.name)
     names = sorted(
         os.path.relpath(os.path.join(folder, f), decompiled) for folder, _, files in os.walk(decompiled) for f in files
     )
     checks["source_export_files"] = names
     checks["source_export_differs"] = [
-        n for n in names if not os.path.isfile(os.path.join(chosen, n)) or not filecmp_equal(decompiled, chosen, n)
+        n
+        for n in names
+        if not os.path.isfile(os.path.join(chosen, n))
+        or not filecmp.cmp(os.path.join(decompiled, n), os.path.join(chosen, n), shallow=False)
     ]
     yield 0.5
 
 
-def filecmp_equal(a: str, b: str, name: str) -> bool:
-    with open(os.path.join(a, name), "rb") as first, open(os.path.join(b, name), "rb") as second:
-        return first.read() == second.read()
+def opened_browser(windows: int, what: str):
+    """Waits for the file browser window an operator's invoke opens; returns (its window, its area)."""
+    opened = yield from wait_until(lambda: len(bpy.context.window_manager.windows) > windows, 10)
+    assert opened, f"{what}: no file browser window opened"
+    browser = bpy.context.window_manager.windows[-1]
+    return browser, find_area("FILE_BROWSER", browser)
+
+
+def accept(browser: bpy.types.Window, area: bpy.types.Area, windows: int, what: str):
+    """The browser's Accept (its operator runs), then its window closed; returns the operator's result."""
+    with bpy.context.temp_override(window=browser, area=area, region=find_region(area, "WINDOW")):
+        result = sorted(bpy.ops.file.execute())
+    closed = yield from wait_until(lambda: len(bpy.context.window_manager.windows) == windows, 10)
+    assert closed, f"{what}: the file browser did not close"
+    return result
 
 
 GENERATOR = tour()
