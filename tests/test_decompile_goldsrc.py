@@ -5,14 +5,17 @@ after what ``studiomdl`` does to them (``goldsrc_pairs``)."""
 from __future__ import annotations
 
 import io
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import hostile
 import numpy as np
 import pytest
-from conftest import SAMPLES, mirror_tree, samples_dir
+from conftest import ROOT, SAMPLES, mirror_tree, samples_dir
 from goldsrc_pairs import (
     MODELS_FOLDER,
     MODELS_REPO,
@@ -185,23 +188,40 @@ def test_skeleton_text_reuses_repeated_values_exactly():
     assert stats.non_finite == bad == 1 and stats.rows == 40 * 7
 
 
+_TIMED = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from io_ms3d_mdl.decompile import decompile
+best = float("inf")
+for attempt in range(5):  # the best of five: a neighbour on the same core slows even this process's time
+    started = time.process_time()
+    decompile(sys.argv[2], sys.argv[3] + str(attempt))
+    best = min(best, time.process_time() - started)
+print(json.dumps(best))
+"""
+
+
 def test_goldsrc_decompile_is_fast(tmp_path):
     """The issue's target is 0.2 s of the process's time for a GoldSrc model on a quiet machine. hgrunt (one file,
-    129 SMDs) meets it; scientist (129 sequences over 7 group files, 167 files) does not yet: about 0.26 s at best
-    (half of it formatting 249,000 numbers, a fifth making 167 files safely; BENCHMARKS), so its bound here is what
-    was measured, with a margin, and says so. This test is shared: the bound grows with the run queue per core (the
-    load average), never shrinks."""
+    129 SMDs) meets it; scientist (129 sequences over 7 group files, 167 files) does not yet: about 0.23-0.26 s at
+    best (half of it formatting 249,000 numbers, a fifth making 167 files safely; BENCHMARKS), so its bound here is
+    what was measured, with a margin, and says so. Timed in a fresh process, as the command line runs it: inside
+    this one, after 1,500 tests, hgrunt took 0.21-0.24 s where a fresh process takes 0.16. This test is shared: the
+    bound grows with the run queue per core (the load average), never shrinks."""
     figures = {}
     for relative, target in (
         ("goldsrc/Pi0h1__halflife/models/hgrunt.mdl", 0.2),
         ("goldsrc/phoenixprojectsoftware__halflifeclassic/models/scientist.mdl", 0.35),  # short of 0.2: see above
     ):
         model = samples_dir() / relative
-        best = float("inf")
-        for attempt in range(5):  # the best of five: a neighbour on the same core slows even this process's time
-            started = time.process_time()
-            decompile(str(model), str(tmp_path / f"{model.stem}{attempt}"))
-            best = min(best, time.process_time() - started)
+        timed = subprocess.run(
+            [sys.executable, "-c", _TIMED, str(ROOT), str(model), str(tmp_path / model.stem)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        best = json.loads(timed.stdout.splitlines()[-1])
         busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
         figures[model.name] = (round(best, 3), round(busy, 2))
         assert best <= target * busy, figures
