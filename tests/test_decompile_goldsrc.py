@@ -207,7 +207,9 @@ def test_goldsrc_decompile_is_fast(tmp_path):
     best (half of it formatting 249,000 numbers, a fifth making 167 files safely; BENCHMARKS), so its bound here is
     what was measured, with a margin, and says so. Timed in a fresh process, as the command line runs it: inside
     this one, after 1,500 tests, hgrunt took 0.21-0.24 s where a fresh process takes 0.16. This test is shared: the
-    bound grows with the run queue per core (the load average), never shrinks."""
+    bound grows with the run queue per core (the load average), never shrinks, and allows 10 % for a neighbour on
+    the other core of a 2-core machine, which the load average does not show (hgrunt: 0.155-0.176 s on 3.11,
+    0.172-0.195 s on 3.13 and numpy 2 with the other core busy; 0.218 once)."""
     figures = {}
     for relative, target in (
         ("goldsrc/Pi0h1__halflife/models/hgrunt.mdl", 0.2),
@@ -222,7 +224,7 @@ def test_goldsrc_decompile_is_fast(tmp_path):
             check=True,
         )
         best = json.loads(timed.stdout.splitlines()[-1])
-        busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+        busy = max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1)) * 1.1
         figures[model.name] = (round(best, 3), round(busy, 2))
         assert best <= target * busy, figures
 
