@@ -161,6 +161,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run past its limit after every test had passed. The command-line tools leave the same way
     (``cli.needs_blender.leave``)."""
     if "bpy" in sys.modules and _SESSION:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(int(_SESSION[-1].exitstatus))
+        from io_ms3d_mdl.cli.needs_blender import leave
+
+        leave(int(_SESSION[-1].exitstatus))

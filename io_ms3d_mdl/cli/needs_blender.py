@@ -81,8 +81,9 @@ def run_and_leave(command: Callable[[], int]) -> None:
 
 
 def leave(code: int) -> None:
-    """Exit. The bpy module can crash while tearing itself down after some exporters ran (glTF on 4.2); once
-    everything is written and flushed, leave without that teardown."""
+    """Exit. The bpy module can crash while tearing itself down after some exporters ran (glTF on 4.2), and 4.5's
+    exit handlers can wait forever on its own file-closing thread; once everything is written and flushed, leave
+    without that teardown."""
     sys.stdout.flush()
     sys.stderr.flush()
     if "bpy" in sys.modules and not inside_blender():

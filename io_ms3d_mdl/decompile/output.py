@@ -129,23 +129,27 @@ class Output:
                 os.rmdir(self.root)
 
     def publish(self) -> None:
-        """A staged output's files under their final names, in the order they were written (``OutputExists`` when
-        a name was taken meanwhile: what this call published is taken back, the rest waits for ``close``)."""
-        published: list[tuple[Folder, str]] = []
+        """A staged output's files under their final names, in the order they were written. ``OutputExists`` when a
+        name was taken meanwhile: the files not yet in place are removed, and (unless ``overwrite``, which may
+        have replaced a file) so are the ones this call put in place."""
+        waiting, self._waiting = self._waiting, []
+        placed: list[tuple[Folder, str]] = []
         try:
-            while self._waiting:
-                folder, partial, relative = self._waiting[0]
-                self._put_in_place(folder, partial, relative)
-                self._waiting.pop(0)
-                published.append((folder, relative.rpartition("/")[2]))
-                self.files.append(relative)
+            for folder, partial, relative in waiting:
+                self._put_in_place(folder, partial, relative)  # (the temporary name goes, whatever happens)
+                placed.append((folder, relative))
         except BaseException:
+            for folder, partial, _relative in waiting[len(placed) + 1 :]:
+                with suppress(OSError):
+                    folder.unlink(partial)
             if not self.overwrite:
-                for folder, name in published:
+                for folder, relative in placed:
                     with suppress(OSError):
-                        folder.unlink(name)
-                del self.files[len(self.files) - len(published) :]
+                        folder.unlink(relative.rpartition("/")[2])
+                placed.clear()
             raise
+        finally:
+            self.files.extend(relative for _folder, relative in placed)
 
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
@@ -172,15 +176,13 @@ class Output:
             raise OutputExists(target)
         partial = f".{uuid.uuid4().hex[:12]}.partial"  # not the name: a long name plus this would pass 255 bytes
         descriptor = folder.create(partial)
-        written = False
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
                 yield _Charged(stream, self, target)
-            written = True
-        finally:
-            if not written:
-                with suppress(OSError):
-                    folder.unlink(partial)
+        except BaseException:
+            with suppress(OSError):
+                folder.unlink(partial)
+            raise
         self._waiting.append((folder, partial, relative))
         if not self.staged:
             self.publish()
