@@ -205,8 +205,6 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     import smd_reader
     from mathutils import Quaternion
 
-    from io_ms3d_mdl.scene.rotations import compose, euler_xyz_to_matrix
-
     bpy = blender
     model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
     armature = next(o for o in model.all_objects if o.type == "ARMATURE")
@@ -230,8 +228,16 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     assert f'$sequence "wave" "anims/wave.smd"\n{{\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
     smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
     assert sorted(smd.frames) == list(range(11))
+    assert_posed_as(smd, expected)
+
+
+def assert_posed_as(smd, expected: list[dict[str, np.ndarray]]) -> None:
+    """Every frame of ``smd``, its bones composed to model space, is ``expected``'s (Blender's evaluated pose per
+    frame, by bone name), up to the one constant turn studiomdl gives root bones."""
+    from io_ms3d_mdl.scene.rotations import compose, euler_xyz_to_matrix
+
     turn = None
-    for f in range(11):
+    for f, wanted in enumerate(expected):
         pose = smd.pose(f)
         local = compose(euler_xyz_to_matrix(pose[:, 3:]), pose[:, :3])
         world = local.copy()
@@ -239,7 +245,7 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
             if p >= 0:
                 world[i] = world[p] @ local[i]
         for i, name in enumerate(smd.names):
-            ours = expected[f][name]
+            ours = wanted[name]
             if turn is None:  # studiomdl's root turn, undone in the SMD: one constant rotation
                 turn = world[i] @ np.linalg.inv(ours)
                 assert np.allclose(turn[:3, :3] @ turn[:3, :3].T, np.eye(3), atol=1e-4)
@@ -249,6 +255,88 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
             expect = turn @ ours
             assert np.allclose(world[i][:3, :3], expect[:3, :3], atol=2e-3), (f, name)
             assert np.allclose(world[i][:3, 3], expect[:3, 3], atol=2e-2), (f, name)
+
+
+def test_an_edited_imported_action_exports_blenders_frames_keeping_the_files_for_untouched_bones(blender, tmp_path):
+    """An imported animation whose keys the user changed is written from Blender, under its own name and in its
+    own $sequence (events, activity, fps from the file): the strict reader reads Blender's poses, and every bone the
+    user did not touch keeps the decompiler's exact lines; the other animations and the QC keep their bytes."""
+    import smd_reader
+    from mathutils import Quaternion
+
+    bpy = blender
+    path = sample_path("source", MONSTER)
+    before = decompiled(path, tmp_path / "decompiled")
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    actions = [a for a in bpy.data.actions if "source_animation" in a]
+    action = max(actions, key=lambda a: int(a["source_frames"]))  # the longest
+    name, count, step = (
+        str(action["source_animation"]),
+        int(action["source_frames"]),
+        float(action["source_frame_step"]),
+    )
+    assert count > 2
+    armature.animation_data.action = action
+    if hasattr(armature.animation_data, "action_slot") and armature.animation_data.action_slot is None:
+        armature.animation_data.action_slot = action.slots[0]
+    moved = next(pb for pb in armature.pose.bones if pb.parent is not None)
+    scene = bpy.context.scene
+    for k in range(count):
+        scene.frame_set(round(k * step))
+        moved.rotation_mode = "QUATERNION"
+        moved.rotation_quaternion = moved.rotation_quaternion @ Quaternion((0.0, 1.0, 0.0), 0.3 + 0.01 * k)
+        moved.keyframe_insert("rotation_quaternion", frame=k * step)
+    expected = []
+    for k in range(count):
+        scene.frame_set(round(k * step))
+        expected.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
+
+    after = export(bpy, tmp_path / "out")
+    changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
+    smd_name = next(n for n in before if n.startswith("anims/") and Path(n).stem == name.lstrip("@"))
+    assert changed == [smd_name]  # the QC too is the decompiler's: same file, same frame count, same sequence
+    smd = smd_reader.read(tmp_path / "out" / smd_name)
+    assert sorted(smd.frames) == list(range(count))
+    assert_posed_as(smd, expected)
+    file_name = moved.bone.get("source_name", moved.name)
+    bone = smd.names.index(file_name)
+    lines = {"before": before[smd_name].decode().splitlines(), "after": after[smd_name].decode().splitlines()}
+    assert len(lines["before"]) == len(lines["after"])
+    differ = {b for b, a in zip(lines["before"], lines["after"], strict=True) if a != b}
+    assert differ and all(line.split()[0] == str(bone) for line in differ)  # only the moved bone's lines
+
+
+@pytest.mark.parametrize(
+    ("relative", "build"), [(MONSTER, "OWN"), ("Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl", "ALL")]
+)
+def test_only_the_action_whose_keys_changed_counts_as_edited(blender, tmp_path, relative, build):
+    """The import's fingerprint of each action's keys: every action as imported reads back unchanged (made anew or
+    copied from a shared template, included models' too); one key moved, and that action alone is changed."""
+    from io_ms3d_mdl.blender.source_export import gather
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", relative), animations=build)
+    made = [a for a in bpy.data.actions if "source_animation" in a]
+    assert len(made) > 1
+    edits = gather(bpy.context, model)
+    assert edits.edited == {} and edits.notes == []
+    action = made[1]
+    fcurve = next(c for c in _curves(action) if c.data_path.endswith("rotation_quaternion"))
+    fcurve.keyframe_points[0].co[1] += 0.25
+    edits = gather(bpy.context, model)
+    if action.get("source_include") or action.get("source_delta"):
+        assert edits.edited == {} and len(edits.notes) == 1 and action.name in edits.notes[0]
+    else:
+        assert list(edits.edited) == [action["source_animation"]] and edits.notes == []
+
+
+def _curves(action):
+    if hasattr(action, "layers"):
+        return [
+            c for layer in action.layers for strip in layer.strips for bag in strip.channelbags for c in bag.fcurves
+        ]
+    return list(action.fcurves)
 
 
 def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(blender, tmp_path):

@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import Warnings
 from ..scene.names import shorten
 from ..scene.types import ActionData, ClipData, SkeletonData
+from .action_keys import KEYS_PROPERTY, curves_key, keys_digest
 
 LINEAR = 1  # Keyframe.interpolation enum value
 
@@ -96,18 +97,24 @@ def build_actions(
     repeats = Counter(layout.signature for layout in layouts)
     taken = {d.name for d in data}
     templates: dict[tuple, bpy.types.Action | None] = {}
+    names: dict[tuple, tuple[list[tuple[str, int, str]], bytes]] = {}  # per signature: its curves, made once
     actions = []
     try:
         for info, layout in zip(data, layouts, strict=True):
+            if layout.signature not in names:
+                curves = layout.names(skeleton)
+                names[layout.signature] = curves, curves_key((path, index) for path, index, _ in curves)
+            curves, key = names[layout.signature]
             template = None
             if repeats[layout.signature] > 1:
                 if layout.signature not in templates:
-                    templates[layout.signature] = _template(armature, layout, skeleton, taken)
+                    templates[layout.signature] = _template(armature, layout, curves, taken)
                 template = templates[layout.signature]
             if template is None:
-                action = _filled_new(armature, info.name, layout, skeleton)
+                action = _filled_new(armature, info.name, layout, curves)
             else:
                 action = _filled_copy(template, info.name, layout)
+            action[KEYS_PROPERTY] = keys_digest(layout.pairs, key)
             armature.animation_data_create().action = action
             actions.append(action)
             if layout.dropped and limits is not None:
@@ -194,12 +201,12 @@ def _pairs(
 
 
 def _filled_new(
-    armature: bpy.types.Object, name: str, layout: _ActionLayout, skeleton: SkeletonData
+    armature: bpy.types.Object, name: str, layout: _ActionLayout, curves: list[tuple[str, int, str]]
 ) -> bpy.types.Action:
     action = bpy.data.actions.new(name)
     new_curve = curve_factory(action, armature)
     pairs, linear = layout.pairs, layout.linear
-    runs = zip(layout.names(skeleton), layout.starts, layout.ends, layout.counts, strict=True)
+    runs = zip(curves, layout.starts, layout.ends, layout.counts, strict=True)
     for (path, index, group), start, end, count in runs:  # inline: 39,000 curves in civilian.mdl's 130 actions
         fcurve = new_curve(path, index, group)
         points = fcurve.keyframe_points
@@ -215,7 +222,7 @@ def _filled_new(
 
 
 def _template(
-    armature: bpy.types.Object, layout: _ActionLayout, skeleton: SkeletonData, taken: set[str]
+    armature: bpy.types.Object, layout: _ActionLayout, names: list[tuple[str, int, str]], taken: set[str]
 ) -> bpy.types.Action | None:
     """An action with ``layout``'s curves, each holding one LINEAR key at (0, 0) with its handles there too; None
     if Blender did not keep the curves in the order they were made (then every action is made anew). Its name is
@@ -228,7 +235,6 @@ def _template(
     try:
         new_curve = curve_factory(template, armature)
         linear = layout.linear[:1]
-        names = layout.names(skeleton)
         for path, index, group in names:
             points = new_curve(path, index, group).keyframe_points
             points.add(1)

@@ -32,6 +32,7 @@ from ..scene.types import (
     SkeletonData,
     SkinData,
 )
+from .action_keys import KEYS_PROPERTY, read_back_digest
 
 WEIGHT_PREFIX = "io_ms3d_mdl_weight_"
 MAX_READ_INFLUENCES = 5  # four to keep and a fifth to tell that a vertex had more
@@ -572,16 +573,19 @@ def _action(
 ) -> ActionData | None:
     index = {n: i for i, n in enumerate(bone_names)}
     curves: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+    stamped = KEYS_PROPERTY in action
+    every: list[tuple[str, int, np.ndarray]] = []  # for an import's action: all its curves, to compare with
     for fcurve in _action_fcurves(action, armature):
         bone, prop = _bone_of(fcurve.data_path)
-        if bone not in index or prop not in ("rotation_quaternion", "rotation_euler", "location"):
+        wanted = bone in index and prop in ("rotation_quaternion", "rotation_euler", "location")
+        if not wanted and not stamped:
             continue
         count = len(fcurve.keyframe_points)
-        if count == 0:
-            continue
-        curves.setdefault((bone, prop), {})[fcurve.array_index] = _get(
-            fcurve.keyframe_points, "co", count, np.float32, 2
-        ).astype(np.float64)
+        keys = _get(fcurve.keyframe_points, "co", count, np.float32, 2)
+        if stamped:
+            every.append((fcurve.data_path, fcurve.array_index, keys))
+        if wanted and count:
+            curves.setdefault((bone, prop), {})[fcurve.array_index] = keys.astype(np.float64)
     channels = []
     scale = _uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
     for bone in bone_names:
@@ -602,7 +606,8 @@ def _action(
     if not channels:
         return None
     start, end = (float(f) for f in action.frame_range)
-    return ActionData(action.name, channels, (start, end), props=_props(action))
+    changed = read_back_digest(every) != str(action[KEYS_PROPERTY]) if stamped else None
+    return ActionData(action.name, channels, (start, end), props=_props(action), keys_changed=changed)
 
 
 def _sampled(components: dict[int, np.ndarray] | None, width: int, rest: tuple) -> tuple[np.ndarray, np.ndarray]:

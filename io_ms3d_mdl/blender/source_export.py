@@ -32,7 +32,7 @@ from ..decompile.source.new_actions import BlenderRig
 from ..errors import FormatError
 from ..scene.axes import axis_conversion_matrix
 from ..scene.ms3d.export import ExportError
-from ..scene.types import MeshData, ObjectData, SkinData
+from ..scene.types import MeshData, ObjectData, SceneData, SkinData
 from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
@@ -88,6 +88,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     if armature is not None:
         edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
+        _edited_actions(scene, edits)
         edits.rig = BlenderRig(
             edits.bones,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
@@ -117,6 +118,31 @@ def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dic
         now = [m for m in bpy.data.materials if m.get("source_texture") == texture and m.name not in known]
         if len(now) == 1:
             renamed[texture] = now[0].name
+
+
+def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
+    """The imported actions whose keys the user changed: the model's own are written from Blender (keeping the
+    sequence's events, activity and everything else from the file); a delta or an included model's is noted."""
+    for data in scene.actions:
+        action = bpy.data.actions.get(data.name)
+        if not data.keys_changed or not _imported(action):
+            continue
+        name = str(action["source_animation"])
+        if action.get("source_include"):
+            edits.notes.append(
+                f"action '{action.name}': changed, but its animation '{name}' comes from the included model"
+                f" '{action['source_include']}'; the QC includes that model's own (copy the action to make a new"
+                " sequence of it)"
+            )
+        elif action.get("source_delta"):
+            edits.notes.append(
+                f"action '{action.name}': changed, but '{name}' is a delta animation; the file's is written"
+                " (copy the action to make a new sequence of it)"
+            )
+        else:
+            fps = float(action.get("source_fps") or 0.0)
+            step = action.get("source_frame_step") or ((scene.fps or 30.0) / fps if fps > 0 else 1.0)
+            edits.edited[name] = (data, float(step))
 
 
 def _imported(action: bpy.types.Action | None) -> bool:

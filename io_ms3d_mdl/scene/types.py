@@ -202,6 +202,7 @@ class ActionData:
     additive: bool = False  # a delta animation: plays on top of another (NLA "Combine")
     markers: list[tuple[str, float]] = field(default_factory=list)  # (name, frame): events, shown as pose markers
     props: Props = field(default_factory=dict)
+    keys_changed: bool | None = None  # read back from Blender: keys other than the import made (None: not known)
 
 
 @dataclass

@@ -47,7 +47,11 @@ def write_animations(
     output: Output,
     warnings: Warnings,
     folder: str = "anims",
+    replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
 ) -> dict[tuple[int, int], WrittenAnimation]:
+    """``replaced``: the model's own animations an export takes from Blender (index -> positions, rotations as
+    :func:`new_actions.edited_poses` gives them); each value equal to the file's within the import's storage is
+    the file's, so the bones the user did not touch keep their exact frames."""
     sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
     taken: set[str] = set()
     chosen: list[tuple[int, int]] = []
@@ -82,7 +86,7 @@ def write_animations(
     weight = 0
     for (s, i), cost in zip([*chosen, (-1, -1)], [*costs, 0], strict=True):
         if batch and (s == -1 or s != batch[0][0] or weight + cost > BATCH_BONE_FRAMES):
-            _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written)
+            _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced or {})
             batch, weight = [], 0
         if s >= 0:
             batch.append((s, i))
@@ -124,7 +128,26 @@ def unturn_roots(frames: np.ndarray, rotations: np.ndarray, roots: np.ndarray, t
     frames[:, roots, 3:] = matrix_to_euler(turn.T @ matrices)
 
 
-def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written) -> None:
+POSITION_SLACK = 1e-4  # Source units: the import's key reduction (1e-5) plus float32 in Blender's units
+ROTATION_SLACK = 1e-4  # per quaternion component: the import's reduction (1e-5) plus float error
+
+
+def settle_pose(
+    edited: tuple[np.ndarray, np.ndarray], positions: np.ndarray, rotations: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Blender's frames of an edited animation, each bone's value on each frame replaced by the file's where it
+    is the file's within what the import's storage changed (a frame count that changed keeps Blender's all)."""
+    p, q = edited
+    if p.shape != positions.shape:
+        return p, q
+    same_p = (np.abs(p - positions) <= POSITION_SLACK * np.maximum(1.0, np.abs(positions))).all(axis=2)
+    file_q = rotations / np.linalg.norm(rotations, axis=2, keepdims=True)
+    sign = np.where(np.einsum("fbi,fbi->fb", q, file_q) < 0, -1.0, 1.0)[..., None]
+    same_q = (np.abs(q * sign - file_q) <= ROTATION_SLACK).all(axis=2)
+    return np.where(same_p[..., None], positions, p), np.where(same_q[..., None], rotations, q)
+
+
+def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced) -> None:
     s = batch[0][0]
     source, ani, label = sources[s]
     results = decode_animations(source, [i for _, i in batch], *(ani or (None, None)))
@@ -149,9 +172,12 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
     turn = None if static or not len(roots) else default_turn(source, ani)
     for (i, _), anim in zip(good, anims, strict=True):
         desc = source.animations[i]
-        frames = np.concatenate([anim.positions, quaternion_to_euler(anim.rotations)], axis=2)
+        positions, rotations = anim.positions, anim.rotations
+        if not s and i in replaced:
+            positions, rotations = settle_pose(replaced[i], positions, rotations)
+        frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
         if turn is not None and not anim.delta:
-            unturn_roots(frames, anim.rotations, roots, turn)
+            unturn_roots(frames, rotations, roots, turn)
         relative = output.name(desc.name.lstrip("@") or f"animation{i}", ".smd", sub)
         with output.open(relative) as stream:
             stats = write_smd(stream, skeleton, frames)

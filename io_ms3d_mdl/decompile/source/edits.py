@@ -35,6 +35,9 @@ class SourceEdits:
     bones: list[str] = field(default_factory=list)  # the skins' bone indices: these bones, by their file names
     lods: bool = False  # Blender holds the lower levels of detail (else the file's are written as they are)
     actions: list[ActionData] = field(default_factory=list)  # the rig's actions; new ones become sequences
+    # the model's own animations the user changed: file name -> the action, the Blender frames a file frame spans
+    edited: dict[str, tuple[ActionData, float]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # what the export could not carry over, for the warnings
     rig: object | None = None  # new_actions.BlenderRig: the armature the actions pose
 
 

@@ -27,7 +27,7 @@ from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
-from .new_actions import write_new_actions
+from .new_actions import edited_poses, write_new_actions
 from .qc import QcParts, bone_world, write_qc
 from .stored_names import restore_stored_names
 
@@ -167,7 +167,14 @@ def decompile_source(job: DecompileJob) -> None:
 
     # animations
     if options.animations:
-        parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings)
+        replaced = {}
+        if edits is not None:
+            warnings.extend(edits.notes)
+        if edits is not None and edits.edited and edits.rig is not None:  # animations the user changed
+            replaced = edited_poses(
+                edits.edited, [d.name for d in mdl.animations], edits.rig, bone_world(mdl), skeleton
+            )
+        parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings, replaced=replaced)
     if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
         own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}
         made = [a for a in edits.actions if a.name not in own]

@@ -35,10 +35,14 @@ class BlenderRig:
     fps: float
 
 
-def action_frames(action: ActionData, rig: BlenderRig, file_world: np.ndarray, file_bones: list[str]) -> np.ndarray:
-    """(F, file bones, 4, 4): each frame's bone matrices in the file's model space, the file's bone frames."""
-    start, end = action.frame_range
-    frames = np.arange(np.floor(start), np.floor(end) + 1.0)
+def action_frames(
+    action: ActionData, rig: BlenderRig, file_world: np.ndarray, file_bones: list[str], frames: np.ndarray | None = None
+) -> np.ndarray:
+    """(F, file bones, 4, 4): the bone matrices at ``frames`` (Blender's; default: each whole frame of the action's
+    range) in the file's model space, the file's bone frames."""
+    if frames is None:
+        start, end = action.frame_range
+        frames = np.arange(np.floor(start), np.floor(end) + 1.0)
     n, b = len(frames), len(rig.names)
     local = np.tile(np.eye(4), (n, b, 1, 1))
     for channel in action.channels:
@@ -87,16 +91,12 @@ def write_new_actions(
     folder: str = "anims",
 ) -> list[WrittenAnimation]:
     """One SMD per action (every frame, every bone local to its file parent); ``turn``: studiomdl's root turn."""
-    parents = np.asarray(skeleton.parents)
-    roots = np.nonzero(parents < 0)[0]
+    roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     written = []
     for k, action in enumerate(actions):
-        world = action_frames(action, rig, file_world, skeleton.names)
-        local = world.copy()
-        children = parents >= 0
-        local[:, children] = np.linalg.inv(world[:, parents[children]]) @ world[:, children]
-        rotations = matrix_to_quaternion(local[..., :3, :3])
-        frames = np.concatenate([local[..., :3, 3], matrix_to_euler(local[..., :3, :3])], axis=2)
+        positions, matrices = local_pose(action_frames(action, rig, file_world, skeleton.names), skeleton)
+        rotations = matrix_to_quaternion(matrices)
+        frames = np.concatenate([positions, matrix_to_euler(matrices)], axis=2)
         if turn is not None and len(roots):
             unturn_roots(frames, rotations, roots, turn)
         relative = output.name(action.name or f"action{k}", ".smd", folder)
@@ -106,3 +106,39 @@ def write_new_actions(
             warnings.add(f"action '{action.name}': {stats.non_finite} nan/inf values were written as 0")
         written.append(WrittenAnimation(0, -1 - k, action.name, relative, len(frames), rig.fps, False))
     return written
+
+
+def local_pose(world: np.ndarray, skeleton: SmdSkeleton) -> tuple[np.ndarray, np.ndarray]:
+    """(F, B, 4, 4) model-space bone matrices as an SMD's frames hold them: each bone's position (F, B, 3) and
+    rotation matrix (F, B, 3, 3) local to its parent."""
+    parents = np.asarray(skeleton.parents)
+    local = world.copy()
+    children = parents >= 0
+    local[:, children] = np.linalg.inv(world[:, parents[children]]) @ world[:, children]
+    return local[..., :3, 3], local[..., :3, :3]
+
+
+def edited_poses(
+    edited: dict[str, tuple[ActionData, float]],
+    mdl_animations: list[str],
+    rig: BlenderRig,
+    file_world: np.ndarray,
+    skeleton: SmdSkeleton,
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The model's own animations the user changed in Blender (file name -> the action and the Blender frames one
+    file frame spans): per animation index, its frames as Blender poses them (positions, rotations local to the file
+    parents; rotations as quaternions w, x, y, z), sampled at the file's frame spacing from the action's start to
+    its last key."""
+    index = {name: i for i, name in enumerate(mdl_animations)}
+    out = {}
+    for name, (action, step) in edited.items():
+        if name not in index:
+            continue
+        start = action.frame_range[0]
+        keyed = [f[-1] for c in action.channels for f in (c.rotation_frames, c.location_frames) if len(f)]
+        end = max(keyed, default=start)  # the last key (Blender's range of a one-key action is a frame longer)
+        count = int(np.floor((end - start) / step + 1e-6)) + 1 if step > 0 else 1
+        frames = start + step * np.arange(max(count, 1))
+        positions, matrices = local_pose(action_frames(action, rig, file_world, skeleton.names, frames), skeleton)
+        out[index[name]] = (positions, matrix_to_quaternion(matrices))
+    return out

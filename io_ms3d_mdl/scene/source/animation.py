@@ -130,6 +130,7 @@ def add_source_animations(
             action.props = {
                 "source_animation": desc.name,
                 "source_fps": anim.fps,
+                "source_frame_step": fps / anim.fps,  # Blender frames per file frame (the scene's rate is fps)
                 "source_frames": len(anim.rotations),
                 "source_delta": anim.delta,
             }
