@@ -262,7 +262,6 @@ def test_an_edited_imported_action_exports_blenders_frames_keeping_the_files_for
     own $sequence (events, activity, fps from the file): the strict reader reads Blender's poses, and every bone the
     user did not touch keeps the decompiler's exact lines; the other animations and the QC keep their bytes."""
     import smd_reader
-    from mathutils import Quaternion
 
     bpy = blender
     path = sample_path("source", MONSTER)
@@ -271,26 +270,9 @@ def test_an_edited_imported_action_exports_blenders_frames_keeping_the_files_for
     armature = next(o for o in model.all_objects if o.type == "ARMATURE")
     actions = [a for a in bpy.data.actions if "source_animation" in a]
     action = max(actions, key=lambda a: int(a["source_frames"]))  # the longest
-    name, count, step = (
-        str(action["source_animation"]),
-        int(action["source_frames"]),
-        float(action["source_frame_step"]),
-    )
+    name, count = str(action["source_animation"]), int(action["source_frames"])
     assert count > 2
-    armature.animation_data.action = action
-    if hasattr(armature.animation_data, "action_slot") and armature.animation_data.action_slot is None:
-        armature.animation_data.action_slot = action.slots[0]
-    moved = next(pb for pb in armature.pose.bones if pb.parent is not None)
-    scene = bpy.context.scene
-    for k in range(count):
-        scene.frame_set(round(k * step))
-        moved.rotation_mode = "QUATERNION"
-        moved.rotation_quaternion = moved.rotation_quaternion @ Quaternion((0.0, 1.0, 0.0), 0.3 + 0.01 * k)
-        moved.keyframe_insert("rotation_quaternion", frame=k * step)
-    expected = []
-    for k in range(count):
-        scene.frame_set(round(k * step))
-        expected.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
+    moved, expected = _edit_bone_keys(bpy, armature, action)
 
     after = export(bpy, tmp_path / "out")
     changed = sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n))
@@ -337,6 +319,80 @@ def _curves(action):
             c for layer in action.layers for strip in layer.strips for bag in strip.channelbags for c in bag.fcurves
         ]
     return list(action.fcurves)
+
+
+def _edit_bone_keys(bpy, armature, action) -> tuple[object, list[dict[str, np.ndarray]]]:
+    """Turn one bone (not a root) of ``action`` on each of the file's frames, keyed there; Blender's poses then."""
+    from mathutils import Quaternion
+
+    count, step = int(action["source_frames"]), float(action["source_frame_step"])
+    for track in armature.animation_data.nla_tracks:  # the action alone poses the armature
+        track.mute = True
+    armature.animation_data.action = action
+    if hasattr(armature.animation_data, "action_slot") and armature.animation_data.action_slot is None:
+        armature.animation_data.action_slot = action.slots[0]
+    moved = next(pb for pb in armature.pose.bones if pb.parent is not None)
+    scene = bpy.context.scene
+    for k in range(count):
+        scene.frame_set(round(k * step))
+        moved.rotation_mode = "QUATERNION"
+        moved.rotation_quaternion = moved.rotation_quaternion @ Quaternion((0.0, 1.0, 0.0), 0.3 + 0.01 * k)
+        moved.keyframe_insert("rotation_quaternion", frame=k * step)
+    return moved, _poses(bpy, armature, [k * step for k in range(count)])
+
+
+def _poses(bpy, armature, frames) -> list[dict[str, np.ndarray]]:
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(round(f))
+        out.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
+    return out
+
+
+def test_goldsrc_an_edited_sequence_and_a_new_action_export_as_blender_poses_them(blender, tmp_path):
+    """houndeye: one imported sequence changed (written from Blender in its own $sequence line, the bones not
+    touched keeping the decompiler's lines) and a new action (its own SMD, a $sequence with rotate -90: the
+    frames are the engine's pose); nothing else changes."""
+    import smd_reader
+    from mathutils import Quaternion
+
+    bpy = blender
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    before = decompiled(path, tmp_path / "decompiled")
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    in_place = [
+        a
+        for a in bpy.data.actions
+        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
+    ]
+    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    moved, expected = _edit_bone_keys(bpy, armature, action)
+    wave = bpy.data.actions.new("wave")
+    armature.animation_data.action = wave
+    for pb in armature.pose.bones:  # the bones it does not key: at rest (as the export writes them)
+        pb.matrix_basis.identity()
+    for f in range(6):
+        moved.rotation_quaternion = Quaternion((1.0, 0.0, 0.3), 0.1 * f)
+        moved.keyframe_insert("rotation_quaternion", frame=f)
+    waved = _poses(bpy, armature, range(6))
+
+    after = export(bpy, tmp_path / "out")
+    edited = f"{action['source_animation']}.smd"
+    qc = next(n for n in before if n.endswith(".qc"))
+    assert sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n)) == sorted(
+        [edited, qc, "wave.smd"]
+    )
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    assert after[qc].decode() == before[qc].decode() + f'$sequence "wave" "wave" rotate -90 fps {fps:g}\n'
+    smd = smd_reader.read(tmp_path / "out" / edited)
+    assert sorted(smd.frames) == list(range(len(expected)))
+    assert_posed_as(smd, expected)
+    bone = smd.names.index(moved.bone.get("source_name", moved.name))
+    lines = before[edited].decode().splitlines(), after[edited].decode().splitlines()
+    differ = {b for b, a in zip(*lines, strict=True) if a != b}
+    assert differ and all(line.split()[0] == str(bone) for line in differ)
+    assert_posed_as(smd_reader.read(tmp_path / "out" / "wave.smd"), waved)
 
 
 def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(blender, tmp_path):

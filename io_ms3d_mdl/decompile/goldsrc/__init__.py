@@ -26,14 +26,17 @@ from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
 from ...formats.smd.writer import CORNER_BYTES
+from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
+from ..source.angles import matrix_to_euler
 from ..source.edits import SourceEdits, remap_bones
+from ..source.new_actions import action_frames, edited_poses, local_pose
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
-from .qc import QcParts, SequenceFiles, stored_names, write_qc
+from .qc import NewSequence, QcParts, SequenceFiles, stored_names, write_qc
 
 HELD_NAMES = 8  # bones a warning names
 NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
@@ -72,6 +75,7 @@ def _run(job: DecompileJob) -> None:
     labels, part_names = stored_names(gs)
     body_parts = _references(gs, job, skeleton, texture_files, part_names)
     sequences = _animations(gs, job, skeleton, labels)
+    new_sequences = _new_sequences(gs, job, skeleton, labels)
     if job.options.textures:
         for texture, relative in zip(gs.textures, texture_files, strict=True):
             if texture.indices is not None and texture.palette is not None:
@@ -79,7 +83,8 @@ def _run(job: DecompileJob) -> None:
 
     notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
     qc_check = job.output.checker(model_file)
-    qc = write_qc(gs, QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes), qc_check)
+    parts = QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes, new_sequences)
+    qc = write_qc(gs, parts, qc_check)
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
@@ -149,17 +154,18 @@ def _references(
 
 def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[SequenceFiles]:
     """One animation SMD per blend of every sequence; a sequence that cannot be decoded is a warning (and a
-    comment in the QC)."""
+    comment in the QC). In an export, the blends the user changed in Blender are Blender's (``_edited_blends``)."""
     warnings, out = job.result.warnings, job.output
     sequences = []
     walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
+    replaced = _edited_blends(gs, job, skeleton)
     for s, seq in enumerate(gs.sequences):
         label = labels[s]
         base = label or f"sequence{s}"
         frames, held = None, []
         if job.options.animations:
             try:
-                frames, held = sequence_frames(gs, seq, walked)
+                frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
             except BudgetExceeded:
                 raise
             except FormatError as exc:
@@ -183,6 +189,44 @@ def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: li
             smds.append(relative[: -len(".smd")])
         sequences.append(SequenceFiles(seq, label, smds))
     return sequences
+
+
+def _edited_blends(
+    gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton
+) -> dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """Per sequence, per blend: Blender's frames of the imported animations the user changed (an export's)."""
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is None or not edits.edited or edits.rig is None:
+        return {}
+    job.result.warnings.extend(edits.notes)
+    available = offers(gs)
+    poses = edited_poses(edits.edited, [name for _, _, name in available], edits.rig, bone_world(gs), skeleton)
+    out: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
+    for k, pose in poses.items():
+        s, blend, _ = available[k]
+        out.setdefault(s, {})[blend] = pose
+    return out
+
+
+def _new_sequences(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[NewSequence]:
+    """The actions made in Blender (an export's): one SMD each, every frame from the first key to the last, as
+    Blender poses it (the engine's pose: the QC says ``rotate -90``, so the compiler turns nothing)."""
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is None or not edits.actions or edits.rig is None or not job.options.animations:
+        return []
+    own = set(labels) | {name for _, _, name in offers(gs)}
+    made = []
+    world = bone_world(gs)
+    for k, action in enumerate(a for a in edits.actions if a.name not in own):
+        positions, matrices = local_pose(action_frames(action, edits.rig, world, skeleton.names), skeleton)
+        frames = np.concatenate([positions, matrix_to_euler(matrices)], axis=-1)
+        frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi
+        relative = job.output.name(action.name or f"action{k}", ".smd")
+        with job.output.open(relative) as stream:
+            stats = write_smd(stream, skeleton, frames)
+        _non_finite(job.result.warnings, relative, stats.non_finite)
+        made.append(NewSequence(action.name, relative[: -len(".smd")], edits.rig.fps))
+    return made
 
 
 def _check_animation_budget(gs: GsFile, path: str) -> None:

@@ -24,6 +24,10 @@ import numpy as np
 from ...formats.goldsrc.animation import WalkAllowance, decode_sequence
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
+from ...scene.goldsrc.animation import in_place
+from ...scene.rotations import euler_xyz_to_matrix, matrix_to_quaternion
+from ..source.angles import quaternion_to_euler
+from ..source.animations import same_pose
 
 LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX 64, LY 128, LZ 256
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
@@ -31,17 +35,50 @@ QC_ROTATE = -90  # ``rotate`` a $sequence names so that the compiler turns nothi
 
 
 def sequence_frames(
-    gs: GsFile, seq: GsSequence, allowance: WalkAllowance | None = None
-) -> tuple[np.ndarray, list[int]]:
-    """(blends, frames, bones, 6) float64: each bone's local position and Euler angles (radians, ``Rz·Ry·Rx``), as
-    the animation SMD holds them; and the bones some of whose channels point past the end of the file (the reader
-    holds those at the bone's default, as they are written). ``allowance``: the data walked so far, shared by a
-    model's sequences."""
+    gs: GsFile,
+    seq: GsSequence,
+    allowance: WalkAllowance | None = None,
+    replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> tuple[list[np.ndarray], list[int]]:
+    """Per blend, (frames, bones, 6) float64: each bone's local position and Euler angles (radians, ``Rz·Ry·Rx``),
+    as the animation SMD holds them; and the bones some of whose channels point past the end of the file (the
+    reader holds those at the bone's default, as they are written). ``allowance``: the data walked so far, shared
+    by a model's sequences. ``replaced``: blends an export takes from Blender (blend -> positions, rotations as
+    ``source.new_actions.edited_poses`` gives them, in place as the import shows them): see :func:`_from_blender`."""
     decoded = decode_sequence(gs, seq, allowance)
     held = np.flatnonzero(decoded.held.any(axis=(0, 2))).tolist()
-    frames = np.concatenate([decoded.positions, decoded.angles], axis=-1)
+    out = []
+    for blend, (positions, angles) in enumerate(zip(decoded.positions, decoded.angles, strict=True)):
+        frames = np.concatenate([positions, angles], axis=-1)
+        if replaced and blend in replaced:
+            frames = _from_blender(seq, replaced[blend], frames)
+        out.append(_as_compiled(gs, seq, frames))
+    return out, held
+
+
+def _from_blender(seq: GsSequence, edited: tuple[np.ndarray, np.ndarray], frames: np.ndarray) -> np.ndarray:
+    """A blend the user changed in Blender: Blender's frames, each bone's value on each frame the file's decoded
+    one where Blender still shows the file's (as the import shows it: the motion bone in place)."""
+    positions, rotations = edited
+    angles = quaternion_to_euler(rotations)
+    shown = frames[..., :3].copy()
+    in_place(seq, shown)
+    same = same_pose(edited, shown, matrix_to_quaternion(euler_xyz_to_matrix(frames[..., 3:])))
+    if same is None:  # another frame count: Blender's whole
+        return np.concatenate([positions, angles], axis=-1)
+    return np.concatenate(
+        [
+            np.where(same[0][..., None], frames[..., :3], positions),
+            np.where(same[1][..., None], frames[..., 3:], angles),
+        ],
+        axis=-1,
+    )
+
+
+def _as_compiled(gs: GsFile, seq: GsSequence, frames: np.ndarray) -> np.ndarray:
+    """The root's linear travel put back (``LX``/``LY``/``LZ``), angles in [-π, π), as the module says."""
     roots = np.flatnonzero(gs.bones["parent"] < 0)
-    count = frames.shape[1]
+    count = frames.shape[0]
     if count > 1:
         travel = np.zeros(3)
         for flag, axis in LINEAR_AXES:
@@ -49,9 +86,9 @@ def sequence_frames(
                 travel[axis] = seq.linearmovement[axis]
         if travel.any():
             steps = np.arange(count, dtype=np.float64)[:, None] / (count - 1) * travel  # (frames, 3)
-            frames[:, :, roots, :3] += steps[None, :, None, :]
+            frames[:, roots, :3] += steps[:, None, :]
     frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi  # as studiomdl keeps them
-    return frames, held
+    return frames
 
 
 def unturn_roots(frames: np.ndarray, roots: np.ndarray, angle: float = DEFAULT_ROTATION) -> None:

@@ -65,6 +65,15 @@ class SequenceFiles:
 
 
 @dataclass
+class NewSequence:
+    """An action made in Blender, exported as a sequence of its own."""
+
+    name: str
+    smd: str  # file stem
+    fps: float
+
+
+@dataclass
 class QcParts:
     """What the QC names, as written: file stems (relative to the QC, without ``.smd``) and texture file names."""
 
@@ -74,6 +83,7 @@ class QcParts:
     texture_files: list[str]  # per texture, the BMP's name (also the SMD material)
     sequences: list[SequenceFiles]
     notes: list[str] = field(default_factory=list)  # comments for the head of the QC
+    new_sequences: list[NewSequence] = field(default_factory=list)  # an export's actions made in Blender
 
 
 def stored_names(gs: GsFile) -> tuple[list[str], list[str]]:
@@ -255,6 +265,8 @@ def _sequences(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
             w.line(Raw("event"), event.event, event.frame, *options)
         w.depth -= 1
         w.line(Raw("}"))
+    for new in parts.new_sequences:
+        w.command(Raw("$sequence"), Quoted(new.name), Quoted(new.smd), Raw("rotate"), QC_ROTATE, Raw("fps"), new.fps)
 
 
 def _group_kilobytes(gs: GsFile) -> int:

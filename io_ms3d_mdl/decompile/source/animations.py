@@ -132,19 +132,29 @@ POSITION_SLACK = 1e-4  # Source units: the import's key reduction (1e-5) plus fl
 ROTATION_SLACK = 1e-4  # per quaternion component: the import's reduction (1e-5) plus float error
 
 
+def same_pose(
+    edited: tuple[np.ndarray, np.ndarray], positions: np.ndarray, rotations: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per frame and bone, whether Blender's position and rotation (quaternions) are the file's within what the
+    import's storage changed; None when the frame count changed."""
+    p, q = edited
+    if p.shape != positions.shape:
+        return None
+    same_p = (np.abs(p - positions) <= POSITION_SLACK * np.maximum(1.0, np.abs(positions))).all(axis=2)
+    file_q = rotations / np.linalg.norm(rotations, axis=2, keepdims=True)
+    sign = np.where(np.einsum("fbi,fbi->fb", q, file_q) < 0, -1.0, 1.0)[..., None]
+    return same_p, (np.abs(q * sign - file_q) <= ROTATION_SLACK).all(axis=2)
+
+
 def settle_pose(
     edited: tuple[np.ndarray, np.ndarray], positions: np.ndarray, rotations: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Blender's frames of an edited animation, each bone's value on each frame replaced by the file's where it
-    is the file's within what the import's storage changed (a frame count that changed keeps Blender's all)."""
-    p, q = edited
-    if p.shape != positions.shape:
-        return p, q
-    same_p = (np.abs(p - positions) <= POSITION_SLACK * np.maximum(1.0, np.abs(positions))).all(axis=2)
-    file_q = rotations / np.linalg.norm(rotations, axis=2, keepdims=True)
-    sign = np.where(np.einsum("fbi,fbi->fb", q, file_q) < 0, -1.0, 1.0)[..., None]
-    same_q = (np.abs(q * sign - file_q) <= ROTATION_SLACK).all(axis=2)
-    return np.where(same_p[..., None], positions, p), np.where(same_q[..., None], rotations, q)
+    is the file's (:func:`same_pose`; a frame count that changed keeps Blender's all)."""
+    same = same_pose(edited, positions, rotations)
+    if same is None:
+        return edited
+    return np.where(same[0][..., None], positions, edited[0]), np.where(same[1][..., None], rotations, edited[1])
 
 
 def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced) -> None:

@@ -113,7 +113,7 @@ def add_goldsrc_animations(
         if data is None:
             continue
         moved = data.positions[blend].copy()
-        _in_place(seq, moved)
+        in_place(seq, moved)
         positions.append(moved)
         angles.append(data.angles[blend])
         picked.append((i, seq))
@@ -138,6 +138,7 @@ def add_goldsrc_animations(
                 "source_animation": anim.name,
                 "source_sequence": seq.label,
                 "source_fps": anim.fps,
+                "source_frame_step": ratio,  # Blender frames per file frame
                 "source_frames": len(anim.rotations),
                 "source_looping": seq.looping,
                 "source_activity": seq.activity,
@@ -186,7 +187,7 @@ def euler_to_quaternion(angles: np.ndarray) -> np.ndarray:
     return out
 
 
-def _in_place(seq: GsSequence, positions: np.ndarray) -> None:
+def in_place(seq: GsSequence, positions: np.ndarray) -> None:
     """Zero the motion bone's position on the axes the motion type names (the engine plays such motion in place,
     moving the entity by the sequence's linear movement instead)."""
     bone = seq.motionbone
