@@ -80,7 +80,7 @@ class _Group:
 def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions()) -> Ms3dModel:
     """The model to write as one file; raises :class:`ExportError` for what the format cannot hold (whatever
     ``options.split`` says). Warnings go to ``scene.warnings``."""
-    return narrow(_wide_model(scene, options, refuse=True))
+    return narrow(wide_model(scene, options, refuse=True))
 
 
 def scene_to_ms3d_parts(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions()) -> list[Ms3dModel]:
@@ -89,12 +89,12 @@ def scene_to_ms3d_parts(scene: SceneData, options: Ms3dExportOptions = Ms3dExpor
     anything else the format cannot hold, is refused either way."""
     if not options.split:
         return [scene_to_ms3d(scene, options)]
-    return split_model(_wide_model(scene, options, refuse=False))
+    return split_model(wide_model(scene, options, refuse=False))
 
 
-def _wide_model(scene: SceneData, options: Ms3dExportOptions, refuse: bool) -> WideModel:
-    """Every record of the export, indices wide; ``refuse``: past a limit is an :class:`ExportError` (said as
-    early as it can be known, before the work)."""
+def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(), refuse: bool = False) -> WideModel:
+    """Every record of the export, before the file's limits (indices wide, :class:`.split.WideModel`); ``refuse``:
+    past a limit is an :class:`ExportError`, said as early as it can be known (before the work)."""
     warnings = scene.warnings
     axes = axis_conversion_matrix(options.axis_forward, options.axis_up)
     # A scene turned as a whole (Source's axes) is turned first: that is where Blender shows it.
