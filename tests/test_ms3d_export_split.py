@@ -346,3 +346,59 @@ def test_a_failure_while_placing_puts_everything_back(tmp_path, monkeypatch):
         replace_files([(first, b"one"), (second, b"two"), (third, b"three")], replaceable=[first])
     assert first.read_bytes() == b"old"
     assert sorted(os.listdir(tmp_path)) == ["a.ms3d"]  # no part, no temporary file, no kept copy
+
+
+# --- convert MODEL -o OUT.ms3d --split -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def one_vertex_too_many(tmp_path_factory):
+    """A MilkShape file with 65,535 vertices (its count field holds them; MilkShape's limit is 65,534): 21,845
+    triangles of their own three vertices each, with a skeleton and keys."""
+    from io_ms3d_mdl.scene.ms3d.split import narrow
+
+    rng = np.random.default_rng(10)
+    scene = _scene([_object("Soup", *_soup(21_845, rng), rng)])
+    path = tmp_path_factory.mktemp("big") / "big.ms3d"
+    path.write_bytes(write_ms3d_bytes(narrow(wide_model(scene))))
+    return path
+
+
+def _cli(*args) -> int:
+    from io_ms3d_mdl.cli import main
+
+    return main(["convert", *map(str, args)])
+
+
+def test_convert_refuses_past_the_limit_without_split(one_vertex_too_many, tmp_path, capsys):
+    assert _cli(one_vertex_too_many, "-o", tmp_path / "out.ms3d") == 1
+    assert "65,535 vertices; MilkShape 3D holds at most 65,534 vertices" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == []
+
+
+def test_convert_split_writes_the_parts(one_vertex_too_many, tmp_path, capsys):
+    from io_ms3d_mdl.formats.ms3d.reader import read_ms3d
+
+    assert _cli(one_vertex_too_many, "-o", tmp_path / "out.ms3d", "--split") == 0
+    out = capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path)) == ["out.ms3d", "out_2.ms3d"]
+    assert f"saved {tmp_path / 'out.ms3d'}: 65,532 vertices, 21,844 triangles" in out
+    assert f"saved {tmp_path / 'out_2.ms3d'}: 3 vertices, 1 triangles" in out
+    parts = [read_ms3d(tmp_path / name) for name in ("out.ms3d", "out_2.ms3d")]
+    assert [len(p.joints) for p in parts] == [BONES, BONES]
+    assert sum(len(p.triangles) for p in parts) == 21_845
+
+
+def test_convert_split_never_replaces_a_part_unasked(one_vertex_too_many, tmp_path, capsys):
+    second = tmp_path / "out_2.ms3d"
+    second.write_bytes(b"mine")
+    assert _cli(one_vertex_too_many, "-o", tmp_path / "out.ms3d", "--split") == 1
+    assert f"output exists: {second} (use --overwrite)" in capsys.readouterr().err
+    assert second.read_bytes() == b"mine" and sorted(os.listdir(tmp_path)) == ["out_2.ms3d"]
+    assert _cli(one_vertex_too_many, "-o", tmp_path / "out.ms3d", "--split", "--overwrite") == 0
+    assert len(read_ms3d_bytes(second.read_bytes()).triangles) == 1
+
+
+def test_split_is_for_ms3d_outputs(one_vertex_too_many, tmp_path, capsys):
+    assert _cli(one_vertex_too_many, "-o", tmp_path / "out.blend", "--split") == 2
+    assert "--split applies to -o OUT.ms3d" in capsys.readouterr().err
