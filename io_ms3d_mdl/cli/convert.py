@@ -33,6 +33,7 @@ EXAMPLES = """examples:
   io-ms3d-mdl convert model.ms3d                              # import and print the table; nothing saved
   io-ms3d-mdl convert model.ms3d other.mdl -o scene.blend
   io-ms3d-mdl convert model.mdl -o model.ms3d                  # MilkShape 3D, straight from the scene (no Blender)
+  io-ms3d-mdl convert big.mdl -o big.ms3d --split              # past MilkShape's limits: big.ms3d, big_2.ms3d, ...
   io-ms3d-mdl convert models/player/civilian.mdl -o civilian.glb --animations default
   io-ms3d-mdl convert models/ --output-dir converted/ --units hammer
   io-ms3d-mdl convert --vpk pak01_dir.vpk models/weapons/v_x.mdl -o x.blend   # a model inside an archive
@@ -45,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser, default_files: list[str] | No
     parser.add_argument("--output-dir", metavar="DIR", help="save one file per model here instead")
     parser.add_argument("--format", choices=("blend", "glb"), default="blend", help="with --output-dir")
     parser.add_argument("--overwrite", action="store_true", help="replace outputs that exist (default: fail them)")
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="with -o OUT.ms3d: a model past MilkShape's limits (65,534 vertices or triangles, 255 groups, 128 "
+        "materials) is written as OUT.ms3d, OUT_2.ms3d, ... each within them (default: refused)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show Blender's own messages on stderr")
     add_import_flags(parser)
     parser.set_defaults(run=run, default_files=default_files or [])
@@ -123,6 +130,8 @@ def check(args: argparse.Namespace, files: list[str], single: Path | None) -> No
         raise UsageError("give -o OUT.blend (everything in one file) or --output-dir DIR (one file each), not both")
     if single is not None and single.suffix.lower() not in OUTPUTS:
         raise UsageError(f"-o saves a .blend, .glb or .ms3d file, not {single.name}")
+    if args.split and (single is None or single.suffix.lower() != ".ms3d"):
+        raise UsageError("--split applies to -o OUT.ms3d")
     glb = (single is not None and single.suffix.lower() == ".glb") or (args.output_dir and args.format == "glb")
     if args.textures == "png" and glb:
         raise UsageError("--textures png applies to .blend outputs; a .glb holds its textures")

@@ -3,6 +3,12 @@
 The bytes go to a new hidden file beside the target (same folder, so the final rename stays on one file system),
 created exclusively and without following links, then renamed over the target in one step. A target that is a
 link (or not a regular file) is refused rather than followed or replaced.
+
+:func:`replace_files` does the same for a set of files (a split export): all of them or none. Every target is
+checked before anything is written, every file is written under its temporary name, and only then are they put in
+place; a failure on the way removes the temporary files and the files already placed, and puts back the ones
+replaced. A target the caller did not allow to be replaced is refused when it exists (and, placed with a hard
+link, when it appears meanwhile).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import os
 import stat
 import uuid
+from collections.abc import Collection, Sequence
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -21,7 +28,39 @@ class WriteRefused(OSError):
 
 def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
     path = os.path.abspath(os.fspath(path))
-    folder, name = os.path.split(path)
+    _check_target(path, replaceable=True)
+    partial = _write_partial(path, data)
+    try:
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
+def replace_files(
+    files: Sequence[tuple[str | os.PathLike[str], bytes]], replaceable: Collection[str | os.PathLike[str]] = ()
+) -> None:
+    """Every ``(path, bytes)`` written, or none: a path in ``replaceable`` may replace a file, the others must be
+    new (:class:`WriteRefused` names the first that exists)."""
+    targets = [os.path.abspath(os.fspath(path)) for path, _ in files]
+    allowed = {os.path.abspath(os.fspath(path)) for path in replaceable}
+    existing = [_check_target(target, target in allowed) for target in targets]
+    partials: list[str] = []
+    try:
+        for target, (_, data) in zip(targets, files, strict=True):
+            partials.append(_write_partial(target, data))
+        _place_all(targets, partials, existing)
+    finally:
+        for partial in partials:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+
+
+def _check_target(path: str, replaceable: bool) -> bool:
+    """Whether ``path`` holds a file (one that may be replaced); refused when it is a link or something else, or
+    exists and may not be replaced, or its folder is missing."""
+    folder = os.path.dirname(path)
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -29,8 +68,16 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
     if info is not None and not stat.S_ISREG(info.st_mode):
         what = "a link" if stat.S_ISLNK(info.st_mode) else "not a regular file"
         raise WriteRefused(f"{path} is {what}; the export does not write through it (choose another file)")
+    if info is not None and not replaceable:
+        raise _not_asked(path)
     if not os.path.isdir(folder):
         raise WriteRefused(f"the folder {folder} does not exist")
+    return info is not None
+
+
+def _write_partial(path: str, data: bytes) -> str:
+    """``data`` in a new hidden file beside ``path`` (created exclusively, not through a link), flushed to disk."""
+    folder, name = os.path.split(path)
     partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.partial")
     fd = os.open(partial, _FLAGS, 0o644)
     try:
@@ -38,8 +85,60 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(partial, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(partial)
         raise
+    return partial
+
+
+def _place_all(targets: list[str], partials: list[str], existing: list[bool]) -> None:
+    """The written files under their names. A replaced file is kept under a hidden name (a hard link, or renamed
+    where there are none) until all are placed, so a failure can put everything back."""
+    kept: list[tuple[str, str]] = []  # (target, the file it held)
+    placed: list[str] = []  # targets that did not exist
+    try:
+        for target, partial, exists in zip(targets, partials, existing, strict=True):
+            if exists:
+                kept.append((target, _keep(target)))
+                os.replace(partial, target)
+            else:
+                _place_new(partial, target)
+                placed.append(target)
+    except BaseException:
+        for target in placed:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        for target, old in kept:
+            with contextlib.suppress(OSError):
+                os.replace(old, target)
+        raise
+    for _, old in kept:
+        with contextlib.suppress(OSError):
+            os.unlink(old)
+
+
+def _keep(target: str) -> str:
+    folder, name = os.path.split(target)
+    old = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.old")
+    try:
+        os.link(target, old)
+    except OSError:  # no hard links here: moved aside (the name is missing until its new file takes it)
+        os.replace(target, old)
+    return old
+
+
+def _place_new(partial: str, target: str) -> None:
+    """A hard link, which fails when the name was taken meanwhile; a rename where there are no hard links."""
+    try:
+        os.link(partial, target)
+    except FileExistsError:
+        raise _not_asked(target) from None
+    except OSError:
+        if os.path.lexists(target):
+            raise _not_asked(target) from None
+        os.replace(partial, target)
+
+
+def _not_asked(path: str) -> WriteRefused:
+    return WriteRefused(f"{path} exists and the export was not asked to replace it (move it, or choose another name)")

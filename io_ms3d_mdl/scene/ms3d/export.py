@@ -42,18 +42,19 @@ from ..rotations import (
 )
 from ..types import ActionData, ClipData, MaterialData, ObjectData, SceneData
 from .armature import JOINT_AXIS_TO_BONE, parse_clips
+from .limits import (
+    MAX_GROUPS,
+    MAX_JOINTS,
+    MAX_MATERIALS,
+    MAX_TRIANGLES,
+    MAX_VERTICES,
+    ExportError,
+    check_limit,
+)
+from .split import WideModel, narrow, split_model
 
-MAX_VERTICES = 65_534
-MAX_TRIANGLES = 65_534
-MAX_GROUPS = 255
-MAX_MATERIALS = 128
-MAX_JOINTS = 128
 MAX_INFLUENCES = 4
 DEFAULT_JOINT_FLAGS = 8  # what MilkShape 1.8 writes for a joint nobody selected
-
-
-class ExportError(ValueError):
-    """A scene MilkShape 3D cannot hold: the message names the object (or limit) and what is wrong."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class Ms3dExportOptions:
     groups: str = "OBJECT"  # "OBJECT": a group per object (and material); "MATERIAL": a group per material
     too_many_influences: str = "DROP"  # "DROP": keep the four largest, one warning; "ERROR": refuse
     fit_names: bool = False  # names past 32 bytes: cut and numbered (one warning) instead of refused
+    split: bool = False  # past the vertex, triangle, group or material limits: several files (split.py), not refused
 
 
 @dataclass
@@ -76,25 +78,42 @@ class _Group:
 
 
 def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions()) -> Ms3dModel:
-    """The model to write; raises :class:`ExportError` for what the format cannot hold. Warnings go to
-    ``scene.warnings``."""
+    """The model to write as one file; raises :class:`ExportError` for what the format cannot hold (whatever
+    ``options.split`` says). Warnings go to ``scene.warnings``."""
+    return narrow(wide_model(scene, options, refuse=True))
+
+
+def scene_to_ms3d_parts(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions()) -> list[Ms3dModel]:
+    """The models to write: the one of :func:`scene_to_ms3d`, or with ``options.split`` as many as the vertex,
+    triangle, group and material limits need (:mod:`.split`; one when the scene fits). Past 128 joints, or
+    anything else the format cannot hold, is refused either way."""
+    if not options.split:
+        return [scene_to_ms3d(scene, options)]
+    return split_model(wide_model(scene, options, refuse=False))
+
+
+def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(), refuse: bool = False) -> WideModel:
+    """Every record of the export, before the file's limits (indices wide, :class:`.split.WideModel`); ``refuse``:
+    past a limit is an :class:`ExportError`, said as early as it can be known (before the work)."""
     warnings = scene.warnings
     axes = axis_conversion_matrix(options.axis_forward, options.axis_up)
     # A scene turned as a whole (Source's axes) is turned first: that is where Blender shows it.
     turn = np.asarray(scene.root_matrix, dtype=np.float64) if scene.root_matrix is not None else np.eye(3)
     to_file = axes.T @ turn / options.scale  # p_file = to_file @ p
     joints, x = _joints(scene, axes, options.scale, turn)
-    materials, material_of = _materials(scene)
+    materials, material_of = _materials(scene, refuse)
 
     parts = [(i, o) for i, o in enumerate(scene.objects) if len(o.mesh.triangles)]
     parts.sort(key=lambda p: (p[1].props.get("ms3d_group_index", math.inf), p[0]))
     offsets = np.cumsum([0] + [len(o.mesh.positions) for _, o in parts])
     vertex_count, triangle_count = int(offsets[-1]), sum(len(o.mesh.triangles) for _, o in parts)
-    _limit(vertex_count, MAX_VERTICES, "vertices")
-    _limit(triangle_count, MAX_TRIANGLES, "triangles")
+    if refuse:
+        check_limit(vertex_count, MAX_VERTICES, "vertices")
+        check_limit(triangle_count, MAX_TRIANGLES, "triangles")
 
     vertices = np.zeros(vertex_count, dtype=structs.VERTEX)
     triangles = np.zeros(triangle_count, dtype=structs.TRIANGLE)
+    indices = np.zeros((triangle_count, 3), dtype=np.int64)  # the records' uint16 field is filled by narrow()
     extra = Ms3dVertexExtra(
         sub_version=int(scene.props.get("ms3d_vertex_extra", 2)) if scene.props.get("ms3d_vertex_extra") else 2,
         bone_ids=np.full((vertex_count, 3), -1, dtype=np.int16),
@@ -113,7 +132,7 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
         vertices["position"][rows] = np.asarray(mesh.positions, dtype=np.float64) @ to_file.T
         tris = np.asarray(mesh.triangles, dtype=np.int64)
         records = triangles[first_tri : first_tri + nt]
-        records["indices"] = tris + start
+        indices[first_tri : first_tri + nt] = tris + start
         normals = mesh.corner_normals()
         if normals is not None:
             turned = np.asarray(normals, dtype=np.float64).reshape(-1, 3) @ (axes.T @ turn).T
@@ -139,15 +158,12 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
             f"{dropped:,} vertices had more than {MAX_INFLUENCES} joint influences; the smallest were dropped "
             "and the rest rescaled"
         )
-    _limit(len(groups), MAX_GROUPS, "groups")
-    ref_counts = np.bincount(triangles["indices"].ravel().astype(np.int64), minlength=vertex_count)
-    vertices["ref_count"] = np.minimum(ref_counts, 255)
-
-    ms3d_groups = []
-    for gi, group in enumerate(groups.values()):
-        rows = np.concatenate(group.triangles).astype(np.uint16)
-        triangles["group_index"][rows] = gi
-        ms3d_groups.append(Ms3dGroup(group.name, group.flags, rows, group.material, group.comment))
+    if refuse:
+        check_limit(len(groups), MAX_GROUPS, "groups")
+    ms3d_groups = [
+        Ms3dGroup(g.name, g.flags, np.concatenate(g.triangles).astype(np.int64), g.material, g.comment)
+        for g in groups.values()
+    ]
 
     fps = _fps(scene)
     clips = _clips(scene)
@@ -177,7 +193,7 @@ def scene_to_ms3d(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptio
     _fit_names(model, scene, options.fit_names)
     if not joints:
         model.vertex_extra.bone_ids[:] = -1
-    return model
+    return WideModel(model, indices)
 
 
 def _extended_blocks(model: Ms3dModel, stored: int | None) -> list[str]:
@@ -195,11 +211,6 @@ def _extended_blocks(model: Ms3dModel, stored: int | None) -> list[str]:
     if any(j.color is not None and np.any(j.color) for j in model.joints):
         needed = 3
     return every[: max(needed, min(int(stored), 4))]
-
-
-def _limit(count: int, limit: int, what: str) -> None:
-    if count > limit:
-        raise ExportError(f"the scene has {count:,} {what}; MilkShape 3D holds at most {limit:,} {what}")
 
 
 def _fit_names(model: Ms3dModel, scene: SceneData, fit: bool) -> None:
@@ -337,7 +348,7 @@ def _joints(scene: SceneData, axes: np.ndarray, scale: float, turn: np.ndarray) 
     if skeleton is None or not skeleton.bones:
         return [], np.zeros((0, 3, 3))
     bones = skeleton.bones
-    _limit(len(bones), MAX_JOINTS, "joints")
+    check_limit(len(bones), MAX_JOINTS, "joints")
     count = len(bones)
     rest = np.array([b.matrix for b in bones], dtype=np.float64)
     rest[:, :3, :] = np.einsum("ij,njk->nik", turn, rest[:, :3, :])
@@ -542,15 +553,17 @@ def _joint_size(scene: SceneData, scale: float) -> float:
     return float(np.median([b.length for b in scene.skeleton.bones])) / scale
 
 
-def _materials(scene: SceneData) -> tuple[list[Ms3dMaterial], dict[int, int]]:
-    """The materials some triangle uses, in scene order; ``{scene index: model index}``."""
+def _materials(scene: SceneData, refuse: bool) -> tuple[list[Ms3dMaterial], dict[int, int]]:
+    """The materials some triangle uses, in scene order; ``{scene index: model index}``; ``refuse``: past the
+    limit is an :class:`ExportError`."""
     first_use: dict[int, int] = {}
     for o in scene.objects:
         for s in _used_slots(o):
             if s is not None:
                 first_use.setdefault(s, len(first_use))
     used = sorted(first_use, key=lambda s: (scene.materials[s].props.get("ms3d_material_index", 1 << 30), first_use[s]))
-    _limit(len(used), MAX_MATERIALS, "materials")
+    if refuse:
+        check_limit(len(used), MAX_MATERIALS, "materials")
     out, index = [], {}
     for si in used:
         index[si] = len(out)
