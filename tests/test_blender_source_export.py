@@ -574,6 +574,26 @@ def test_a_renamed_material_is_renamed_in_the_skin_families(blender, tmp_path):
         assert after[name].replace(b"metal_box_repainted", texture.encode()) == before[name]
 
 
+def test_goldsrc_a_renamed_material_renames_its_bmp_and_every_use(blender, tmp_path):
+    """houndeye: a material renamed in Blender is the texture's new name in the recompiled model: its BMP is
+    written under it (the same pixels), and every SMD and QC line naming the old BMP names the new one; nothing
+    else changes."""
+    bpy = blender
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    imported(bpy, path)
+    before = export(bpy, tmp_path / "before")
+    material = next(m for m in bpy.data.materials if m.get("source_texture"))
+    texture = str(material["source_texture"])
+    material.name = "houndeye repainted"
+    after = export(bpy, tmp_path / "after", overwrite=True)
+    new = "houndeye repainted.bmp"
+    assert texture in before and texture not in after and after[new] == before[texture]
+    assert set(after) - {new} == set(before) - {texture}
+    for name in set(after) - {new}:
+        assert after[name].replace(new.encode(), texture.encode()) == before[name], name
+    assert any(after[n] != before[n] for n in set(after) - {new})
+
+
 def test_the_export_does_not_write_through_a_link(blender, tmp_path):
     bpy = blender
     imported(bpy, sample_path("source", MONSTER))

@@ -92,9 +92,14 @@ def _run(job: DecompileJob) -> None:
 
 
 def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
-    """Per texture, the BMP file it is written to: its own name where that is a safe, unique file name."""
-    files = [job.output.name(_BMP.sub("", t.name) or f"texture{i}", ".bmp") for i, t in enumerate(gs.textures)]
-    renamed = [t.name for t, f in zip(gs.textures, files, strict=True) if t.name != f]
+    """Per texture, the BMP file it is written to: its own name where that is a safe, unique file name (in an
+    export, the name of the Blender material it was renamed to: the SMDs, ``$texturegroup`` and ``$texrendermode``
+    all follow, as the texture's name in a recompiled model)."""
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    now = [edits.renamed.get(t.name, t.name) if edits is not None else t.name for t in gs.textures]
+    files = [job.output.name(_BMP.sub("", n) or f"texture{i}", ".bmp") for i, n in enumerate(now)]
+    wanted = [n if n == t.name or _BMP.search(n) else f"{n}.bmp" for n, t in zip(now, gs.textures, strict=True)]
+    renamed = [n for n, f in zip(wanted, files, strict=True) if n != f]
     if renamed:
         job.result.warnings.add(f"textures renamed to safe, unique BMP file names: {', '.join(renamed[:5])}")
     if gs.body_parts and not gs.textures:
@@ -244,7 +249,7 @@ def _edited(gs, edits, entry, bone_names, texture_files, original):
     file_of = {t.name: f for t, f in zip(gs.textures, texture_files, strict=True)}
     sizes = {f: (t.width, t.height) for t, f in zip(gs.textures, texture_files, strict=True)}
     obj = remap_bones(obj, edits.bones, list(bone_names))
-    texture = {new: old for old, new in edits.renamed.items()}  # a renamed material keeps its BMP (not renamed yet)
+    texture = {new: old for old, new in edits.renamed.items()}  # a renamed material: its texture's BMP, renamed too
     return edited_triangles(obj, [file_of.get(texture.get(n, n), n) for n in names], sizes, original)
 
 
