@@ -552,6 +552,43 @@ def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
     )
 
 
+def test_a_new_shape_key_is_a_new_flex_with_its_own_controller_and_rule(blender, tmp_path):
+    """scout: a shape key made in Blender is one more VTA frame (the vertices it moves, by how much), named after
+    it in the flexfile, with a controller and a rule of its name; the file's flexes keep their frames; the QC
+    parses with the strict grammar and every file it names is there."""
+    import qc_grammar
+    import smd_reader
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", UNEDITED[3]))
+    before = export(bpy, tmp_path / "before")
+    body = next(o for o in model.all_objects if o.type == "MESH" and o.data.shape_keys is not None)
+    key = body.shape_key_add(name="grin", from_mix=False)
+    co = np.empty(len(key.data) * 3, np.float32)
+    key.data.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:30] += (0.0, 1.5, 0.0)
+    key.data.foreach_set("co", co.ravel())
+    after = export(bpy, tmp_path / "after")
+    vta = next(n for n in after if n.endswith(".vta"))
+    qc_name = next(n for n in after if n.endswith(".qc"))
+    assert sorted(n for n in set(before) | set(after) if before.get(n) != after.get(n)) == sorted([vta, qc_name])
+    old, new = smd_reader.parse(before[vta], vta), smd_reader.parse(after[vta], vta)
+    assert sorted(new.shapes) == [*sorted(old.shapes), len(old.shapes)]
+    for t in old.shapes:
+        assert all(np.array_equal(a, b) for a, b in zip(old.shapes[t], new.shapes[t], strict=True)), t
+    indices, values = new.shapes[len(old.shapes)]
+    base = new.shapes[0][1][:, :3]
+    assert sorted(indices.tolist()) == list(range(30))
+    moved = values[:, :3] - base[indices]
+    assert np.allclose(np.abs(moved).max(axis=1), 1.5 / float(model["source_import_scale"]), rtol=1e-4)
+    qc = after[qc_name].decode()
+    assert f'flex "grin" frame {len(old.shapes)}' in qc
+    assert 'flexcontroller default range 0 1 "grin"' in qc and "%grin = grin" in qc
+    assert len([line for line in qc.splitlines() if "grin" in line]) == 3
+    qc_grammar.check_file(tmp_path / "after" / qc_name)
+
+
 def test_a_renamed_material_is_renamed_in_the_skin_families(blender, tmp_path):
     """metal_box's skin families: a material of a column that changes between families, renamed in Blender, is
     renamed in $texturegroup and in the SMD; the QC changes nowhere else."""

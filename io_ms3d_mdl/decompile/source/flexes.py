@@ -12,6 +12,8 @@ import numpy as np
 from ...errors import Warnings
 from ...formats.smd import SmdSkeleton, write_vta
 from ...formats.source.model import MdlFile, MdlModel
+from ...scene.names import unique_names
+from ...scene.source.flex import BASIS
 from ...scene.types import ObjectData
 from ..output import Output
 
@@ -22,6 +24,7 @@ VTA_SKELETON = SmdSkeleton(["root"], np.array([-1]))  # a VTA's skeleton only co
 class FlexPart:
     vta: str
     names: list[str] = field(default_factory=list)  # flex descriptor names, frame i + 1 each
+    new: list[str] = field(default_factory=list)  # of those, shape keys made in Blender (no controller in the file)
 
 
 def write_flexes(
@@ -45,24 +48,40 @@ def write_flexes(
         normals = np.asarray(mesh.vertex_normals, np.float64)
     elif mesh.normals is not None:  # an export's mesh: per corner, one of each vertex's corners
         normals[np.asarray(mesh.triangles).ravel()] = np.asarray(mesh.normals, np.float64)
-    keys = [k for _, k in mesh.shape_keys]
-    if len(keys) != len(descs):
-        warnings.add(f"'{reference}': {len(keys)} shape keys for {len(descs)} flexes; the VTA follows the keys")
-        descs = descs[: len(keys)]
     if turn is not None:
         base, normals = base @ turn.T, normals @ turn.T
-    shapes = []
-    names = []
-    for desc, key in zip(descs, keys, strict=False):
+    # Each shape key is a flex by its name: the import named them after the file's flexes (made unique); a key of
+    # another name was made in Blender and is a new flex. A flex of the file left without its key (deleted or
+    # renamed) is written moving nothing, so the file's rules that name it still compile.
+    file_keys = unique_names([mdl.flex_names[d] for d in descs], "flex", taken=[BASIS])
+    by_key = dict(zip(file_keys, descs, strict=True))
+    moved_by: dict[int, np.ndarray] = {}
+    new: list[tuple[str, np.ndarray]] = []
+    for name, key in mesh.shape_keys:
         moved = np.asarray(key, dtype=np.float64)
         if turn is not None:
             moved = moved @ turn.T
+        if name in by_key:
+            moved_by[by_key[name]] = moved
+        else:
+            new.append((name, moved))
+    missing = [mdl.flex_names[d] for d in descs if d not in moved_by]
+    if missing:
+        warnings.add(
+            f"'{reference}': {len(missing)} flexes have no shape key (deleted or renamed in Blender) and are written"
+            f" moving nothing, e.g. '{missing[0]}'"
+        )
+    new_names = unique_names([n for n, _ in new], "flex", taken=list(mdl.flex_names))  # never a file flex's name
+    shapes = []
+    for name, moved in [(mdl.flex_names[d], moved_by.get(d, base)) for d in descs] + list(
+        zip(new_names, [m for _, m in new], strict=True)
+    ):
         where = np.nonzero(np.any(moved != base, axis=1))[0]
-        shapes.append((mdl.flex_names[desc], where, moved[where], normals[where]))
-        names.append(mdl.flex_names[desc])
+        shapes.append((name, where, moved[where], normals[where]))
+    names = [name for name, *_ in shapes]
     relative = output.name(reference.rsplit("/", 1)[-1].removesuffix(".smd"), ".vta")
     with output.open(relative) as stream:
         stats = write_vta(stream, VTA_SKELETON, base, normals, shapes)
     if stats.non_finite:
         warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
-    return FlexPart(relative, names)
+    return FlexPart(relative, names, new_names)

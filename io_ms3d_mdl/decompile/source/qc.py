@@ -153,9 +153,13 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
                 qc.line("flex", Quoted(n), "frame", i)
         for cname, kind, lo, hi in mdl.flex_controllers:
             qc.line("flexcontroller", kind or "default", "range", lo, hi, Quoted(cname))
-        from .rules import rule_lines
+        controllers = {c[0] for c in mdl.flex_controllers}
+        for n in flex.new:  # a shape key made in Blender: a controller of its name (unless there is one) drives it
+            if n not in controllers:
+                qc.line("flexcontroller", "default", "range", 0, 1, Quoted(n))
+        from .rules import own_rule, rule_lines
 
-        for line in rule_lines(mdl):
+        for line in rule_lines(mdl) + [own_rule(n) for n in flex.new]:
             qc.lines.append("\t" * qc.depth + line)
 
 

@@ -92,3 +92,8 @@ def rule_lines(mdl: MdlFile) -> list[str]:
         else:
             lines.append(f"%{name} = {expression}")
     return lines
+
+
+def own_rule(flex: str) -> str:
+    """The rule of a flex made in Blender: driven by the controller of its own name."""
+    return f"%{_name(flex)} = {_name(flex)}"
