@@ -11,6 +11,10 @@ from .operator_call import operator_scope, run_operator
 from .weights import fill_groups
 
 MIN_BONE_LENGTH = 1e-4  # Blender deletes zero-length bones when leaving edit mode
+# The bones' rest matrices (armature space, as Blender stores them) and names at import: an export tells a bone
+# the user moved from one left as imported, and takes a moved bone's change to the file's own bone frame.
+REST_PROPERTY = "io_ms3d_mdl_rest"
+REST_BONES = "io_ms3d_mdl_rest_bones"
 
 
 def _drawable_length(bone) -> float:
@@ -53,7 +57,21 @@ def build_armature(
             bone.color.custom.normal = data.color
             bone.color.custom.select = tuple(min(1.0, c * 0.5 + 0.5) for c in data.color)
             bone.color.custom.active = (1.0, 1.0, 1.0)
+    rest = np.empty(len(armature.bones) * 16, np.float32)
+    armature.bones.foreach_get("matrix_local", rest)
+    armature[REST_PROPERTY] = rest.tolist()
+    armature[REST_BONES] = [b.name for b in armature.bones]
     return obj
+
+
+def imported_rest(armature: bpy.types.Armature) -> dict[str, np.ndarray]:
+    """Each bone's rest matrix (armature space) as the import made it, by the bone's name at import."""
+    names = [str(n) for n in armature.get(REST_BONES, [])]
+    flat = np.asarray(armature.get(REST_PROPERTY, []), np.float64)
+    if len(flat) != 16 * len(names):
+        return {}
+    # foreach_get gives each matrix column by column (Blender's column-major storage)
+    return dict(zip(names, flat.reshape(-1, 4, 4).transpose(0, 2, 1), strict=True))
 
 
 def _edit_bones(armature: bpy.types.Armature, skeleton: SkeletonData) -> list[str]:

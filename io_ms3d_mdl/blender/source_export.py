@@ -33,6 +33,7 @@ from ..errors import FormatError
 from ..scene.axes import axis_conversion_matrix
 from ..scene.ms3d.export import ExportError
 from ..scene.types import MeshData, ObjectData, SceneData, SkinData
+from .armature import imported_rest
 from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
@@ -96,6 +97,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             turn,
             float(scale),
             float(scene.fps or 30.0),
+            _imported_rest(armature, [b.name for b in scene.skeleton.bones]),
         )
     read = iter(scene.objects)
     for key, objects in wanted:
@@ -105,6 +107,18 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             parts.append((data, _slot_names(obj, known, edits.renamed)))
         edits.meshes[key] = join(parts, objects[0].name)
     return edits
+
+
+def _imported_rest(armature: bpy.types.Object, names: list[str]) -> np.ndarray:
+    """(B, 4, 4) world-space: each bone's rest as the import made it, NaN for a bone it did not make (an unmoved
+    bone's equals the reader's matrix bit for bit: the same float32 values through the same product)."""
+    made = imported_rest(armature.data)
+    world = np.array(armature.matrix_world, np.float64)
+    out = np.full((len(names), 4, 4), np.nan)
+    for i, name in enumerate(names):
+        if name in made:
+            out[i] = world @ made[name]
+    return out
 
 
 def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:

@@ -48,10 +48,13 @@ def write_animations(
     warnings: Warnings,
     folder: str = "anims",
     replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+    added: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[tuple[int, int], WrittenAnimation]:
     """``replaced``: the model's own animations an export takes from Blender (index -> positions, rotations as
     :func:`new_actions.edited_poses` gives them); each value equal to the file's within the import's storage is
-    the file's, so the bones the user did not touch keep their exact frames."""
+    the file's, so the bones the user did not touch keep their exact frames. ``added``: bones past the file's
+    (an export's, made in Blender): their local rest (positions, rotations), held on every frame (a delta holds
+    them still)."""
     sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
     taken: set[str] = set()
     chosen: list[tuple[int, int]] = []
@@ -86,7 +89,9 @@ def write_animations(
     weight = 0
     for (s, i), cost in zip([*chosen, (-1, -1)], [*costs, 0], strict=True):
         if batch and (s == -1 or s != batch[0][0] or weight + cost > BATCH_BONE_FRAMES):
-            _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced or {})
+            _write_batch(
+                sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced or {}, added
+            )
             batch, weight = [], 0
         if s >= 0:
             batch.append((s, i))
@@ -128,6 +133,20 @@ def unturn_roots(frames: np.ndarray, rotations: np.ndarray, roots: np.ndarray, t
     frames[:, roots, 3:] = matrix_to_euler(turn.T @ matrices)
 
 
+def _with_added(
+    positions: np.ndarray, rotations: np.ndarray, added: tuple[np.ndarray, np.ndarray], delta: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """A file animation's frames with the bones made in Blender at their rest (still, in a delta)."""
+    frames = len(positions)
+    p, q = added
+    if delta:
+        p, q = np.zeros_like(p), np.tile([1.0, 0.0, 0.0, 0.0], (len(q), 1))
+    return (
+        np.concatenate([positions, np.broadcast_to(p, (frames, *p.shape))], axis=1),
+        np.concatenate([rotations, np.broadcast_to(q, (frames, *q.shape))], axis=1),
+    )
+
+
 POSITION_SLACK = 1e-4  # Source units: the import's key reduction (1e-5) plus float32 in Blender's units
 ROTATION_SLACK = 1e-4  # per quaternion component: the import's reduction (1e-5) plus float error
 
@@ -157,7 +176,7 @@ def settle_pose(
     return np.where(same[0][..., None], positions, edited[0]), np.where(same[1][..., None], rotations, edited[1])
 
 
-def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced) -> None:
+def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added) -> None:
     s = batch[0][0]
     source, ani, label = sources[s]
     results = decode_animations(source, [i for _, i in batch], *(ani or (None, None)))
@@ -185,6 +204,8 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
         positions, rotations = anim.positions, anim.rotations
         if not s and i in replaced:
             positions, rotations = settle_pose(replaced[i], positions, rotations)
+        elif added is not None:
+            positions, rotations = _with_added(positions, rotations, added, bool(anim.delta))
         frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
         if turn is not None and not anim.delta:
             unturn_roots(frames, rotations, roots, turn)

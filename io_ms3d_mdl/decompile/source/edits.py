@@ -148,7 +148,7 @@ def remap_bones(obj: ObjectData, names: list[str], file_bones: list[str]) -> Obj
             if used.any():
                 raise ExportError(
                     f"'{obj.name}': vertices are weighted to bone '{n}', which the model's file does not have "
-                    "(new bones are not exported)"
+                    "(new bones are exported for Source models, not for GoldSrc ones)"
                 )
             continue
         table[i] = index[n]

@@ -16,6 +16,7 @@ from ...formats.smd import SmdSkeleton, SmdTriangles, write_smd
 from ...formats.smd.writer import CORNER_BYTES
 from ...formats.source import find_sidecars, read_mdl_bytes, read_mesh_companions, read_physics_companion
 from ...formats.source.includes import load_ani, load_includes
+from ...scene.rotations import matrix_to_quaternion
 from ...scene.source.convert import SourceOptions, source_to_scene
 from ..output import safe_stem
 from ..registry import DecompileJob
@@ -29,6 +30,7 @@ from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .new_actions import edited_poses, write_new_actions
 from .qc import QcParts, bone_world, write_qc
+from .skeleton_edits import edited_skeleton
 from .stored_names import restore_stored_names
 
 
@@ -88,12 +90,22 @@ def decompile_source(job: DecompileJob) -> None:
         axis=1,
     )[None]
     parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx)
+    edits = options.edits if isinstance(options.edits, SourceEdits) else None
+    world = bone_world(mdl)
+    if edits is not None:  # an export: bones moved or made in Blender
+        edited = edited_skeleton(skeleton, world, rest, edits.rig)
+        skeleton, world, rest = edited.skeleton, edited.world, edited.rest
+        parts.skeleton, parts.rest = skeleton, rest
+        if edited.new:
+            warnings.add(
+                f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's animations), e.g."
+                f" '{skeleton.names[-edited.new]}'"
+            )
 
     # reference SMDs: one per body-part option and level of detail
     textures = mdl.textures
     family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
 
-    edits = options.edits if isinstance(options.edits, SourceEdits) else None
     renamed = edits.renamed if edits is not None else {}
     parts.renamed = renamed
 
@@ -111,7 +123,7 @@ def decompile_source(job: DecompileJob) -> None:
     originals = {key: (obj, [material(r) for r in obj.mesh.material_refs or []]) for key, obj in by_option.items()}
     written = originals
     if edits is not None:  # Blender's objects instead, each keeping the file's values it did not change
-        bones = list(mdl.bone_names)
+        bones = list(skeleton.names)
         written = {
             key: (settle(remap_bones(obj, edits.bones, bones), by_option.get(key)), names)
             for key, (obj, names) in edits.meshes.items()
@@ -171,19 +183,17 @@ def decompile_source(job: DecompileJob) -> None:
         if edits is not None:
             warnings.extend(edits.notes)
         if edits is not None and edits.edited and edits.rig is not None:  # animations the user changed
-            replaced = edited_poses(
-                edits.edited, [d.name for d in mdl.animations], edits.rig, bone_world(mdl), skeleton
-            )
-        parts.animations = write_animations(mdl, ani, includes, skeleton, output, warnings, replaced=replaced)
+            replaced = edited_poses(edits.edited, [d.name for d in mdl.animations], edits.rig, world, skeleton)
+        parts.animations = write_animations(
+            mdl, ani, includes, skeleton, output, warnings, replaced=replaced, added=_added_rest(world, skeleton, mdl)
+        )
     if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
         own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}
         made = [a for a in edits.actions if a.name not in own]
         if made:
             roots = turn is None and np.any(mdl.bones["parent"] < 0)
             root_turn = default_turn(mdl, ani) if roots else None
-            parts.new_sequences = write_new_actions(
-                made, edits.rig, bone_world(mdl), skeleton, root_turn, output, warnings
-            )
+            parts.new_sequences = write_new_actions(made, edits.rig, world, skeleton, root_turn, output, warnings)
     parts.definebone = options.definebone
     qc = QcWriter(output.checker(f"{stem}.qc"))
     write_qc(qc, parts, warnings)
@@ -192,3 +202,16 @@ def decompile_source(job: DecompileJob) -> None:
     relative = output.name(stem, ".qc")
     output.write(relative, qc.encode())
     result.qc = relative
+
+
+def _added_rest(world: np.ndarray, skeleton: SmdSkeleton, mdl) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bones past the file's (made in Blender) at their rest, local to their parents: (N, 3) positions and
+    (N, 4) rotations, for every frame of the file's animations."""
+    first = len(mdl.bones)
+    if len(skeleton.names) == first:
+        return None
+    parents = np.asarray(skeleton.parents)[first:]
+    local = world[first:].copy()
+    inner = parents >= 0
+    local[inner] = np.linalg.inv(world[parents[inner]]) @ world[first:][inner]
+    return local[:, :3, 3], matrix_to_quaternion(local[:, :3, :3])

@@ -33,6 +33,9 @@ class BlenderRig:
     turn: np.ndarray  # (3, 3) the import's axes: world = turn · source · scale
     scale: float
     fps: float
+    # (B, 4, 4) each bone's world-space rest as the import made it (NaN for a bone it did not make): a bone whose
+    # rest differs from it was moved by the user (``skeleton_edits``)
+    imported: np.ndarray | None = None
 
 
 def action_frames(
@@ -58,8 +61,8 @@ def action_frames(
         p = int(rig.parents[i])
         offset = rig.rest[i] if p < 0 else np.linalg.inv(rig.rest[p]) @ rig.rest[i]
         world[:, i] = (offset if p < 0 else world[:, p] @ offset) @ local[:, i]
-    source = _to_source(world, rig)
-    rest_source = _to_source(rig.rest, rig)
+    source = to_source(world, rig)
+    rest_source = to_source(rig.rest, rig)
     index = {name: i for i, name in enumerate(rig.names)}
     out = np.tile(file_world, (n, 1, 1, 1))  # a file bone Blender does not have: its bind pose
     for f, name in enumerate(file_bones):
@@ -71,7 +74,7 @@ def action_frames(
     return out
 
 
-def _to_source(world: np.ndarray, rig: BlenderRig) -> np.ndarray:
+def to_source(world: np.ndarray, rig: BlenderRig) -> np.ndarray:
     """World-space bone matrices in Source's axes and units: ``turnᵀ·R`` and ``turnᵀ·t / scale`` (the bone's own
     axes are not turned; whatever constant differs is in each bone's fixed correction)."""
     out = world.copy()

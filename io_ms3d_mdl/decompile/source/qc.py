@@ -12,6 +12,7 @@ import numpy as np
 
 from ...errors import Warnings
 from ...formats.qc import QcWriter, Quoted, Raw
+from ...formats.smd import SmdSkeleton
 from ...formats.source.model import MdlFile, VtxFile
 from ...formats.source.phy import PhyFile
 from ...scene.rotations import compose, quaternion_to_matrix
@@ -57,6 +58,8 @@ class QcParts:
     options: list[list[str]] | None = None  # an export's body-part options (more than the file's: added)
     renamed: dict[str, str] = field(default_factory=dict)  # an export's material names, by the file's texture
     new_sequences: list = field(default_factory=list)  # an export's actions made in Blender (WrittenAnimation)
+    skeleton: SmdSkeleton | None = None  # an export's bones (moved or made in Blender), else the file's
+    rest: np.ndarray | None = None  # (1, B, 6) their local rest, position and Euler angles
 
 
 def _turned(parts: QcParts, v: np.ndarray) -> np.ndarray:
@@ -252,14 +255,19 @@ def _bones(qc: QcWriter, parts: QcParts) -> None:
     mdl = parts.mdl
     bones = mdl.bones
     if parts.definebone:
+        names, parents = list(mdl.bone_names), bones["parent"].tolist()
+        positions = bones["pos"].astype(float)
         angles = np.degrees(quaternion_to_euler(bones["quat"].astype(np.float64)[:, [3, 0, 1, 2]]))
-        for i, name in enumerate(mdl.bone_names):
-            parent = int(bones["parent"][i])
+        if parts.skeleton is not None and parts.rest is not None:
+            names, parents = list(parts.skeleton.names), np.asarray(parts.skeleton.parents).tolist()
+            positions, angles = parts.rest[0, :, :3], np.degrees(parts.rest[0, :, 3:])
+        for i, name in enumerate(names):
+            parent = int(parents[i])
             qc.command(
                 "$definebone",
                 Quoted(name),
-                Quoted(mdl.bone_names[parent] if parent >= 0 else ""),
-                *bones["pos"][i].astype(float).tolist(),
+                Quoted(names[parent] if parent >= 0 else ""),
+                *positions[i].tolist(),
                 *angles[i].tolist(),
                 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
             )  # fmt: skip

@@ -1,0 +1,75 @@
+"""The skeleton of an export: the file's bones, those the user moved in Blender at their new rest, and bones made
+in Blender added after them (``edits.SourceEdits``).
+
+A bone's frame in Blender may differ from the file's by a turn the import chose (its bone orientation); that turn
+is fixed per bone, so a moved bone's new frame is its Blender rest now, times the step from its Blender rest at
+import to the file's frame. A new bone has no file frame: Blender's own is taken (in Source units and axes). A bone
+neither the user moved nor whose parent moved keeps the file's exact rest values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...formats.smd import SmdSkeleton
+from .angles import matrix_to_euler
+from .new_actions import BlenderRig, to_source
+
+MOVED = 1e-5  # relative to the model's size: a rest further from the import's is an edit (float32 holds ~1e-7)
+
+
+@dataclass
+class EditedSkeleton:
+    skeleton: SmdSkeleton  # the file's bones, then the new ones
+    world: np.ndarray  # (B', 4, 4) rest in model space
+    rest: np.ndarray  # (1, B', 6) local rest: position, Euler angles (the reference SMD's frame)
+    new: int  # bones at the end that the file does not have
+
+
+def edited_skeleton(
+    skeleton: SmdSkeleton, world: np.ndarray, rest: np.ndarray, rig: BlenderRig | None
+) -> EditedSkeleton:
+    """``skeleton``, ``world`` (model space) and ``rest`` (1, B, 6) are the file's; ``rig`` Blender's armature."""
+    if rig is None:
+        return EditedSkeleton(skeleton, world, rest, 0)
+    names = list(skeleton.names)
+    parents = list(np.asarray(skeleton.parents).tolist())
+    world = world.copy()
+    index = {n: i for i, n in enumerate(names)}
+    now = to_source(rig.rest, rig)
+    size = max(float(np.abs(world[:, :3, 3]).max(initial=0.0)), 1.0)
+    changed = np.zeros(len(names), bool)
+    if rig.imported is not None:
+        was = to_source(rig.imported, rig)
+        known = np.isfinite(rig.imported).all(axis=(1, 2))
+        moved = known & (np.abs(rig.rest - rig.imported).max(axis=(1, 2), initial=0.0) > MOVED * size * rig.scale)
+        for i in np.flatnonzero(moved).tolist():
+            f = index.get(rig.names[i])
+            if f is not None:
+                world[f] = now[i] @ np.linalg.inv(was[i]) @ world[f]
+                changed[f] = True
+    added = []
+    for i, name in enumerate(rig.names):
+        if name in index:
+            continue
+        p = int(rig.parents[i])
+        index[name] = len(names)
+        names.append(name)
+        parents.append(index[rig.names[p]] if p >= 0 else -1)
+        added.append(now[i])
+    if added:
+        world = np.concatenate([world, np.array(added)])
+        changed = np.concatenate([changed, np.ones(len(added), bool)])
+    parents_arr = np.array(parents, np.int64)
+    redo = changed.copy()
+    redo[: len(parents_arr)] |= np.where(parents_arr >= 0, changed[np.maximum(parents_arr, 0)], False)
+    full = np.zeros((1, len(names), 6))
+    full[0, : rest.shape[1]] = rest[0]
+    for b in np.flatnonzero(redo).tolist():
+        p = parents[b]
+        local = world[b] if p < 0 else np.linalg.inv(world[p]) @ world[b]
+        full[0, b, :3] = local[:3, 3]
+        full[0, b, 3:] = matrix_to_euler(local[:3, :3])
+    return EditedSkeleton(SmdSkeleton(names, parents_arr), world, full, len(added))
