@@ -349,6 +349,45 @@ def _poses(bpy, armature, frames) -> list[dict[str, np.ndarray]]:
     return out
 
 
+def test_an_edited_and_a_new_action_are_read_back_by_blender_source_tools_as_blender_poses_them(blender, tmp_path):
+    """monster_cube: an imported animation changed and an action made in Blender; Blender Source Tools imports the
+    exported QC, and both of its animations pose every bone as ours do, frame by frame (up to studiomdl's root
+    turn, which the SMDs undo), within the read-back's tolerances."""
+    import bst_oracle
+    from mathutils import Quaternion
+    from test_decompile_readback import unturned
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
+    moved, expected = _edit_bone_keys(bpy, armature, action)
+    step = float(action["source_frame_step"])
+    stem = str(action["source_animation"]).lstrip("@")  # (the SMD's name: the decompiler drops a leading @)
+    ours = {stem: bst_oracle.pose_matrices(armature, [k * step for k in range(len(expected))])}
+    wave = bpy.data.actions.new("wave")
+    armature.animation_data.action = wave
+    for pb in armature.pose.bones:
+        pb.matrix_basis.identity()
+    for f in range(6):
+        moved.rotation_quaternion = Quaternion((1.0, 0.0, 0.3), 0.1 * f)
+        moved.keyframe_insert("rotation_quaternion", frame=f)
+    ours["wave"] = bst_oracle.pose_matrices(armature, list(range(6)))
+    export(bpy, tmp_path / "out")
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    for made in list(bpy.data.actions):  # (before slots, Blender Source Tools names an action after its SMD)
+        bpy.data.actions.remove(made)
+    theirs = bst_oracle.import_qc(tmp_path / "out" / "monster_cube.qc")
+    for stem, poses in ours.items():
+        theirs.animations[stem]()
+        frames = bst_oracle.bst_frames(theirs.armature)
+        assert len(frames) == len(next(iter(poses.values()))), stem
+        their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+        bst_oracle.compare_poses(unturned(poses, their_poses), their_poses, 100.0, stem)
+
+
 def test_goldsrc_an_edited_sequence_and_a_new_action_export_as_blender_poses_them(blender, tmp_path):
     """houndeye: one imported sequence changed (written from Blender in its own $sequence line, the bones not
     touched keeping the decompiler's lines) and a new action (its own SMD, a $sequence with rotate -90: the

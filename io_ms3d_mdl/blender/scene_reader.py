@@ -18,7 +18,7 @@ import bpy
 import numpy as np
 
 from ..scene.ms3d.export import ExportError
-from ..scene.rotations import euler_xyz_to_matrix, make_continuous, matrix_to_quaternion
+from ..scene.rotations import euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, rows_times
 from ..scene.types import (
     ActionData,
     BoneChannels,
@@ -343,7 +343,7 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
     nv = len(me.vertices)
     positions = _get(me.attributes["position"].data, "vector", nv, np.float32, 3).astype(np.float64)
     if not np.array_equal(world, np.eye(4)):
-        positions = positions @ world[:3, :3].T + world[:3, 3]
+        positions = rows_times(positions, world[:3, :3].T) + world[:3, 3]
     me.calc_loop_triangles()
     nt = len(me.loop_triangles)
     # Attribute arrays where Blender has them: contiguous copies, 50-100x faster than the struct collections.
@@ -355,7 +355,7 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
     polygon = _get(me.loop_triangle_polygons, "value", nt, np.int32)
     normals = _get(me.corner_normals, "vector", len(me.loops), np.float32, 3)[loops].astype(np.float64)
     if not np.array_equal(world, np.eye(4)):
-        normals = normals @ np.linalg.inv(world[:3, :3])
+        normals = rows_times(normals, np.linalg.inv(world[:3, :3]))
         length = np.linalg.norm(normals, axis=1, keepdims=True)
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0)
     uvs = None
@@ -395,7 +395,7 @@ def _shape_keys(obj: bpy.types.Object, nv: int) -> list[tuple[str, np.ndarray]]:
     out = []
     for block in blocks:
         co = _get(block.data, "co", nv, np.float32, 3).astype(np.float64)
-        out.append((block.name, (co @ world[:3, :3].T + world[:3, 3]).astype(np.float32)))
+        out.append((block.name, (rows_times(co, world[:3, :3].T) + world[:3, 3]).astype(np.float32)))
     return out
 
 

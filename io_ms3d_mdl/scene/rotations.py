@@ -183,3 +183,11 @@ def quaternion_to_euler_xyz(q: np.ndarray) -> np.ndarray:
         out[locked, 0] = np.arctan2(sy[locked] * m01[locked], m11[locked])
         out[locked, 2] = 0.0
     return out
+
+
+def rows_times(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """``rows @ m`` for many (..., 3) rows and one small matrix, through einsum's own loop instead of BLAS. numpy
+    gives ``@`` with a long left operand to OpenBLAS, whose worker threads sleep between calls: waking them took
+    57–92 ms on a busy 2-core machine (3 ms warm) and their spinning is charged to our CPU time; einsum does the
+    whole product in about 5 ms of one core for 194,400 corners."""
+    return np.einsum("...j,jk->...k", np.asarray(rows, dtype=np.float64), np.asarray(m, dtype=np.float64))

@@ -39,6 +39,7 @@ from ..rotations import (
     matrix_to_euler_xyz,
     matrix_to_quaternion,
     quaternion_to_euler_xyz,
+    rows_times,
 )
 from ..types import ActionData, ClipData, MaterialData, ObjectData, SceneData
 from .armature import JOINT_AXIS_TO_BONE, parse_clips
@@ -129,13 +130,13 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         mesh = obj.mesh
         nv, nt = len(mesh.positions), len(mesh.triangles)
         rows = slice(start, start + nv)
-        vertices["position"][rows] = np.asarray(mesh.positions, dtype=np.float64) @ to_file.T
+        vertices["position"][rows] = rows_times(mesh.positions, to_file.T)
         tris = np.asarray(mesh.triangles, dtype=np.int64)
         records = triangles[first_tri : first_tri + nt]
         indices[first_tri : first_tri + nt] = tris + start
         normals = mesh.corner_normals()
         if normals is not None:
-            turned = np.asarray(normals, dtype=np.float64).reshape(-1, 3) @ (axes.T @ turn).T
+            turned = rows_times(np.reshape(normals, (-1, 3)), (axes.T @ turn).T)
             records["normals"] = turned.reshape(nt, 3, 3)
         if mesh.uvs is not None:
             uv = np.asarray(mesh.uvs, dtype=np.float64).reshape(nt, 3, 2)
