@@ -128,15 +128,16 @@ _INTEGER_POWERS = 10 ** np.arange(10, dtype=np.int64)
 BLOCK = 1 << 15  # values formatted at a time (their temporaries stay in the cache)
 
 
-def float_chars(values: np.ndarray) -> tuple[np.ndarray, int]:
+def float_chars(values: np.ndarray, dedupe: bool = True) -> tuple[np.ndarray, int]:
     """The text of each value (flattened, in order) as rows of ASCII bytes, 0-padded to the longest (at most
     ``WIDTH``), and how many non-finite values were written as 0: the same text
     as ``float_tokens``, built with numpy arithmetic (the digits of the value scaled to an integer), so a million
     numbers cost milliseconds. A value whose scaled digits float64 cannot settle (a near-tie, or a scale beyond
-    10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s."""
+    10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s. ``dedupe``: format each
+    distinct value once when fewer than half are (the sort that finds them costs about what formatting does)."""
     a, bad = finite32(values)
     flat = a.ravel()
-    if flat.size > 1024:
+    if dedupe and flat.size > 1024:
         unique, inverse = _unique(flat)
         if unique.size < flat.size // 2:
             return _chars(unique)[inverse], bad

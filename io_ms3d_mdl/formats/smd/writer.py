@@ -163,7 +163,7 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
     np.not_equal(channels[:, 1:], channels[:, :-1], out=fresh[:, 1:])
-    chars, _ = float_chars(channels[fresh])
+    chars, _ = float_chars(channels[fresh], dedupe=False)  # (fresh values seldom repeat enough to pay a sort)
     width = chars.shape[1] + 1
     cells = np.empty((len(chars), width), dtype=np.uint8)  # each value's text after its space
     cells[:, 0] = ord(" ")
