@@ -30,6 +30,7 @@ from qc_grammar import check_file
 from smd_reader import read as read_smd
 
 from io_ms3d_mdl.decompile import DecompileOptions, decompile
+from io_ms3d_mdl.decompile import goldsrc as goldsrc_decompiler
 from io_ms3d_mdl.decompile.goldsrc.activities import ACTIVITIES, activity_name, activity_number
 from io_ms3d_mdl.decompile.goldsrc.geometry import texel_to_uv, uv_to_texel
 from io_ms3d_mdl.decompile.goldsrc.motion import turn_roots, unturn_roots
@@ -186,6 +187,19 @@ def test_skeleton_text_reuses_repeated_values_exactly():
     text = out.getvalue().decode()
     assert text.split("end\n", 1)[1] == "\n".join(expected) + "\nend\n"
     assert stats.non_finite == bad == 1 and stats.rows == 40 * 7
+
+
+@pytest.mark.parametrize("batch_lines", [1, 2000])
+def test_sequences_batched_or_streamed_write_the_same_files(tmp_path, monkeypatch, batch_lines):
+    """The sequences' text is formatted a batch at a time (``BATCH_LINES`` bone lines), and a sequence as long as a
+    batch alone is streamed through ``write_smd``: every way gives the same files as one batch for the model."""
+    model = samples_dir() / "goldsrc/phoenixprojectsoftware__halflifeclassic/models/islave.mdl"  # (3 group files)
+    whole = decompile(str(model), str(tmp_path / "whole"))
+    monkeypatch.setattr(goldsrc_decompiler, "BATCH_LINES", batch_lines)
+    parts = decompile(str(model), str(tmp_path / "parts"))
+    assert parts.files == whole.files and len(whole.files) > 30
+    for name in whole.files:
+        assert (tmp_path / "parts" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes(), name
 
 
 _TIMED = """

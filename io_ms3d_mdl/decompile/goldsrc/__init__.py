@@ -169,7 +169,13 @@ def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: li
                 job.result.warnings.add(f"sequence '{labels[s]}' was not written: {exc.message}")
                 sequences.append(SequenceFiles(seq, labels[s], [], exc.message))
                 continue
-            lines += frames.shape[0] * frames.shape[1] * frames.shape[2]
+            count = frames.shape[0] * frames.shape[1] * frames.shape[2]  # bone lines
+            if count >= BATCH_LINES:  # alone, streamed as it is formatted (its text is never whole)
+                _write_sequences(gs, job, skeleton, labels, batch, sequences)
+                _write_sequences(gs, job, skeleton, labels, [(s, frames, held)], sequences, streamed=True)
+                batch, lines = [], 0
+                continue
+            lines += count
         batch.append((s, frames, held))
         if lines >= BATCH_LINES:
             _write_sequences(gs, job, skeleton, labels, batch, sequences)
@@ -185,10 +191,13 @@ def _write_sequences(
     labels: list[str],
     batch: list[tuple[int, np.ndarray | None, list[int]]],
     sequences: list[SequenceFiles],
+    streamed: bool = False,
 ) -> None:
-    """The SMDs of a batch of decoded sequences (``frames`` None: animations are off, the names alone)."""
+    """The SMDs of a batch of decoded sequences (``frames`` None: animations are off, the names alone), their
+    text formatted together, or (``streamed``) each written a block at a time."""
     warnings, out = job.result.warnings, job.output
-    texts = iter(skeleton_texts([blend for _, frames, _ in batch if frames is not None for blend in frames]))
+    blocks = [] if streamed else [blend for _, frames, _ in batch if frames is not None for blend in frames]
+    texts = iter(skeleton_texts(blocks))
     for s, frames, held in batch:
         seq, label = gs.sequences[s], labels[s]
         if held:
@@ -202,10 +211,13 @@ def _write_sequences(
         for blend in range(blends):
             relative = out.name((label or f"sequence{s}") + ("" if blends == 1 else f"_blend{blend + 1}"), ".smd")
             if frames is not None:
-                text, stats = next(texts)
                 with out.open(relative) as stream:
-                    write_nodes(stream, skeleton)
-                    stream.write(text)
+                    if streamed:
+                        stats = write_smd(stream, skeleton, frames[blend])
+                    else:
+                        text, stats = next(texts)
+                        write_nodes(stream, skeleton)
+                        stream.write(text)
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])
         sequences.append(SequenceFiles(seq, label, smds))
