@@ -30,35 +30,34 @@ def finite32(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 def digits_needed(flat: np.ndarray) -> np.ndarray:
     """Per float32 value (finite), the significant digits (6..9) whose ``%g`` text reads back as that value."""
-    return _needed(flat)[0]
+    return _scaled(flat)[3]
 
 
-def _needed(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``digits_needed`` and each value's decimal exponent (0 for a zero)."""
-    x = np.abs(flat.astype(np.float64))
+def _scaled(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per value: its magnitude in float64 (1 for a zero), whether it is non-zero, its decimal exponent (0 for a
+    zero) and ``digits_needed``. Powers of ten come from a table of ``10.0 ** k`` (the very same numbers), the
+    float32 step from the bits of the value below (the smaller step, at a power of two)."""
+    a = np.abs(flat)
+    nonzero = a > 0
+    x = np.where(nonzero, a, np.float32(1)).astype(np.float64)
+    e = np.floor(np.log10(x)).astype(np.int64)
+    e -= _POWERS.take(e - _POWERS_FROM) > x  # log10's rounding near a power of ten
+    e += _POWERS.take(e + (1 - _POWERS_FROM)) <= x
+    below = a.view(np.uint32) - nonzero  # the float32 below the value (0 stays 0)
+    below >>= 23
+    np.maximum(below, 1, out=below)  # its biased exponent (a subnormal's step is the smallest normal's)
+    limit = np.ldexp(SAFE, below.astype(np.int32) - 150)  # SAFE × that step
     need = np.full(flat.shape, 9, dtype=np.int8)
-    exponent = np.zeros(flat.shape, dtype=np.int64)
-    nonzero = x > 0
-    need[~nonzero] = 6
-    if not nonzero.any():
-        return need, exponent
-    xs = x[nonzero]
-    e = np.floor(np.log10(xs))
-    e -= 10.0**e > xs  # log10's rounding near a power of ten
-    e += 10.0 ** (e + 1) <= xs
-    below = np.nextafter(np.abs(flat[nonzero]), np.float32(0))  # the smaller step, at a power of two
-    step = np.spacing(below).astype(np.float64)
-    step = np.where(below == 0, np.spacing(np.float32(0)), step)
-    chosen = np.full(xs.shape, 9, dtype=np.int8)
     for p in reversed(PRECISIONS):
-        scale = 10.0 ** (p - 1 - e)
-        with np.errstate(over="ignore", invalid="ignore"):
-            rounded = np.round(xs * scale) / scale
-            ok = np.abs(rounded - xs) < SAFE * step
-        chosen[ok] = p
-    need[nonzero] = chosen
-    exponent[nonzero] = e
-    return need, exponent
+        scale = _POWERS.take((p - 1 - _POWERS_FROM) - e)
+        rounded = x * scale
+        np.round(rounded, out=rounded)
+        rounded /= scale
+        rounded -= x
+        need[np.abs(rounded, out=rounded) < limit] = p
+    need[~nonzero] = 6
+    e[~nonzero] = 0
+    return x, nonzero, e, need
 
 
 def float_tokens(values: np.ndarray) -> tuple[np.ndarray, int]:
@@ -89,7 +88,6 @@ def _tokens(flat: np.ndarray) -> np.ndarray:
 WIDTH = 16  # "-0.000ddddddddd" (15) and "-d.dddddddde-XX" (15) fit; 0 pads the rest
 # Per value, a table of the bytes its text is made of: the 9 digits (most significant first), then these
 _DOT, _ZERO, _MINUS, _E, _EXP_SIGN, _EXP_TENS, _EXP_ONES, _NUL = range(9, 17)
-_COLUMNS = 17
 
 
 def _layouts() -> np.ndarray:
@@ -113,22 +111,33 @@ def _layouts() -> np.ndarray:
     return table
 
 
+# The table's columns as laid out in memory: digit d at (d // 3) * 4 + d % 3 (each three digits one uint32 from
+# _TRIPLES, its fourth byte then overwritten), the point, zero and minus in those fourth bytes, the rest after.
+_PLACES = np.array([(d // 3) * 4 + d % 3 for d in range(9)] + [3, 7, 11, 12, 13, 14, 15, 16])
+_TABLE_BYTES = 20  # (five uint32 a row)
 _LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
 _LENGTHS = (_LAYOUTS != _NUL).sum(axis=1)
-_RUNS_FROM = 1 << 18  # values from which per-layout runs beat one gather (measured on the samples' animations)
-_TRIPLES = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
-_TRAILING = np.array([3] + [len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1, 1000)])
+_PLACED = _PLACES[_LAYOUTS].astype(np.int32)
+_TRIPLES = np.zeros((1000, 4), dtype=np.uint8)
+_TRIPLES[:, :3] = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
+_TRIPLES = _TRIPLES.view(np.uint32).ravel()  # "000".."999" as the bytes of a uint32, the fourth 0
+_TRAILING = np.array([3] + [len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1, 1000)], dtype=np.int8)
+_POWERS_FROM = -80  # _POWERS[k - _POWERS_FROM] is 10.0 ** k
+_POWERS = 10.0 ** np.arange(_POWERS_FROM, 81)
+_INTEGER_POWERS = 10 ** np.arange(10, dtype=np.int64)
+BLOCK = 1 << 15  # values formatted at a time (their temporaries stay in the cache)
 
 
-def float_chars(values: np.ndarray) -> tuple[np.ndarray, int]:
+def float_chars(values: np.ndarray, dedupe: bool = True) -> tuple[np.ndarray, int]:
     """The text of each value (flattened, in order) as rows of ASCII bytes, 0-padded to the longest (at most
     ``WIDTH``), and how many non-finite values were written as 0: the same text
     as ``float_tokens``, built with numpy arithmetic (the digits of the value scaled to an integer), so a million
     numbers cost milliseconds. A value whose scaled digits float64 cannot settle (a near-tie, or a scale beyond
-    10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s."""
+    10^±22) is formatted by ``%`` instead, so the text is exactly ``%.{p}g``'s. ``dedupe``: format each
+    distinct value once when fewer than half are (the sort that finds them costs about what formatting does)."""
     a, bad = finite32(values)
     flat = a.ravel()
-    if flat.size > 1024:
+    if dedupe and flat.size > 1024:
         unique, inverse = _unique(flat)
         if unique.size < flat.size // 2:
             return _chars(unique)[inverse], bad
@@ -151,54 +160,56 @@ def _unique(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _chars(flat: np.ndarray) -> np.ndarray:
     n = flat.size
+    if n > BLOCK:
+        blocks = [_chars(flat[start : start + BLOCK]) for start in range(0, n, BLOCK)]
+        out = np.zeros((n, max(block.shape[1] for block in blocks)), dtype=np.uint8)
+        for start, block in zip(range(0, n, BLOCK), blocks, strict=True):
+            out[start : start + len(block), : block.shape[1]] = block
+        return out
     if n == 0:
         return np.zeros((0, WIDTH), dtype=np.uint8)
-    p, e = _needed(flat)
+    x, nonzero, e, p = _scaled(flat)
     p = p.astype(np.int64)
-    x = np.abs(flat.astype(np.float64))
-    nonzero = x > 0
-    safe = np.where(nonzero, x, 1.0)
     k = p - 1 - e
     exact = nonzero & (np.abs(k) <= 22)
-    k = np.where(exact, k, 0)
-    y = np.where(k >= 0, safe * 10.0 ** np.abs(k), safe / 10.0 ** np.abs(k))  # one rounding: half an ulp
+    k[~exact] = 0
+    y = x * _POWERS.take(k - _POWERS_FROM)  # one rounding: half an ulp
+    up = k < 0
+    if up.any():  # (divided by the exact power, as %g's digits are of the value itself)
+        y[up] = x[up] / _POWERS.take(-k[up] - _POWERS_FROM)
     exact &= np.abs(y - np.floor(y) - 0.5) > 1e-6  # not a near-tie, where that half ulp could tip the digit
-    m = np.where(exact, np.rint(y), 0).astype(np.int64)
-    carry = m >= 10**p  # 9.9999996 at 7 digits is 10.00000: the exponent grows by one
-    m = np.where(carry, m // 10, m) * 10 ** (9 - p)  # 9 digits, trailing zeros
+    np.rint(y, out=y)
+    y[~exact] = 0
+    m = y.astype(np.int64)
+    carry = m >= _INTEGER_POWERS.take(p)  # 9.9999996 at 7 digits is 10.00000: the exponent grows by one
+    if carry.any():
+        m[carry] //= 10
+    m *= _INTEGER_POWERS.take(9 - p)  # 9 digits, trailing zeros
     X = e + carry  # the exponent %g decides by
     exact &= np.abs(X) < 100
-    table = np.empty((n, _COLUMNS), dtype=np.uint8)
-    groups = np.empty((3, n), dtype=np.int64)  # m's digits in threes, most significant first
-    groups[0], low = np.divmod(m, 1_000_000)
-    groups[1], groups[2] = np.divmod(low, 1000)
-    table[:, :9] = _TRIPLES[groups.T].reshape(n, 9)
-    zeros = _TRAILING[groups]  # (3, n) trailing zeros of each three (3 for 000)
-    trailing = np.where(groups[2] > 0, zeros[2], 3 + np.where(groups[1] > 0, zeros[1], 3 + zeros[0]))
+    groups = np.empty((n, 3), dtype=np.int64)  # m's digits in threes, most significant first
+    groups[:, 0], low = np.divmod(m, 1_000_000)
+    groups[:, 1], groups[:, 2] = np.divmod(low, 1000)
+    table = np.empty((n, _TABLE_BYTES), dtype=np.uint8)
+    table.view(np.uint32)[:, :3] = _TRIPLES.take(groups)
+    zeros = _TRAILING.take(groups)  # trailing zeros of each three (3 for 000)
+    trailing = np.where(groups[:, 2] > 0, zeros[:, 2], 3 + np.where(groups[:, 1] > 0, zeros[:, 1], 3 + zeros[:, 0]))
     s = np.where(m == 0, 1, 9 - trailing)  # the digits left once trailing zeros are stripped
-    table[:, _DOT], table[:, _ZERO], table[:, _MINUS], table[:, _E] = (ord(c) for c in ".0-e")
-    table[:, _EXP_SIGN] = np.where(X < 0, ord("-"), ord("+"))
+    table[:, _PLACES[_DOT]], table[:, _PLACES[_ZERO]], table[:, _PLACES[_MINUS]], table[:, _PLACES[_E]] = b".0-e"
+    table[:, _PLACES[_EXP_SIGN]] = np.where(X < 0, ord("-"), ord("+"))
     ax = np.abs(X) % 100
-    table[:, _EXP_TENS] = ax // 10 + ord("0")
-    table[:, _EXP_ONES] = ax % 10 + ord("0")
-    table[:, _NUL] = 0
+    table[:, _PLACES[_EXP_TENS]] = ax // 10 + ord("0")
+    table[:, _PLACES[_EXP_ONES]] = ax % 10 + ord("0")
+    table[:, _PLACES[_NUL]] = 0
     fixed = (X >= -4) & (p > X)
     layout = np.where(fixed, np.clip(X, -4, 8) + 4, 13)
     key = ((flat < 0) * 15 + layout) * 10 + s
     slow = np.flatnonzero(nonzero & ~exact)
     text = _tokens(flat[slow]).astype("S") if slow.size else np.zeros(0, "S1")
-    width = max(int(_LENGTHS[key].max()), text.itemsize)  # the longest text: the rest is padding
-    if n < _RUNS_FROM:  # one gather through the layouts' columns
-        out = table.ravel()[_LAYOUTS[key, :width] + np.arange(0, n * _COLUMNS, _COLUMNS)[:, None]]
-    else:  # per layout present, a block copy of its rows (a run of a linear 16-bit sort)
-        key = key.astype(np.int16)
-        order = np.argsort(key, kind="stable")
-        counts = np.bincount(key, minlength=len(_LAYOUTS))
-        ends = np.cumsum(counts).tolist()
-        out = np.empty((n, width), dtype=np.uint8)
-        for layout_key in np.flatnonzero(counts).tolist():
-            rows = order[ends[layout_key] - counts[layout_key] : ends[layout_key]]
-            out[rows] = table[rows][:, _LAYOUTS[layout_key, :width]]
+    width = max(int(_LENGTHS.take(key).max()), text.itemsize)  # the longest text: the rest is padding
+    where = _PLACED[key, :width]  # each byte's place in the table, made absolute in place (one gather)
+    where += np.arange(0, n * _TABLE_BYTES, _TABLE_BYTES, dtype=np.int32)[:, None]
+    out = table.ravel().take(where)
     out[~nonzero] = 0
     out[~nonzero, 0] = ord("0")
     if slow.size:

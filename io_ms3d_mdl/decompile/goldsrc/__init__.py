@@ -25,7 +25,7 @@ from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
-from ...formats.smd.writer import CORNER_BYTES
+from ...formats.smd.writer import CORNER_BYTES, skeleton_texts, write_nodes
 from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
@@ -39,6 +39,7 @@ from .motion import sequence_frames
 from .qc import NewSequence, QcParts, SequenceFiles, stored_names, write_qc
 
 HELD_NAMES = 8  # bones a warning names
+BATCH_LINES = 1 << 18  # bone lines of animation formatted together (their text is held until written)
 NAME_LIMIT = 1 << 10  # bytes of a name in a source file (GoldSrc stores at most 64)
 _BMP = re.compile(r"\.bmp$", re.IGNORECASE)
 
@@ -159,14 +160,15 @@ def _references(
 
 def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[SequenceFiles]:
     """One animation SMD per blend of every sequence; a sequence that cannot be decoded is a warning (and a
-    comment in the QC). In an export, the blends the user changed in Blender are Blender's (``_edited_blends``)."""
-    warnings, out = job.result.warnings, job.output
-    sequences = []
+    comment in the QC). Sequences are decoded a batch at a time and their text formatted together
+    (``skeleton_texts``), then written in order. In an export, the blends the user changed in Blender are
+    Blender's (``_edited_blends``)."""
+    sequences: list[SequenceFiles] = []
     walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
     replaced = _edited_blends(gs, job, skeleton)
+    batch: list[tuple[int, list[np.ndarray] | None, list[int]]] = []
+    lines = 0
     for s, seq in enumerate(gs.sequences):
-        label = labels[s]
-        base = label or f"sequence{s}"
         frames, held = None, []
         if job.options.animations:
             try:
@@ -174,9 +176,42 @@ def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: li
             except BudgetExceeded:
                 raise
             except FormatError as exc:
-                warnings.add(f"sequence '{label}' was not written: {exc.message}")
-                sequences.append(SequenceFiles(seq, label, [], exc.message))
+                _write_sequences(gs, job, skeleton, labels, batch, sequences)
+                batch, lines = [], 0
+                job.result.warnings.add(f"sequence '{labels[s]}' was not written: {exc.message}")
+                sequences.append(SequenceFiles(seq, labels[s], [], exc.message))
                 continue
+            count = sum(blend.shape[0] * blend.shape[1] for blend in frames)  # bone lines
+            if count >= BATCH_LINES:  # alone, streamed as it is formatted (its text is never whole)
+                _write_sequences(gs, job, skeleton, labels, batch, sequences)
+                _write_sequences(gs, job, skeleton, labels, [(s, frames, held)], sequences, streamed=True)
+                batch, lines = [], 0
+                continue
+            lines += count
+        batch.append((s, frames, held))
+        if lines >= BATCH_LINES:
+            _write_sequences(gs, job, skeleton, labels, batch, sequences)
+            batch, lines = [], 0
+    _write_sequences(gs, job, skeleton, labels, batch, sequences)
+    return sequences
+
+
+def _write_sequences(
+    gs: GsFile,
+    job: DecompileJob,
+    skeleton: SmdSkeleton,
+    labels: list[str],
+    batch: list[tuple[int, list[np.ndarray] | None, list[int]]],
+    sequences: list[SequenceFiles],
+    streamed: bool = False,
+) -> None:
+    """The SMDs of a batch of decoded sequences (``frames`` None: animations are off, the names alone), their
+    text formatted together, or (``streamed``) each written a block at a time."""
+    warnings, out = job.result.warnings, job.output
+    blocks = [] if streamed else [blend for _, frames, _ in batch if frames is not None for blend in frames]
+    texts = iter(skeleton_texts(blocks))
+    for s, frames, held in batch:
+        seq, label = gs.sequences[s], labels[s]
         if held:
             names = ", ".join(skeleton.names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
             warnings.add(
@@ -186,14 +221,18 @@ def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: li
         blends = len(frames) if frames is not None else max(seq.numblends, 1)
         smds = []
         for blend in range(blends):
-            relative = out.name(base if blends == 1 else f"{base}_blend{blend + 1}", ".smd")
+            relative = out.name((label or f"sequence{s}") + ("" if blends == 1 else f"_blend{blend + 1}"), ".smd")
             if frames is not None:
                 with out.open(relative) as stream:
-                    stats = write_smd(stream, skeleton, frames[blend])
+                    if streamed:
+                        stats = write_smd(stream, skeleton, frames[blend])
+                    else:
+                        text, stats = next(texts)
+                        write_nodes(stream, skeleton)
+                        stream.write(text)
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])
         sequences.append(SequenceFiles(seq, label, smds))
-    return sequences
 
 
 def _edited_blends(

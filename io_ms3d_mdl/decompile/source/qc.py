@@ -19,6 +19,7 @@ from ...scene.rotations import compose, quaternion_to_matrix
 from .angles import matrix_to_euler, quaternion_to_euler
 from .details import ModelDetails
 from .geometry import STATIC_TURN
+from .masses import mass_biases, solid_volumes
 
 STUDIO_LOOPING, STUDIO_SNAP, STUDIO_DELTA, STUDIO_AUTOPLAY, STUDIO_POST = 0x1, 0x2, 0x4, 0x8, 0x10
 STUDIO_CYCLEPOSE, STUDIO_REALTIME, STUDIO_LOCAL, STUDIO_HIDDEN = 0x80, 0x100, 0x200, 0x400
@@ -346,7 +347,8 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
         if any(o.props.get("source_phy_pieces", 1) > 1 for o in parts.solids) or str(edit.get("concave", "")) == "1":
             qc.line("$concave")
         if joints:
-            for obj in parts.solids:
+            biases = _mass_biases(parts.solids, total)
+            for obj, bias in zip(parts.solids, biases, strict=True):
                 bone = obj.props.get("source_phy_name") or obj.bone
                 for axis in "xyz":
                     lo = obj.props.get(f"source_constraint_{axis}min")
@@ -355,9 +357,22 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
                         continue
                     friction = obj.props.get(f"source_constraint_{axis}friction", 0.0)
                     qc.line("$jointconstrain", Quoted(str(bone)), axis, "limit", float(lo), float(hi), float(friction))
+                if bias is not None:
+                    qc.line("$jointmassbias", Quoted(str(bone)), bias)
                 mass = _number(obj.props.get("source_phy_mass"))
                 if mass is not None and total:
                     qc.comment(f"{bone}: mass {mass}")
+
+
+def _mass_biases(solids: list, total: float) -> list[float | None]:
+    """Per solid, the ``$jointmassbias`` that gives it its stored mass on a recompile (``masses``), or None: no
+    line for a bias of 1 (the default), nor for any solid when one's mass is unknown."""
+    masses = [_number(obj.props.get("source_phy_mass")) for obj in solids]
+    volumes = solid_volumes([(obj.mesh.positions, obj.mesh.triangles) for obj in solids])
+    biases = None if None in masses else mass_biases(np.array(masses, dtype=np.float64), volumes, total)
+    if biases is None:
+        return [None] * len(solids)
+    return [b if np.isfinite(b) and b != 1.0 else None for b in biases.tolist()]
 
 
 def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
