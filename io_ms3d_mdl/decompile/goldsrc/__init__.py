@@ -33,6 +33,7 @@ from ..registry import DecompileJob, Decompiler
 from ..source.angles import matrix_to_euler
 from ..source.edits import SourceEdits, remap_bones
 from ..source.new_actions import action_frames, edited_poses, local_pose
+from ..source.skeleton_edits import EditedSkeleton, edited_skeleton
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
@@ -70,13 +71,13 @@ def _run(job: DecompileJob) -> None:
     bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
     if bone_names != gs.bone_names:
         warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
-    skeleton = SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64))
+    bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)))
     texture_files = _texture_files(gs, job)
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
-    body_parts = _references(gs, job, skeleton, texture_files, part_names)
-    sequences = _animations(gs, job, skeleton, labels)
-    new_sequences = _new_sequences(gs, job, skeleton, labels)
+    body_parts = _references(gs, job, bones, texture_files, part_names)
+    sequences = _animations(gs, job, bones, labels)
+    new_sequences = _new_sequences(gs, job, bones, labels)
     if job.options.textures:
         for texture, relative in zip(gs.textures, texture_files, strict=True):
             if texture.indices is not None and texture.palette is not None:
@@ -110,13 +111,29 @@ def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
     return files
 
 
+def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSkeleton:
+    """The file's bones, rest and model-space rest; in an export, with the bones moved or made in Blender."""
+    world = bone_world(gs)
+    rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is None:
+        return EditedSkeleton(skeleton, world, rest, 0)
+    edited = edited_skeleton(skeleton, world, rest, edits.rig)
+    if edited.new:
+        job.result.warnings.add(
+            f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's sequences), e.g."
+            f" '{edited.skeleton.names[-edited.new]}'"
+        )
+    return edited
+
+
 def _references(
-    gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, texture_files: list[str], part_names: list[str]
+    gs: GsFile, job: DecompileJob, bones: EditedSkeleton, texture_files: list[str], part_names: list[str]
 ) -> list[tuple[str, list[str | None]]]:
     """One reference SMD per body-part option (blank ones stay blank): per part, its name and options' stems."""
     warnings, out = job.result.warnings, job.output
-    world = bone_world(gs)
-    rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
+    world = bone_world(gs)  # (the file's meshes sit on the file's bones)
+    skeleton, rest = bones.skeleton, bones.rest
     materials, sizes = _columns(gs, texture_files)
     body_parts = []
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -158,14 +175,15 @@ def _references(
     return body_parts
 
 
-def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[SequenceFiles]:
+def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: list[str]) -> list[SequenceFiles]:
     """One animation SMD per blend of every sequence; a sequence that cannot be decoded is a warning (and a
     comment in the QC). Sequences are decoded a batch at a time and their text formatted together
     (``skeleton_texts``), then written in order. In an export, the blends the user changed in Blender are
     Blender's (``_edited_blends``)."""
     sequences: list[SequenceFiles] = []
     walked = WalkAllowance()  # the data walked by leaping, over every sequence (as the import counts it)
-    replaced = _edited_blends(gs, job, skeleton)
+    skeleton = bones.skeleton
+    replaced = _edited_blends(gs, job, bones)
     batch: list[tuple[int, list[np.ndarray] | None, list[int]]] = []
     lines = 0
     for s, seq in enumerate(gs.sequences):
@@ -173,6 +191,7 @@ def _animations(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: li
         if job.options.animations:
             try:
                 frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
+                frames = [_with_added(blend, bones) for blend in frames]
             except BudgetExceeded:
                 raise
             except FormatError as exc:
@@ -235,8 +254,17 @@ def _write_sequences(
         sequences.append(SequenceFiles(seq, label, smds))
 
 
+def _with_added(frames: np.ndarray, bones: EditedSkeleton) -> np.ndarray:
+    """A blend's frames with the bones made in Blender at their rest (a blend taken from Blender has them)."""
+    missing = len(bones.skeleton.names) - frames.shape[1]
+    if missing <= 0:
+        return frames
+    held = np.broadcast_to(bones.rest[0, -missing:], (len(frames), missing, 6))
+    return np.concatenate([frames, held], axis=1)
+
+
 def _edited_blends(
-    gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton
+    gs: GsFile, job: DecompileJob, bones: EditedSkeleton
 ) -> dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """Per sequence, per blend: Blender's frames of the imported animations the user changed (an export's)."""
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -244,7 +272,8 @@ def _edited_blends(
         return {}
     job.result.warnings.extend(edits.notes)
     available = offers(gs)
-    poses = edited_poses(edits.edited, [name for _, _, name in available], edits.rig, bone_world(gs), skeleton)
+    names = [name for _, _, name in available]
+    poses = edited_poses(edits.edited, names, edits.rig, bones.world, bones.skeleton)
     out: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     for k, pose in poses.items():
         s, blend, _ = available[k]
@@ -252,7 +281,7 @@ def _edited_blends(
     return out
 
 
-def _new_sequences(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels: list[str]) -> list[NewSequence]:
+def _new_sequences(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: list[str]) -> list[NewSequence]:
     """The actions made in Blender (an export's): one SMD each, every frame from the first key to the last, as
     Blender poses it (the engine's pose: the QC says ``rotate -90``, so the compiler turns nothing)."""
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -260,7 +289,7 @@ def _new_sequences(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, labels:
         return []
     own = set(labels) | {name for _, _, name in offers(gs)}
     made = []
-    world = bone_world(gs)
+    skeleton, world = bones.skeleton, bones.world
     for k, action in enumerate(a for a in edits.actions if a.name not in own):
         positions, matrices = local_pose(action_frames(action, edits.rig, world, skeleton.names), skeleton)
         frames = np.concatenate([positions, matrix_to_euler(matrices)], axis=-1)

@@ -59,20 +59,18 @@ def sequence_frames(
 def _from_blender(seq: GsSequence, edited: tuple[np.ndarray, np.ndarray], frames: np.ndarray) -> np.ndarray:
     """A blend the user changed in Blender: Blender's frames, each bone's value on each frame the file's decoded
     one where Blender still shows the file's (as the import shows it: the motion bone in place)."""
-    positions, rotations = edited
-    angles = quaternion_to_euler(rotations)
+    blender = np.concatenate([edited[0], quaternion_to_euler(edited[1])], axis=-1)
+    n = frames.shape[1]  # the file's bones (Blender's may add bones after them)
     shown = frames[..., :3].copy()
     in_place(seq, shown)
-    same = same_pose(edited, shown, matrix_to_quaternion(euler_xyz_to_matrix(frames[..., 3:])))
-    if same is None:  # another frame count: Blender's whole
-        return np.concatenate([positions, angles], axis=-1)
-    return np.concatenate(
-        [
-            np.where(same[0][..., None], frames[..., :3], positions),
-            np.where(same[1][..., None], frames[..., 3:], angles),
-        ],
-        axis=-1,
+    same = same_pose(
+        (edited[0][:, :n], edited[1][:, :n]), shown, matrix_to_quaternion(euler_xyz_to_matrix(frames[..., 3:]))
     )
+    if same is None:  # another frame count: Blender's whole
+        return blender
+    blender[:, :n, :3] = np.where(same[0][..., None], frames[..., :3], blender[:, :n, :3])
+    blender[:, :n, 3:] = np.where(same[1][..., None], frames[..., 3:], blender[:, :n, 3:])
+    return blender
 
 
 def _as_compiled(gs: GsFile, seq: GsSequence, frames: np.ndarray) -> np.ndarray:

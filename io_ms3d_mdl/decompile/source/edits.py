@@ -147,8 +147,7 @@ def remap_bones(obj: ObjectData, names: list[str], file_bones: list[str]) -> Obj
             used = np.isin(np.asarray(obj.skin.bone_indices), [i]) & (np.asarray(obj.skin.weights) > 0)
             if used.any():
                 raise ExportError(
-                    f"'{obj.name}': vertices are weighted to bone '{n}', which the model's file does not have "
-                    "(new bones are exported for Source models, not for GoldSrc ones)"
+                    f"'{obj.name}': vertices are weighted to bone '{n}', which the exported skeleton does not have"
                 )
             continue
         table[i] = index[n]
