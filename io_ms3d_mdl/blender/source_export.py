@@ -145,13 +145,13 @@ def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
         if action.get("source_include"):
             edits.notes.append(
                 f"action '{action.name}': changed, but its animation '{name}' comes from the included model"
-                f" '{action['source_include']}'; the QC includes that model's own (copy the action to make a new"
-                " sequence of it)"
+                f" '{action['source_include']}'; the QC includes that model's own (a copy under a new name is a new"
+                " sequence)"
             )
         elif action.get("source_delta"):
             edits.notes.append(
                 f"action '{action.name}': changed, but '{name}' is a delta animation; the file's is written"
-                " (copy the action to make a new sequence of it)"
+                " (a copy under a new name is a new sequence)"
             )
         else:
             fps = float(action.get("source_fps") or 0.0)

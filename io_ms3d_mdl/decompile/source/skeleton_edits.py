@@ -63,8 +63,7 @@ def edited_skeleton(
         world = np.concatenate([world, np.array(added)])
         changed = np.concatenate([changed, np.ones(len(added), bool)])
     parents_arr = np.array(parents, np.int64)
-    redo = changed.copy()
-    redo[: len(parents_arr)] |= np.where(parents_arr >= 0, changed[np.maximum(parents_arr, 0)], False)
+    redo = changed | np.where(parents_arr >= 0, changed[np.maximum(parents_arr, 0)], False)  # or its parent moved
     full = np.zeros((1, len(names), 6))
     full[0, : rest.shape[1]] = rest[0]
     for b in np.flatnonzero(redo).tolist():
