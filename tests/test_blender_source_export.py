@@ -628,6 +628,16 @@ def axis_turn(model) -> np.ndarray:
     return axis_conversion_matrix(str(axes[0]), str(axes[1]))
 
 
+def _moved_key(key, count: int, offset: tuple[float, float, float]) -> np.ndarray:
+    """The shape key's first ``count`` points moved by ``offset``; its points after."""
+    co = np.empty(len(key.data) * 3, np.float32)
+    key.data.foreach_get("co", co)
+    co = co.reshape(-1, 3)
+    co[:count] += offset
+    key.data.foreach_set("co", co.ravel())
+    return co
+
+
 def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
     """scout's flexes: one shape key's vertices moved in Blender; the strict reader finds them moved in the VTA's
     frame of that flex, every other frame and the QC as the unedited export has them."""
@@ -637,12 +647,7 @@ def test_an_edited_shape_key_is_in_the_vta(blender, tmp_path):
     model = imported(bpy, sample_path("source", UNEDITED[3]))
     before = export(bpy, tmp_path / "before")
     body = next(o for o in model.all_objects if o.type == "MESH" and o.data.shape_keys is not None)
-    key = body.data.shape_keys.key_blocks[1]
-    co = np.empty(len(key.data) * 3, np.float32)
-    key.data.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    co[:50] += (0.0, 0.0, 2.5)
-    key.data.foreach_set("co", co.ravel())
+    co = _moved_key(body.data.shape_keys.key_blocks[1], 50, (0.0, 0.0, 2.5))
     after = export(bpy, tmp_path / "after")
     vta = next(n for n in after if n.endswith(".vta"))
     assert [n for n in set(before) | set(after) if before.get(n) != after.get(n)] == [vta]
@@ -676,12 +681,7 @@ def test_a_new_shape_key_is_a_new_flex_with_its_own_controller_and_rule(blender,
     model = imported(bpy, sample_path("source", UNEDITED[3]))
     before = export(bpy, tmp_path / "before")
     body = next(o for o in model.all_objects if o.type == "MESH" and o.data.shape_keys is not None)
-    key = body.shape_key_add(name="grin", from_mix=False)
-    co = np.empty(len(key.data) * 3, np.float32)
-    key.data.foreach_get("co", co)
-    co = co.reshape(-1, 3)
-    co[:30] += (0.0, 1.5, 0.0)
-    key.data.foreach_set("co", co.ravel())
+    _moved_key(body.shape_key_add(name="grin", from_mix=False), 30, (0.0, 1.5, 0.0))
     after = export(bpy, tmp_path / "after")
     vta = next(n for n in after if n.endswith(".vta"))
     qc_name = next(n for n in after if n.endswith(".qc"))
