@@ -325,7 +325,9 @@ def _edit_bone_keys(bpy, armature, action) -> tuple[object, list[dict[str, np.nd
     """Turn one bone (not a root) of ``action`` on each of the file's frames, keyed there; Blender's poses then."""
     from mathutils import Quaternion
 
-    count, step = int(action["source_frames"]), float(action["source_frame_step"])
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    count, step = int(action["source_frames"]), stored_step(action)
     for track in armature.animation_data.nla_tracks:  # the action alone poses the armature
         track.mute = True
     armature.animation_data.action = action
@@ -357,13 +359,15 @@ def test_an_edited_and_a_new_action_are_read_back_by_blender_source_tools_as_ble
     from mathutils import Quaternion
     from test_decompile_readback import unturned
 
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
     bpy = blender
     bst_oracle.enable_bst(bst_oracle.require_bst())
     model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE", animations="OWN")
     armature = next(o for o in model.all_objects if o.type == "ARMATURE")
     action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
     moved, expected = _edit_bone_keys(bpy, armature, action)
-    step = float(action["source_frame_step"])
+    step = stored_step(action)
     stem = str(action["source_animation"]).lstrip("@")  # (the SMD's name: the decompiler drops a leading @)
     ours = {stem: bst_oracle.pose_matrices(armature, [k * step for k in range(len(expected))])}
     wave = bpy.data.actions.new("wave")

@@ -15,8 +15,26 @@ from collections.abc import Iterable
 
 import numpy as np
 
-KEYS_PROPERTY = "io_ms3d_mdl_keys"  # the action's custom property holding the import's fingerprint
+KEYS_PROPERTY = "io_ms3d_mdl_keys"  # the action's custom property: {"keys": fingerprint, "frame_step": ...}
 _KINDS = {"rotation_quaternion": 0, "location": 1}
+
+
+def fingerprint(digest: str, frame_step: float | None) -> dict:
+    """What the action keeps: the keys' digest and, for a file's animation, the Blender frames one file frame spans
+    (the import spaces keys by the scene's rate; an export samples an edited action back at that spacing). One
+    property, not one per fact: an action's properties count against the import's budget."""
+    return {"keys": digest, **({"frame_step": float(frame_step)} if frame_step else {})}
+
+
+def stored_keys(action) -> str | None:
+    value = action.get(KEYS_PROPERTY)
+    return str(value.get("keys")) if hasattr(value, "get") else None
+
+
+def stored_step(action) -> float | None:
+    value = action.get(KEYS_PROPERTY)
+    step = value.get("frame_step") if hasattr(value, "get") else None
+    return float(step) if step else None
 
 
 def curves_key(curves: Iterable[tuple[str, int]]) -> bytes:

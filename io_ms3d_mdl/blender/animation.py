@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import Warnings
 from ..scene.names import shorten
 from ..scene.types import ActionData, ClipData, SkeletonData
-from .action_keys import KEYS_PROPERTY, curves_key, keys_digest
+from .action_keys import KEYS_PROPERTY, curves_key, fingerprint, keys_digest
 
 LINEAR = 1  # Keyframe.interpolation enum value
 
@@ -114,7 +114,7 @@ def build_actions(
                 action = _filled_new(armature, info.name, layout, curves)
             else:
                 action = _filled_copy(template, info.name, layout)
-            action[KEYS_PROPERTY] = keys_digest(layout.pairs, key)
+            action[KEYS_PROPERTY] = fingerprint(keys_digest(layout.pairs, key), info.frame_step)
             armature.animation_data_create().action = action
             actions.append(action)
             if layout.dropped and limits is not None:

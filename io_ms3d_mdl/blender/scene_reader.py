@@ -32,7 +32,7 @@ from ..scene.types import (
     SkeletonData,
     SkinData,
 )
-from .action_keys import KEYS_PROPERTY, read_back_digest
+from .action_keys import KEYS_PROPERTY, read_back_digest, stored_keys
 
 WEIGHT_PREFIX = "io_ms3d_mdl_weight_"
 MAX_READ_INFLUENCES = 5  # four to keep and a fifth to tell that a vertex had more
@@ -606,7 +606,7 @@ def _action(
     if not channels:
         return None
     start, end = (float(f) for f in action.frame_range)
-    changed = read_back_digest(every) != str(action[KEYS_PROPERTY]) if stamped else None
+    changed = read_back_digest(every) != stored_keys(action) if stamped else None
     return ActionData(action.name, channels, (start, end), props=_props(action), keys_changed=changed)
 
 

@@ -33,6 +33,7 @@ from ..errors import FormatError
 from ..scene.axes import axis_conversion_matrix
 from ..scene.ms3d.export import ExportError
 from ..scene.types import MeshData, ObjectData, SceneData, SkinData
+from .action_keys import stored_step
 from .armature import imported_rest
 from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
@@ -155,7 +156,7 @@ def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
             )
         else:
             fps = float(action.get("source_fps") or 0.0)
-            step = action.get("source_frame_step") or ((scene.fps or 30.0) / fps if fps > 0 else 1.0)
+            step = stored_step(action) or ((scene.fps or 30.0) / fps if fps > 0 else 1.0)
             edits.edited[name] = (data, float(step))
 
 

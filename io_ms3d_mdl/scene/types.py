@@ -203,6 +203,7 @@ class ActionData:
     markers: list[tuple[str, float]] = field(default_factory=list)  # (name, frame): events, shown as pose markers
     props: Props = field(default_factory=dict)
     keys_changed: bool | None = None  # read back from Blender: keys other than the import made (None: not known)
+    frame_step: float | None = None  # an import's: Blender frames per file frame (kept with the keys' fingerprint)
 
 
 @dataclass

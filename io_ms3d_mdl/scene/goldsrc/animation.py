@@ -134,11 +134,11 @@ def add_goldsrc_animations(
         for (i, seq), anim, action in zip(picked, anims, actions, strict=True):
             ratio = fps / anim.fps
             action.markers = [(_event_name(e.event, e.options), e.frame * ratio) for e in seq.events]
+            action.frame_step = ratio
             action.props = {
                 "source_animation": anim.name,
                 "source_sequence": seq.label,
                 "source_fps": anim.fps,
-                "source_frame_step": ratio,  # Blender frames per file frame
                 "source_frames": len(anim.rotations),
                 "source_looping": seq.looping,
                 "source_activity": seq.activity,

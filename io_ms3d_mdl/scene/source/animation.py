@@ -127,10 +127,10 @@ def add_source_animations(
                 (n, c * (len(anim.rotations) - 1) * fps / anim.fps)
                 for n, c in events[offer.source].get(offer.index, [])
             ]
+            action.frame_step = fps / anim.fps
             action.props = {
                 "source_animation": desc.name,
                 "source_fps": anim.fps,
-                "source_frame_step": fps / anim.fps,  # Blender frames per file frame (the scene's rate is fps)
                 "source_frames": len(anim.rotations),
                 "source_delta": anim.delta,
             }
