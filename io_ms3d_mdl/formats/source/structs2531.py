@@ -89,6 +89,8 @@ SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16),
         ("rest", "V184"),  # blend parameters, sequence group, fades, transitions ... (not read)
     ]
 )
+# 76 bytes: the 44–49 event without its name offset (cycle = frame / (frames - 1), event, type, options[64]).
+EVENT = np.dtype(fields_between(S.EVENT, "cycle", "options"))
 
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
@@ -155,6 +157,7 @@ for _dtype, _size in (
     (BBOX, 32),
     (ANIMDESC, 72),
     (SEQDESC, 764),
+    (EVENT, 76),
     (VERTEX_SKINNED, 44),
     (VERTEX_UNSKINNED, 12),
     (VERTEX_COMPRESSED, 8),
