@@ -10,6 +10,7 @@ import re
 import struct
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 import qc_grammar
@@ -56,10 +57,18 @@ EVENTS = {  # model: (sequence, [(frame, event, options)]) for every sequence wi
 SEQDESC, EVENT = 764, 76
 
 
-def decode_events(data: bytes) -> list[tuple[str, list[tuple[float, int, int, str]], int]]:
-    """Per sequence: its name, its events (cycle, event, type, options) and the table's file offset, with
-    ``struct`` alone: sequences counted at header byte 272, 764 bytes each, event count and offset at 20 and 24."""
+class Decoded(NamedTuple):
+    name: str
+    events: list[tuple[float, int, int, str]]  # cycle, event, type, options
+    table: int  # the event table's file offset
+    frames: int  # of the animation in the sequence's first grid cell
+
+
+def decode_events(data: bytes) -> list[Decoded]:
+    """Every sequence's events with ``struct`` alone: sequences counted at header byte 272, 764 bytes each, event
+    count and offset at 20 and 24, the first grid cell's animation at 56; animations (72 bytes) at 264, frames at 12."""
     count, base = struct.unpack_from("<2i", data, 272)
+    animations = struct.unpack_from("<i", data, 268)[0]
     out = []
     for i in range(count):
         seq = base + SEQDESC * i
@@ -69,9 +78,10 @@ def decode_events(data: bytes) -> list[tuple[str, list[tuple[float, int, int, st
         )
         name = data[seq + label : data.index(b"\0", seq + label)].decode("latin-1")
         events = [struct.unpack_from("<fii64s", data, seq + eventindex + EVENT * k) for k in range(numevents)]
-        out.append(
-            (name, [(c, e, t, o.split(b"\0", 1)[0].decode("latin-1")) for c, e, t, o in events], seq + eventindex)
-        )
+        animation = struct.unpack_from("<h", data, seq + 56)[0]
+        frames = struct.unpack_from("<i", data, animations + 72 * animation + 12)[0]
+        events = [(c, e, t, o.split(b"\0", 1)[0].decode("latin-1")) for c, e, t, o in events]
+        out.append(Decoded(name, events, seq + eventindex, frames))
     return out
 
 
@@ -85,10 +95,10 @@ def test_events_read_as_an_independent_decoding_reads_them(snapshot, relative):
     path = snapshot / relative
     mdl = read_mdl(path)
     theirs = decode_events(path.read_bytes())
-    assert [s.name for s in mdl.sequences] == [name for name, _, _ in theirs]
-    for seq, (_, events, _) in zip(mdl.sequences, theirs, strict=True):
-        assert [(e.cycle, e.event, e.name) for e in seq.events] == [(c, e, o) for c, e, _, o in events]
-        assert all(t == 0 for _, _, t, _ in events)
+    assert [s.name for s in mdl.sequences] == [d.name for d in theirs]
+    for seq, decoded in zip(mdl.sequences, theirs, strict=True):
+        assert [(e.cycle, e.event, e.name) for e in seq.events] == [(c, e, o) for c, e, _, o in decoded.events]
+        assert mdl.animations[seq.animations[0]].num_frames == decoded.frames
     found = []
     for seq in mdl.sequences:
         if seq.events:
@@ -131,29 +141,34 @@ def snapshot_models() -> list[tuple[str, bytes]]:
 
 def test_the_layout_over_every_model_of_the_snapshot():
     """The evidence for 76-byte events: where a sequence has events, the next sequence's table starts 76 bytes per
-    event further on (every one of them); options read as text, cycles lie in [0, 1], event numbers are Source's
-    (1003 a scripted sequence's script event, 3002 a weapon event, 5001 a muzzle flash, 6001 brass) or Bloodlines'
-    own (4100/4101 with a model to hold and let go of, 5105 with an activity). Few sequences have any."""
+    event further on (every one of them); types are 0, options read as text, cycles lie in [0, 1] and land on whole
+    frames of the animation (but one: crooked_cop's Line76 keeps the cycle of rookied_cop's longer animation), event
+    numbers are Source's (1003 a scripted sequence's script event, 3002 a weapon event, 5001 a muzzle flash, 6001
+    brass) or Bloodlines' own (4100/4101 with a model to hold and put away, 5105 with an activity). Few have any."""
     models = snapshot_models()
     sequences = events = with_events = strides = 0
-    numbers = set()
+    numbers, off_frame = set(), []
     for name, data in models:
         decoded = decode_events(data)
         sequences += len(decoded)
-        with_events += any(e for _, e, _ in decoded)
-        for (_, these, at), (_, _, following) in itertools.pairwise(decoded):
-            if these:
-                assert following - at == EVENT * len(these), name
+        with_events += any(d.events for d in decoded)
+        for this, following in itertools.pairwise(decoded):
+            if this.events:
+                assert following.table - this.table == EVENT * len(this.events), name
                 strides += 1
-        for _, these, _ in decoded:
-            events += len(these)
-            for cycle, number, kind, options in these:
+        for d in decoded:
+            events += len(d.events)
+            for cycle, number, kind, options in d.events:
                 assert 0.0 <= cycle <= 1.0 and kind == 0, name
                 assert options.isprintable() and options == options.strip(), name
                 numbers.add(number)
+                frame = cycle * (d.frames - 1)
+                if abs(frame - round(frame)) > 1e-3:
+                    off_frame.append((Path(name).name, d.name, round(cycle * 460, 3), d.frames))
     assert len(models) == 276 and sequences == 2111
     assert (with_events, events, strides) == (12, 37, 30)
     assert numbers == {1003, 3002, 4100, 4101, 5001, 5105, 6001}
+    assert off_frame == [("crooked_cop.mdl", "Crooked_Cop_Line76_col_E", 9.0, 320)]
 
 
 def test_events_become_markers_on_the_imported_actions(snapshot):
