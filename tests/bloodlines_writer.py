@@ -5,10 +5,11 @@ Layout (little-endian): a 424-byte header (name[128] at 12, length at 140, flags
 from 240: bones, bone controllers, hit-box sets, animations, sequences, a flag, sequence groups, textures, material
 folders, skin refs/families/table, body parts at 320, attachments ...); 160-byte bones (pos at 32, quat x,y,z,w at
 44, poseToBone 3x4 at 88); 764-byte sequences (label at 0, event count/offset at 20/24, the animation grid's
-16 × 16 int16 at 56, its size at 572) with 76-byte events (cycle, event, type, options[64]); 224-byte models (vertex count/offset at 144/148, tangents at 152, vertex list type at
-156, position offset and scale at 160/172); 60-byte meshes (material, back offset, vertex count, first vertex);
-vertices of 44 (skinned), 12 (16-bit) or 8 (8-bit) bytes. The VTX: 36-byte header (version 107), 8-byte body
-parts, models, 12-byte LODs, 8-byte meshes (u16 group count), 20-byte strip groups (u16 counts), 16-byte strips.
+16 × 16 int16 at 56, its size at 572) with 76-byte events (cycle, event, type, options[64]); 224-byte models
+(vertex count/offset at 144/148, tangents at 152, vertex list type at 156, position offset and scale at 160/172);
+60-byte meshes (material, back offset, vertex count, first vertex); vertices of 44 (skinned), 12 (16-bit) or 8
+(8-bit) bytes. The VTX: 36-byte header (version 107), 8-byte body parts, models, 12-byte LODs, 8-byte meshes (u16
+group count), 20-byte strip groups (u16 counts), 16-byte strips.
 """
 
 from __future__ import annotations

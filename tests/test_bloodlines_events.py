@@ -27,8 +27,8 @@ from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 REPO = "miracleflame+VTMB-Unofficial-Patch-by-Wesp"
 BASE = "Basic_Patch/models/"
-# A character and a view model whose sequences have events, two characters with many sequences and none (chang2's
-# empty tables point at odd places, never read), a weapon with several events per sequence.
+# Two characters and two view models whose sequences have events (the dragon's breath several per sequence), and two
+# characters with many sequences and no events (chang2's empty tables point at odd places: never read).
 EVENTS = {  # model: (sequence, [(frame, event, options)]) for every sequence with events
     "character/npc/common/cop_variant/rookied_cop/rookied_cop.mdl": [
         ("Crooked_Cop_Walkie_Talkie_Into", [(9, 4100, "models/items/walkie_talkie/walkie_talkie")]),
@@ -246,7 +246,7 @@ def test_a_broken_event_table_fails_with_a_clear_error(count, index, cut, expect
         struct.pack_into("<i", data, at, count)
     if index is not None:
         struct.pack_into("<i", data, at + 4, index)
-    if cut:  # the table is the last thing before the body part: move it to the end, then cut into it
+    if cut:  # the table moved to the end of the file, then cut into
         table = at - 20 + struct.unpack_from("<i", data, at + 4)[0]
         struct.pack_into("<i", data, at + 4, len(data) - (at - 20))
         data += data[table : table + 2 * EVENT]
