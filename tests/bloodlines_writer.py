@@ -4,10 +4,12 @@ with ``struct`` and no code of the reader: fixtures of the real files' layout fo
 Layout (little-endian): a 424-byte header (name[128] at 12, length at 140, flags at 228, then count/offset pairs
 from 240: bones, bone controllers, hit-box sets, animations, sequences, a flag, sequence groups, textures, material
 folders, skin refs/families/table, body parts at 320, attachments ...); 160-byte bones (pos at 32, quat x,y,z,w at
-44, poseToBone 3x4 at 88); 224-byte models (vertex count/offset at 144/148, tangents at 152, vertex list type at
-156, position offset and scale at 160/172); 60-byte meshes (material, back offset, vertex count, first vertex);
-vertices of 44 (skinned), 12 (16-bit) or 8 (8-bit) bytes. The VTX: 36-byte header (version 107), 8-byte body
-parts, models, 12-byte LODs, 8-byte meshes (u16 group count), 20-byte strip groups (u16 counts), 16-byte strips.
+44, poseToBone 3x4 at 88); 764-byte sequences (label at 0, event count/offset at 20/24, the animation grid's
+16 × 16 int16 at 56, its size at 572) with 76-byte events (cycle, event, type, options[64]); 224-byte models
+(vertex count/offset at 144/148, tangents at 152, vertex list type at 156, position offset and scale at 160/172);
+60-byte meshes (material, back offset, vertex count, first vertex); vertices of 44 (skinned), 12 (16-bit) or 8
+(8-bit) bytes. The VTX: 36-byte header (version 107), 8-byte body parts, models, 12-byte LODs, 8-byte meshes (u16
+group count), 20-byte strip groups (u16 counts), 16-byte strips.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class BSpec:
     flags: int = 0
     name: str = "test/bloodlines.mdl"
     animations: list[tuple[str, int]] = field(default_factory=list)  # (name, frames ≤ 255): root slides along x
+    # (name, animation, events as (cycle, event, options)): 764-byte sequences, each event table after them
+    sequences: list[tuple[str, int, list[tuple[float, int, str]]]] = field(default_factory=list)
 
 
 def _quat_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
@@ -135,6 +139,14 @@ def write_mdl2531(spec: BSpec) -> bytes:
             turn = blob.add(struct.pack("<2Bh", 1, frames, 32767), 2)
             blob.put("i", entry + 4, slide - entry)  # position x: rest + frame / 256
             blob.put("i", entry + 28, turn - entry)  # quaternion w; x, y, z absent: the rest value
+    seq_at = blob.add(b"\0" * (764 * len(spec.sequences)))
+    for k, (name, animation, events) in enumerate(spec.sequences):
+        seq = seq_at + 764 * k
+        name_at(seq, seq, name)
+        table = blob.add(b"".join(struct.pack("<fii64s", c, e, 0, o.encode("latin-1")) for c, e, o in events))
+        blob.put("2i", seq + 20, len(events), table - seq)  # numevents, eventindex
+        blob.put("h", seq + 56, animation)  # the 16 × 16 grid's first cell
+        blob.put("2i", seq + 572, 1, 1)  # groupsize
     bp_at = blob.add(b"\0" * 16)
     name_at(bp_at, bp_at, "body")
     model_at = blob.add(b"\0" * 224)
@@ -171,6 +183,7 @@ def write_mdl2531(spec: BSpec) -> bytes:
         (320, 1, bp_at),
         (328, len(spec.attachments), att_at),
         (264, len(spec.animations), anim_at),
+        (272, len(spec.sequences), seq_at),
     ]
     for at, n, off in pairs:
         struct.pack_into("<2i", header, at, n, off)

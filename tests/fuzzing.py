@@ -284,10 +284,11 @@ def synthetic_seeds() -> list[Seed]:
 
 
 def _bloodlines_parts() -> Parts:
-    """A Bloodlines (MDL 2531) character with an animation, and its VTX 107."""
+    """A Bloodlines (MDL 2531) character with an animation, a sequence playing it with two events, and its VTX 107."""
     from bloodlines_writer import character_spec2531, write_mdl2531, write_vtx107
 
     spec = character_spec2531()
+    spec.sequences = [("slide", 0, [(0.5, 5004, "npc/step.wav"), (1.0, 1003, "1")])]
     return {"mdl": write_mdl2531(spec), "vtx": write_vtx107(spec)}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from batch_run import run_batch
 from bloodlines_writer import character_spec2531, write_bloodlines
-from conftest import assert_skinned_at_rest, samples_dir
+from conftest import assert_skinned_at_rest, mirror_tree, samples_dir
 from test_blender_game_browser import preference_classes, prefs  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.blender
@@ -59,6 +59,20 @@ def test_animations_become_actions(blender):
     assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
     names = {a.name for a in bpy.data.actions}
     assert {"@ragdoll", "@repel_into", "@repel_loop", "@repel_outof"} <= {n.split(".")[0] for n in names}
+
+
+def test_events_become_pose_markers(blender, tmp_path):
+    """A character of the snapshot (skipped, saying so, without it): each sequence's events on its first action."""
+    from test_bloodlines_events import BASE, EVENTS, REPO
+
+    relative = "character/npc/common/cop_variant/rookied_cop/rookied_cop.mdl"
+    path = mirror_tree(REPO, [BASE + relative], tmp_path) / BASE / relative
+    bpy = blender
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), animations="ALL") == {"FINISHED"}
+    markers = {
+        a["source_animation"]: [(m.frame, m.name) for m in a.pose_markers] for a in bpy.data.actions if a.pose_markers
+    }
+    assert markers == {f"@{name}": [(f, o) for f, _, o in events] for name, events in EVENTS[relative]}
 
 
 def test_batch_reads_2531(tmp_path):

@@ -1,10 +1,11 @@
 """The QC facts of a Bloodlines model (MDL 2531), read from its own header (``formats.source.structs2531``) where
 ``details`` reads the 44–53 header: positions and boxes, surface property, pose parameters, IK chains, the bones'
-surface properties and the included models' names; per sequence its activity weight and grid size.
+surface properties and the included models' names; per sequence its activity weight, grid size and events
+(number and options: ``structs2531.EVENT``), which ``qc`` writes as numbered ``{ event ... }`` lines.
 
 What 2531 keeps differently, and is left out rather than guessed: the header's first vector (0.5, 0.5, 0.5 in
 every model looked at) is not an eye position, so no ``$eyeposition``; the key-value fields hold no text; sequence
-events, fades, blends and transitions, jiggle bones, flexes, eyeballs and mouths are not read; header flags other
+fades, blends and transitions, jiggle bones, flexes, eyeballs and mouths are not read; header flags other
 than the static prop and auto-generated hit boxes have no known meaning in this version, so no flag command is
 written from them (their bits would name other commands in 44–53)."""
 
@@ -17,6 +18,7 @@ import numpy as np
 from ...errors import FormatError
 from ...formats.binary import Cursor
 from ...formats.source import structs2531 as B
+from ...formats.source.mdl2531 import event_options, sequence_events
 from ...formats.source.model import MdlFile
 from .details import ModelDetails, SequenceDetails, ik_chains, read_pose_parameters
 
@@ -59,10 +61,12 @@ def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDeta
 
     sequences = []
     with suppress(FormatError):
-        raw = cur.array_at(B.SEQDESC, int(header["localseqindex"]), len(mdl.sequences), "sequences")
-        for q in raw:
+        records = cur.records_at(B.SEQDESC, int(header["localseqindex"]), len(mdl.sequences), "sequences")
+        for (off, q), seq in zip(records, mdl.sequences, strict=True):
             rows, cols = (min(max(int(v), 1), 16) for v in q["groupsize"])
-            sequences.append(SequenceDetails(actweight=int(q["actweight"]), groupsize=(rows, cols)))
+            # type 0 for all: 2531 events have no name (nor a type that would say so), each is written numbered
+            events = [(int(e["event"]), 0, event_options(e)) for e in sequence_events(cur, off, q, seq.name)]
+            sequences.append(SequenceDetails(actweight=int(q["actweight"]), groupsize=(rows, cols), events=events))
     pose_parameters = read_pose_parameters(cur, header, text)
     chains = []
     with suppress(FormatError):  # the chains read before one that cannot be are kept

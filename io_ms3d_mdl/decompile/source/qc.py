@@ -5,6 +5,7 @@ animation), names exactly as stored (quoted by ``formats.qc`` when needed). Angl
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -438,7 +439,7 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                 _ik_rules(qc, parts, seq.animations[0], last)
             raw = d.events if d is not None and len(d.events) == len(seq.events) else []
             for k, e in enumerate(seq.events):
-                frame = round(min(max(e.cycle, 0.0), 1.0) * last)
+                frame = 0 if math.isnan(e.cycle) else round(min(max(e.cycle, 0.0), 1.0) * last)  # NaN: damaged
                 number, kind, options = raw[k] if raw else (e.event, 0, e.name)
                 if kind & NEW_EVENT or (not raw and e.event == 0 and e.name):  # a named event: name, then options
                     extra = [Quoted(options)] if raw and options else []

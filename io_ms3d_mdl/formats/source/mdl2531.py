@@ -3,8 +3,9 @@
 Bloodlines has no ``.vvd``: each model keeps its own vertices, so the reader decodes them into a pool shaped like
 a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene assembly) works as for later Source.
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
-``mdl``. Animations and sequences are listed here, animations decoded on demand (``animation2531``); eyeballs,
-flexes, sequence events and included models of this version are not read (their layouts differ; none is guessed).
+``mdl``. Animations and sequences (with their events: ``structs2531.EVENT``) are listed here, animations decoded
+on demand (``animation2531``); eyeballs, flexes and included models of this version are not read (their layouts
+differ; none is guessed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .attachments import read_attachments
 from .model import (
     MdlAnimation,
     MdlBodyPart,
+    MdlEvent,
     MdlFile,
     MdlHitbox,
     MdlMesh,
@@ -331,18 +333,40 @@ def _animations(cur: Cursor, header: np.void) -> list[MdlAnimation]:
 
 
 def _sequences(cur: Cursor, header: np.void) -> list[MdlSequence]:
-    """Names, activities and animation grids (inline in 2531: ``groupsize[0]`` × ``groupsize[1]`` cells of a 16 × 16
-    table; only single-cell grids were seen); events are not read (their 2531 layout is not known here)."""
+    """Names, activities, animation grids (inline in 2531: ``groupsize[0]`` × ``groupsize[1]`` cells of a 16 × 16
+    table; only single-cell grids were seen) and events, named by their options as 44–49's old-style events are."""
     out = []
     for off, q in records_at(cur, header, "numlocalseq", "localseqindex", B.SEQDESC, "sequences"):
         rows, cols = (min(max(int(v), 0), 16) for v in q["groupsize"])
+        name = cur.string_at(rel(cur, off, q["szlabelindex"]), "sequence name")
         out.append(
             MdlSequence(
-                cur.string_at(rel(cur, off, q["szlabelindex"]), "sequence name"),
+                name,
                 cur.string_at(rel(cur, off, q["szactivitynameindex"]), "activity name", optional=True),
                 int(q["flags"]),
                 q["anim"][:rows, :cols].ravel().tolist(),
-                [],
+                [
+                    MdlEvent(float(e["cycle"]), int(e["event"]), event_options(e))
+                    for e in sequence_events(cur, off, q, name)
+                ],
             )
         )
     return out
+
+
+EVENT_COUNT_AT = B.SEQDESC.fields["numevents"][1]
+
+
+def sequence_events(cur: Cursor, seq_off: int, seq: np.void, name: str) -> np.ndarray:
+    """The ``EVENT`` records of the sequence at ``seq_off`` (their offset is relative to it), checked to lie in the
+    file and charged to the copy budget like every table; a negative count or a table past the end is an error."""
+    count = int(seq["numevents"])
+    if count < 0:
+        raise cur.error(f"sequence '{name}' declares {count} events", seq_off + EVENT_COUNT_AT)
+    if not count:
+        return np.zeros(0, B.EVENT)
+    return cur.array_at(B.EVENT, seq_off + int(seq["eventindex"]), count, f"events of sequence '{name}'")
+
+
+def event_options(event: np.void) -> str:
+    return event["options"].tobytes().split(b"\0", 1)[0].decode("latin-1")

@@ -6,6 +6,16 @@ What differs from 44–49: the header is 424 bytes (a 128-byte name, one unknown
 position, sequence groups instead of nodes); bones are 160 bytes (no Euler angles, a four-float rotation scale,
 no alignment quaternion); a model is 224 bytes and keeps its OWN vertices (no ``.vvd``) in one of three layouts
 named by its ``vertexlisttype``; meshes are 60 bytes; textures 20; attachments 60; hit boxes 32 (no name).
+
+Sequence events are 76 bytes: 44–49's float cycle, int event, int type and char options[64], without the name
+offset (neither public reader decodes them: Crowbar's 2531 event reading is commented out, SourceIO has none).
+Measured on the patch's 276 models (2,111 sequences; ``tests/test_bloodlines_events.py``): 37 events in 12 models,
+and wherever a sequence has events the next sequence's table starts 76 bytes per event further on (30 of 30); every
+type is 0, every options string is text, every cycle lies in [0, 1] and, times the animation's frames − 1, lands on
+a whole frame (9/40, 9/172, 27/37: studiomdl's frame / (frames − 1)) but in one sequence (crooked_cop's Line76, 9/460
+on 320 frames: the cycle of rookied_cop's 461-frame animation of that name); the numbers are Source's (1003 a scripted
+sequence's script event with options "1"/"2", 3002 a weapon event, 5001 a muzzle flash, 6001 brass) or Bloodlines'
+own (4100/4101 naming the walkie-talkie model a cop takes and puts away, 5105 naming a view-model activity).
 """
 
 from __future__ import annotations
@@ -89,6 +99,8 @@ SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16),
         ("rest", "V184"),  # blend parameters, sequence group, fades, transitions ... (not read)
     ]
 )
+# 76 bytes: the 44–49 event without its name offset (cycle = frame / (frames - 1), event, type, options[64]).
+EVENT = np.dtype(fields_between(S.EVENT, "cycle", "options"))
 
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
@@ -155,6 +167,7 @@ for _dtype, _size in (
     (BBOX, 32),
     (ANIMDESC, 72),
     (SEQDESC, 764),
+    (EVENT, 76),
     (VERTEX_SKINNED, 44),
     (VERTEX_UNSKINNED, 12),
     (VERTEX_COMPRESSED, 8),
