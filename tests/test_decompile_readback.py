@@ -10,7 +10,10 @@ side: a single-bone ``$staticprop`` is compiled turned 90° about Z, and its SMD
 (``x' = y, y' = -x``). studiomdl also turns every animation's root bones
 (GoldSrc: 90° about Z unless the QC's ``rotate`` says otherwise; Source likewise, and about X for ``$upaxis Y``
 models), and the decompiler writes them turned back: our poses are turned by whichever of those turns brings frame
-0 closest (``unturned``) before every frame is compared. GoldSrc animations' linear motion is carried in the SMD by design (``with_linear_motion``). GoldSrc UVs are compared within the 1¼ texels the SMD's in-texel points differ from our import's by design (see ``half_texel``), and not at all on chrome textures (the
+0 closest (``unturned``) before every frame is compared. GoldSrc animations' linear motion is carried in the SMD by
+design (``with_linear_motion``), and so is the motion bone's position that the engine zeroes for ``X``/``Y``/``Z``
+sequences (``engine_in_place``); a GoldSrc blend's SMD is paired with our animation by sequence and blend
+(``blends_by_file``), not by name. GoldSrc UVs are compared within the 1¼ texels the SMD's in-texel points differ from our import's by design (see ``half_texel``), and not at all on chrome textures (the
 engine makes their UVs from the view). What is not compared, and why: delta
 animations (Blender Source Tools imports an SMD's frames as absolute poses; ours are additive layers) and the
 animations of included models (ours builds them under the includer's bones by name; they have their own tests).
@@ -36,6 +39,8 @@ from test_decompile_outputs import models, sample_id
 
 from io_ms3d_mdl.decompile import decompile
 from io_ms3d_mdl.decompile.source.animations import TURNS as SOURCE_TURNS
+from io_ms3d_mdl.formats.goldsrc import read_goldsrc
+from io_ms3d_mdl.scene.goldsrc.animation import MOTION_AXES, offers
 
 pytestmark = [pytest.mark.blender, pytest.mark.long]
 SUFFIX = re.compile(r"\.\d{3}$")  # Blender's .001 on a name taken by the other side
@@ -161,6 +166,70 @@ def with_linear_motion(ours: dict, theirs: dict, roots: list[str], size: float) 
     return ours
 
 
+def blends_by_file(statements, folder: Path) -> dict[str, tuple[str, int, int]]:
+    """GoldSrc: each animation SMD a ``$sequence`` names -> (that sequence's name, how many before it had that name,
+    blend): the files on its line are its blends in order. (The decompiler's ``<sequence>_blend1``, ``_blend2``… are
+    our import's blends 0, 1…, which it names ``<sequence>``, ``<sequence>_blend1``…, and two sequences may share a
+    name: files and actions are paired by sequence and blend, see :func:`offered_blends`.)"""
+    found, seen = {}, {}
+    for statement in statements:
+        if statement.command == "$sequence" and statement.args:
+            name = statement.args[0].value
+            _, files, _ = named_files([statement], folder)
+            for blend, relative in enumerate(files):
+                found[relative] = (name, seen.get(name, 0), blend)
+            seen[name] = seen.get(name, 0) + 1
+    return found
+
+
+def offered_blends(gs) -> dict[tuple[str, int, int], tuple[str, int]]:
+    """(sequence name, how many before it had that name, blend) -> (the name our import gives that animation, its
+    sequence)."""
+    found, seen, counted = {}, {}, set()
+    for s, blend, name in offers(gs):
+        label = gs.sequences[s].label
+        if s not in counted:
+            counted.add(s)
+            seen[label] = seen.get(label, -1) + 1
+        found[(label, seen[label], blend)] = (name, s)
+    return found
+
+
+def engine_in_place(theirs: dict, gs, seq) -> dict:
+    """GoldSrc by design: with ``X``/``Y``/``Z`` in a sequence's motion type the engine zeroes the motion bone's
+    position on those axes as it poses every frame (``StudioCalcRotations`` in the HL SDK's
+    ``cl_dll/StudioModelRenderer.cpp``), and our import shows that; ``studiomdl`` stores the positions untouched (its
+    ``ExtractMotion`` has that zeroing commented out), so the SMD holds them for a recompile, and the ``X`` on the
+    ``$sequence`` line brings the zeroing back. Blender Source Tools reads only the file from a ``$sequence`` line
+    and shows the SMD's positions. Here its poses get the engine's zeroing: the motion bone's local position on
+    those axes is taken out of it and every bone under it."""
+    axes = [axis for flag, axis in MOTION_AXES if seq.motiontype & flag]
+    if not axes or not 0 <= seq.motionbone < len(gs.bone_names):
+        return theirs
+    bone, parents = seq.motionbone, gs.bones["parent"]
+    name, parent = gs.bone_names[bone], int(parents[bone])
+    if name not in theirs:
+        return theirs
+    local = theirs[name][:, :3, 3].copy()
+    if parent >= 0:  # (the local position in the parent's frame, the shift back in model space)
+        frame = theirs[gs.bone_names[parent]]
+        local = np.einsum("fji,fj->fi", frame[:, :3, :3], local - frame[:, :3, 3])
+    shift = np.zeros_like(local)
+    shift[:, axes] = local[:, axes]
+    if parent >= 0:
+        shift = np.einsum("fij,fj->fi", frame[:, :3, :3], shift)
+    under = {bone}
+    for b in range(bone + 1, len(parents)):  # (parents before children)
+        if int(parents[b]) in under:
+            under.add(b)
+    moved = dict(theirs)
+    for b in under:
+        if gs.bone_names[b] in moved:
+            moved[gs.bone_names[b]] = moved[gs.bone_names[b]].copy()
+            moved[gs.bone_names[b]][:, :3, 3] -= shift
+    return moved
+
+
 def half_texel(out: Path) -> float:
     """GoldSrc stores UVs as whole texels ``s = trunc(u·(size-1))``; our import shows ``s / size``, while the SMD
     holds a point inside the texel that a recompile truncates back to ``s`` (``decompile/goldsrc/geometry``:
@@ -212,11 +281,7 @@ KNOWN = {
     "cremator.mdl": "one corner normal differs by 1.07 (not yet looked at)",
     "scout.mdl": "BST gives a VTA frame to the first mesh vertex at each position (6 of 8 vertices of 'scaredUpper'); "
     "2 uniquely placed vertices listed as moved come out unmoved (not yet understood)",
-    "hgrunt.mdl": "the root of the second blend of each two-blend sequence differs from frame 0 (up to 28 units, 1.4 "
-    "rad), and dieback1's by 0.65: not the documented linear motion (open)",
     "v_gauss.mdl": "Bone02's rotation differs by 0.00244 rad in two or three frames of each animation (open)",
-    "islave.mdl": "the root sits 0.04 units apart from frame 0 on in three animations (open)",
-    "scientist.mdl": "Bip02 sits 0.04-0.56 units apart from frame 0 on in a few death animations (open)",
 }
 if bpy is not None and bpy.app.version < (4, 4, 0):  # (one action per SMD there: Blender Source Tools before slots)
     KNOWN["civilian_animations.mdl"] = (
@@ -328,6 +393,18 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
         name = str(action.get("source_animation", action.name)).lstrip("@")
         if not action.get("source_delta"):
             by_stem[name] = action
+    if goldsrc:  # a blend's file is paired with our blend by sequence and blend (see blends_by_file)
+        gs = read_goldsrc(path)
+        offered = offered_blends(gs)
+        paired = {
+            Path(f.replace("\\", "/")).stem: offered[key]
+            for f, key in blends_by_file(statements, out).items()
+            if key in offered and offered[key][0] in by_stem
+        }
+        by_stem = {stem: by_stem[name] for stem, (name, _) in paired.items()}
+        unpaired = [f for f in animation_files if Path(f.replace("\\", "/")).stem not in by_stem]
+        if unpaired:
+            problems.append(f"no animation of ours for {len(unpaired)} SMDs ({unpaired[:3]})")
     compared = 0
     roots = [b.name for b in armature.data.bones if b.parent is None] if armature is not None else []
     for relative in animation_files:
@@ -341,6 +418,8 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
         theirs.animations[stem]()
         frames = bst_oracle.bst_frames(theirs.armature)
         their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+        if goldsrc:
+            their_poses = engine_in_place(their_poses, gs, gs.sequences[paired[stem][1]])
         our_poses = evaluate_ours(bpy, armature, by_stem[stem], len(frames))
         our_poses = unturned(our_poses, their_poses)
         if goldsrc:
