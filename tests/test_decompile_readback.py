@@ -279,7 +279,6 @@ NO_SKELETON = (
     "Blender Source Tools' QC import makes an armature only from a reference mesh; an animation-only QC has none"
 )
 KNOWN = {
-    "cremator.mdl": "one corner normal differs by 1.07 (not yet looked at)",
     "scout.mdl": "BST gives a VTA frame to the first mesh vertex at each position (6 of 8 vertices of 'scaredUpper'); "
     "2 uniquely placed vertices listed as moved come out unmoved (not yet understood)",
 }
