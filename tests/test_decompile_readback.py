@@ -247,6 +247,60 @@ def half_texel(out: Path) -> float:
     return 1.25 / max(min(sizes) - 1, 1) + 1e-4 if sizes else 1e-4
 
 
+def unreached_by_bst_vta(theirs: bst_oracle.BstModel, stems: list[str]) -> set[tuple[float, ...]]:
+    """Where Blender Source Tools' VTA reader (``import_smd.py``, ``readShapes``) cannot give each vertex its own
+    offset, as positions rounded to 1e-4. It maps every VTA vertex to one mesh vertex, the first at its position
+    (``mesh_cos.index(co)``): where its mesh holds several vertices at one position (it keeps vertices with other
+    bone weights apart, and gives a face over another face vertices of its own) only that first one moves, by the
+    offset of the last VTA vertex mapped to it. And it finds the position through a Shrinkwrap, then exact, else
+    3-decimal, equality, which misses vertices on a rounding boundary (scout's 16, e.g. y = 75.9635: it warns that
+    they "were not matched to a mesh vertex" and lists them in the "Unmatched VTA" group of its "VTA vertices"
+    object); those stay unmoved."""
+    found: set[tuple[float, ...]] = set()
+    for stem in stems:
+        obj = theirs.meshes[stem]
+        co = np.empty(len(obj.data.vertices) * 3)
+        obj.data.vertices.foreach_get("co", co)
+        co = co.reshape(-1, 3) @ np.array(obj.matrix_world)[:3, :3].T + np.array(obj.matrix_world)[:3, 3]
+        keys, counts = np.unique(np.round(co, 4), axis=0, return_counts=True)
+        found.update(map(tuple, keys[counts > 1].tolist()))
+    for name, obj in theirs.meshes.items():
+        group = obj.vertex_groups.get("Unmatched VTA") if name.startswith("VTA vertices") else None
+        if group is not None:
+            world = np.array(obj.matrix_world)
+            found.update(
+                tuple(np.round(world[:3, :3] @ np.array(v.co) + world[:3, 3], 4).tolist())
+                for v in obj.data.vertices
+                if any(g.group == group.index for g in v.groups)
+            )
+    return found
+
+
+def as_bst_vta_reads(ours_shape, their_shape, their_positions, matched, unreached, size) -> np.ndarray:
+    """Their shape, each corner at an ``unreached`` position (see :func:`unreached_by_bst_vta`) taken as ours when
+    Blender Source Tools left it where its VTA reader does: unmoved, or at the shape position of one of our corners
+    at that place. ``matched``: (partner, corners) of ``bst_oracle.match_triangles``."""
+    partner, corners = matched
+    ours = np.empty_like(their_shape)
+    ours[partner[:, None], corners] = ours_shape  # ours in their corner order
+    keys = [tuple(k) for k in np.round(their_positions, 4).reshape(-1, 3).tolist()]
+    at = np.array([k in unreached for k in keys]).reshape(their_positions.shape[:2])
+    tolerance = 1e-5 * size
+    unmoved = np.abs(their_shape - their_positions).max(axis=2) <= tolerance
+    own = np.abs(their_shape - ours).max(axis=2) <= tolerance
+    settled = their_shape.copy()
+    settled[at & (unmoved | own)] = ours[at & (unmoved | own)]
+    rest = np.argwhere(at & ~unmoved & ~own)
+    if len(rest):  # another vertex's offset at the same place
+        there: dict[tuple, list[np.ndarray]] = {}
+        for t, c in np.argwhere(at).tolist():
+            there.setdefault(keys[t * 3 + c], []).append(ours[t, c])
+        for t, c in rest.tolist():
+            if any(np.abs(their_shape[t, c] - o).max() <= tolerance for o in there[keys[t * 3 + c]]):
+                settled[t, c] = ours[t, c]
+    return settled
+
+
 def flex_frames(statements) -> dict[str, str]:
     """``flex NAME frame N`` (and ``flexpair``) in the QC's $model blocks: frame number -> flex name."""
     names = {}
@@ -278,10 +332,7 @@ def evaluate_ours(bpy, armature, action, frames: int):
 NO_SKELETON = (
     "Blender Source Tools' QC import makes an armature only from a reference mesh; an animation-only QC has none"
 )
-KNOWN = {
-    "scout.mdl": "BST gives a VTA frame to the first mesh vertex at each position (6 of 8 vertices of 'scaredUpper'); "
-    "2 uniquely placed vertices listed as moved come out unmoved (not yet understood)",
-}
+KNOWN = {}
 if bpy is not None and bpy.app.version < (4, 4, 0):  # (one action per SMD there: Blender Source Tools before slots)
     KNOWN["civilian_animations.mdl"] = (
         "on Blender 4.2, read onto the armature of its first SMD, 36 of 79 animations are equal; in the other 43 (the "
@@ -363,7 +414,19 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
     ours_shapes = turned(bst_oracle.triangles(meshes)).shapes if static else bst_oracle.triangles(meshes).shapes
     names = flex_frames(statements)  # Blender Source Tools names a VTA's shapes by frame; the QC says whose
     their_shapes = {names.get(k, k): v for k, v in their_shapes.items()}
+    unreached = unreached_by_bst_vta(theirs, [s for s in stems if s in theirs.meshes]) if their_shapes else set()
+    if unreached:
+        try:
+            partner, rotation = bst_oracle.match_triangles(ours_mesh, their_mesh, 1e-5 * size, uv_tolerance)
+        except AssertionError:  # (the meshes differ: reported above)
+            unreached = set()
+        else:
+            matched = partner, (np.arange(3)[None, :] + rotation[:, None]) % 3
     for name in set(ours_shapes) & set(their_shapes):
+        if unreached:
+            their_shapes[name] = as_bst_vta_reads(
+                ours_shapes[name], their_shapes[name], their_mesh.positions, matched, unreached, size
+            )
         ours_one = bst_oracle.Triangles(
             ours_mesh.positions,
             ours_mesh.normals,
