@@ -269,7 +269,7 @@ def unreached_by_bst_vta(theirs: bst_oracle.BstModel, stems: list[str]) -> set[t
         if group is not None:
             world = np.array(obj.matrix_world)
             found.update(
-                tuple(np.round(world[:3, :3] @ np.array(v.co) + world[:3, 3], 4).tolist())
+                tuple(np.round(world[:3, :3] @ np.array(v.co, np.float64) + world[:3, 3], 4).tolist())
                 for v in obj.data.vertices
                 if any(g.group == group.index for g in v.groups)
             )
