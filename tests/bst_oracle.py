@@ -197,23 +197,24 @@ class BstModel:
     messages: list[str] = field(default_factory=list)
 
 
-def import_qc(qc: Path, skeleton: Path | None = None) -> BstModel:
+def import_qc(qc: Path, skeleton: Path | None = None, rot_mode: str = "XYZ") -> BstModel:
     """Blender Source Tools' QC import of ``qc`` (and every SMD/VTA it names) into the current scene. Its QC import
     makes an armature only from a reference mesh: for an animation-only QC, ``skeleton`` (one of its animation
     SMDs) is imported first, which makes the armature from its nodes and first frame, and the QC's animations are
-    then read onto that armature (the active object), as a user would do it."""
+    then read onto that armature (the active object), as a user would do it. ``rot_mode``: its importer's rotation
+    keys, Euler (``XYZ``, its default) or ``QUATERNION``."""
     import bpy
 
     enable_bst(require_bst())
     before = set(bpy.data.objects)
     actions_before = set(bpy.data.actions)
     if skeleton is not None:
-        if bpy.ops.import_scene.smd(filepath=str(skeleton), boneMode="NONE") != {"FINISHED"}:
+        if bpy.ops.import_scene.smd(filepath=str(skeleton), boneMode="NONE", rotMode=rot_mode) != {"FINISHED"}:
             raise AssertionError(f"Blender Source Tools could not import {skeleton}")
         made = next(o for o in bpy.data.objects if o not in before and o.type == "ARMATURE")
         bpy.context.view_layer.objects.active = made
         made.select_set(True)
-    result = bpy.ops.import_scene.smd(filepath=str(qc), boneMode="NONE", doAnim=True)
+    result = bpy.ops.import_scene.smd(filepath=str(qc), boneMode="NONE", doAnim=True, rotMode=rot_mode)
     if result != {"FINISHED"}:
         raise AssertionError(f"Blender Source Tools could not import {qc}: {result}")
     new = [o for o in bpy.data.objects if o not in before]

@@ -6,7 +6,7 @@ import hostile
 import numpy as np
 import pytest
 from conftest import assert_skinned_at_rest, datablock_counts, sample_names, sample_path, samples_dir
-from source_writer import character_spec, write_mdl, write_source
+from source_writer import SBodyPart, SMesh, SModel, SourceSpec, SVertex, character_spec, write_mdl, write_source
 
 pytestmark = pytest.mark.blender
 
@@ -64,6 +64,23 @@ def test_switching_body_groups_and_skins(blender, tmp_path):
         bpy.ops.io_ms3d_mdl.source_skin(model="guy", family=5)
 
 
+def test_a_double_sided_triangle_keeps_the_files_normals(blender, tmp_path):
+    """A triangle and its reversed copy on the same three vertices (cremator's double-sided flaps): Blender puts
+    the corners of such a closed pair in one smooth fan with opposite face normals, where no custom normal can be
+    held; the back face gets copies of its vertices, and every corner shows the file's normal, as the game does."""
+    bpy = blender
+    tilted = np.array([(0.6, 0.0, 0.8), (0.0, 0.6, 0.8), (-0.48, -0.6, 0.64)])
+    verts = [SVertex(tuple(p), tuple(n), tuple(p[:2])) for p, n in zip(np.eye(3), tilted, strict=True)]
+    flap = SMesh(0, verts, [(0, 1, 2), (0, 2, 1)])
+    path = write_source(SourceSpec([SBodyPart("body", [SModel("flap", [flap])])]), tmp_path, "flap")
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), units="SOURCE") == {"FINISHED"}
+    mesh = bpy.data.objects["flap"].data
+    assert len(mesh.vertices) == 6 and len(mesh.polygons) == 2
+    corners = np.array([v.vector for v in mesh.corner_normals]).reshape(-1, 3)
+    expected = tilted[np.array([mesh.vertices[loop.vertex_index].co for loop in mesh.loops]).argmax(axis=1)]
+    np.testing.assert_allclose(corners, expected, atol=1e-2)
+
+
 def test_bodygroup_number_decodes_like_the_game(blender):
     """monster_cube: bases 1,1,2,4,8; option = (body / base) % options."""
     bpy = blender
@@ -113,7 +130,7 @@ SAMPLE_OBJECTS = {  # model: (mesh objects, vertices, bones in an armature, empt
     "icewind1991__vmdl/data/barrel01.mdl": (1, 674, 0, 0),
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": (1, 48, 3, 4),
     # coverage/: a v44 ragdoll, frame-major animations, Titanfall 2 (all embedded) and Titanfall
-    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (1, 1799, 25, 5),
+    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (1, 1805, 25, 5),  # 1799 + 2 back faces' own
     "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": (3, 10391, 47, 2),
     "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl": (1, 24, 0, 0),
     "r1delta__CORE/models/rocks/single_rock_01.mdl": (1, 119, 0, 0),

@@ -103,3 +103,25 @@ def test_scout_in_blender(addon):
     assert driven.value != before  # the controller drives the key
     eyes = [o for o in bpy.data.objects if o.type == "EMPTY" and o.empty_display_type == "SPHERE"]
     assert len(eyes) == 2 and all(e.parent_type == "BONE" for e in eyes)
+
+
+def test_a_back_faces_vertex_copies_move_with_their_vertex():
+    """The import gives a double-sided triangle's back face copies of its vertices (``used`` then repeats their
+    VVD indices after the sorted ones): each copy takes its vertex's flex offset."""
+    from types import SimpleNamespace
+
+    from io_ms3d_mdl.scene.source.flex import add_shape_keys
+    from io_ms3d_mdl.scene.types import MeshData, ObjectData
+
+    flex = SimpleNamespace(
+        desc=0, pair=0, indices=np.array([1, 2]), sides=np.zeros(2, np.float32), deltas=np.array([[0, 0, 1.0]] * 2)
+    )
+    model = SimpleNamespace(vertex_index=10, meshes=[SimpleNamespace(vertex_offset=0, flexes=[flex])])
+    mdl = SimpleNamespace(flex_names=["smile"], flex_controllers=[], flex_rules=[])
+    used = np.array([10, 11, 12, 10, 11, 12])  # three pool vertices, then the back face's copies of them
+    positions = np.repeat(np.arange(3, dtype=np.float32)[:, None], 3, axis=1)[[0, 1, 2, 0, 1, 2]]
+    obj = ObjectData("flap", MeshData("flap", positions, np.array([[0, 1, 2], [3, 5, 4]])))
+    add_shape_keys(mdl, model, obj, used, 2.0)
+    ((name, moved),) = obj.mesh.shape_keys
+    assert name == "smile"
+    np.testing.assert_array_equal(moved[:, 2] - positions[:, 2], [0, 2, 2, 0, 2, 2])

@@ -272,7 +272,8 @@ SAMPLES = {
     "icewind1991__vmdl/data/barrel01.mdl": (46, 1, [("Body", 1, [674])], (1, 1), 25),
     "siobhan-saoirse__l4d-nextbots/models/ghostanim.mdl": (48, 3, [("ghostAnim", 1, [48])], (1, 1), 25),
     # coverage/: a v44 ragdoll, CS:GO-era frame animations, Titanfall 2 (all embedded) and Titanfall
-    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (44, 25, [("Soldier", 1, [1799])], (1, 8), 25),
+    # (1799 pool vertices used, and copies for two double-sided triangles' back faces)
+    "CombineFodder__hl2betaplayermodels/models/player/cremator.mdl": (44, 25, [("Soldier", 1, [1805])], (1, 8), 25),
     "NeXiDE__Counter-Strike-Oldschool-Offensive/models/weapons/v_rif_galilar_scoped.mdl": (
         49,
         47,

@@ -24,6 +24,7 @@ from ..names import option_name
 from ..rotations import compose, quaternion_to_matrix
 from ..studio_scene import finish_scene, rebuild_props
 from ..studio_skeleton import rest_world, studio_skeleton
+from ..topology import classify_faces, compact
 from ..types import (
     CollectionData,
     EmptyData,
@@ -286,6 +287,9 @@ def _model_object(
         slot_of_triangle = slot_of_triangle[solid]  # a dropped group's placeholder 0 goes with its triangles
     # The pool vertices this LOD uses, in pool order, renumbered from 0 (indices bounded by the pool, checked above).
     used, triangles = renumbered(tris_global, len(pool))
+    back = classify_faces(triangles).back_faces
+    if back.any():  # a reversed copy of a triangle (double-sided): its own vertices (see _own_vertices)
+        used, triangles = _own_vertices(used, triangles, back)
     budget.check(mdl.path, "vertices over all objects", scene.vertex_count + len(used), budget.vertices)
     verts = np.take(pool, used)  # not pool[used]: numpy indexes structured records field by field, 20× slower
     family0 = scene.skin_families[0] if scene.skin_families else []
@@ -326,6 +330,15 @@ def _model_object(
         ids[bad], weights[bad] = -1, 0.0
         obj.skin = SkinData(ids, weights)
     return obj
+
+
+def _own_vertices(used: np.ndarray, triangles: np.ndarray, back: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ``back`` triangles (reversed copies of others) on copies of their vertices, appended: two triangles on
+    the same three vertices make a closed pair whose corners Blender puts in one smooth fan with opposite face
+    normals, where no custom normal can be held (the file's came out up to 1.07 off); apart, each keeps the file's
+    normal, as the game shows it. ``used`` (each vertex's pool index) follows; the copies repeat their pool index."""
+    triangles, order = compact(triangles, len(used), back)
+    return used[order], triangles
 
 
 def _flipped_uvs(uv: np.ndarray) -> np.ndarray:

@@ -27,28 +27,31 @@ MAX_EXPRESSION = 255  # Blender's driver expressions hold 255 bytes; a longer on
 
 
 def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndarray, scale: float) -> None:
-    """``used``: the VVD indices of ``obj``'s vertices (sorted, as compaction left them)."""
+    """``used``: the VVD indices of ``obj``'s vertices (sorted, as compaction left them, then any copies of
+    vertices a back face got: a copy moves with its vertex)."""
     deltas: dict[int, np.ndarray] = {}
+    pool, copy_of = np.unique(used, return_inverse=True)
     for mesh in model.meshes:
         base = model.vertex_index + mesh.vertex_offset
         for flex in mesh.flexes:
-            where = np.searchsorted(used, base + flex.indices)
-            inside = where < len(used)
-            inside[inside] &= used[where[inside]] == base + flex.indices[inside]
+            where = np.searchsorted(pool, base + flex.indices)
+            inside = where < len(pool)
+            inside[inside] &= pool[where[inside]] == base + flex.indices[inside]
             shares = [(flex.desc, 1.0 - flex.sides if flex.pair else np.ones(len(flex.sides), np.float32))]
             if flex.pair:
                 shares.append((flex.pair, flex.sides))
             for desc, share in shares:
                 if not 0 <= desc < len(mdl.flex_names):
                     continue
-                target = deltas.setdefault(desc, np.zeros((len(used), 3), dtype=np.float64))
+                target = deltas.setdefault(desc, np.zeros((len(pool), 3), dtype=np.float64))
                 np.add.at(target, where[inside], flex.deltas[inside] * share[inside, None])
     base_positions = obj.mesh.positions.astype(np.float64)
     descs = sorted(deltas)
     file_names = [mdl.flex_names[d] for d in descs]
     keys = unique_names(file_names, "flex", taken=[BASIS])
     for desc, key in zip(descs, keys, strict=True):
-        obj.mesh.shape_keys.append((key, np.ascontiguousarray(base_positions + deltas[desc] * scale, dtype=np.float32)))
+        moved = base_positions + deltas[desc][copy_of.ravel()] * scale
+        obj.mesh.shape_keys.append((key, np.ascontiguousarray(moved, dtype=np.float32)))
     _record_renames(obj, "source_flex_key_names", file_names, keys)
     if deltas:
         _controls(mdl, obj, dict(zip(descs, keys, strict=True)))
