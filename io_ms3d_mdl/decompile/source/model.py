@@ -28,7 +28,7 @@ from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
-from .new_actions import edited_poses, write_new_actions
+from .new_actions import edited_poses, local_pose, write_new_actions
 from .qc import QcParts, bone_world, write_qc
 from .skeleton_edits import edited_skeleton
 from .stored_names import restore_stored_names
@@ -210,8 +210,5 @@ def _added_rest(world: np.ndarray, skeleton: SmdSkeleton, mdl) -> tuple[np.ndarr
     first = len(mdl.bones)
     if len(skeleton.names) == first:
         return None
-    parents = np.asarray(skeleton.parents)[first:]
-    local = world[first:].copy()
-    inner = parents >= 0
-    local[inner] = np.linalg.inv(world[parents[inner]]) @ world[first:][inner]
-    return local[:, :3, 3], matrix_to_quaternion(local[:, :3, :3])
+    positions, matrices = local_pose(world[None], skeleton)
+    return positions[0, first:], matrix_to_quaternion(matrices[0, first:])

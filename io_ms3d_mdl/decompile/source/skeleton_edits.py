@@ -15,7 +15,7 @@ import numpy as np
 
 from ...formats.smd import SmdSkeleton
 from .angles import matrix_to_euler
-from .new_actions import BlenderRig, to_source
+from .new_actions import BlenderRig, local_pose, to_source
 
 MOVED = 1e-5  # relative to the model's size: a rest further from the import's is an edit (float32 holds ~1e-7)
 
@@ -62,13 +62,11 @@ def edited_skeleton(
     if added:
         world = np.concatenate([world, np.array(added)])
         changed = np.concatenate([changed, np.ones(len(added), bool)])
-    parents_arr = np.array(parents, np.int64)
-    redo = changed | np.where(parents_arr >= 0, changed[np.maximum(parents_arr, 0)], False)  # or its parent moved
+    edited = SmdSkeleton(names, np.array(parents, np.int64))
+    redo = changed | np.where(edited.parents >= 0, changed[np.maximum(edited.parents, 0)], False)  # or its parent
     full = np.zeros((1, len(names), 6))
     full[0, : rest.shape[1]] = rest[0]
-    for b in np.flatnonzero(redo).tolist():
-        p = parents[b]
-        local = world[b] if p < 0 else np.linalg.inv(world[p]) @ world[b]
-        full[0, b, :3] = local[:3, 3]
-        full[0, b, 3:] = matrix_to_euler(local[:3, :3])
-    return EditedSkeleton(SmdSkeleton(names, parents_arr), world, full, len(added))
+    positions, matrices = local_pose(world[None], edited)
+    full[0, redo, :3] = positions[0, redo]
+    full[0, redo, 3:] = matrix_to_euler(matrices[0, redo])
+    return EditedSkeleton(edited, world, full, len(added))
