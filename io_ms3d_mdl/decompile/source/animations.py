@@ -67,6 +67,7 @@ def write_animations(
     budget = current_budget()
     data_bytes = sum(len(src.data) + (len(a[0]) if a else 0) for src, a, _ in sources)
     total = budget.bone_frames(data_bytes)
+    output.grant(budget.animation_text_bytes(data_bytes))
     spent = 0
     costs = []
     for s, i in chosen:

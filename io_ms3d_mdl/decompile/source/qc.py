@@ -39,7 +39,9 @@ HEADER_FLAGS = (  # studiohdr_t flags a QC command sets [SDK studio.h]
 )
 NEW_EVENT = 0x400  # the event's name is a string (AE_...), its number assigned at run time
 CONTENTS = ((0x1, "solid"), (0x8, "grate"), (0x2000000, "monster"), (0x20000000, "ladder"))
-AUTOLAYER_FLAGS = ((0x1, "post"), (0x2, "spline"), (0x4, "xfade"), (0x8, "noblend"), (0x20, "local"))
+# ``blendlayer`` words and the ``mstudioautolayer_t`` flags studiomdl sets for them (the SDK's studio.h)
+AUTOLAYER_FLAGS = ((0x80, "xfade"), (0x40, "spline"), (0x200, "noblend"), (0x1000, "local"))
+AUTOLAYER_POSE = 0x4000  # the layer follows a pose parameter: its four values are that parameter's, not cycles
 
 
 @dataclass
@@ -433,7 +435,7 @@ def _sequences(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("fadeout", d.fadeout)
                 _nodes(qc, details.nodes, d)
                 for layer in d.layers:
-                    _layer(qc, mdl, layer, max(first.frames - 1, 0))
+                    _layer(qc, parts, layer, max(first.frames - 1, 0))
             last = max(first.frames - 1, 0)
             if seq.animations:
                 _ik_rules(qc, parts, seq.animations[0], last)
@@ -498,18 +500,27 @@ def _nodes(qc: QcWriter, nodes: list[str], d) -> None:
         qc.line("transition", Quoted(entry), Quoted(exit_))
 
 
-def _layer(qc: QcWriter, mdl: MdlFile, layer, last: int) -> None:
-    """``blendlayer`` takes frames of this sequence; the model stores them as cycles (frame / last frame)."""
-    seq, _pose, flags, start, peak, tail, end = layer
+def _layer(qc: QcWriter, parts: QcParts, layer, last: int) -> None:
+    """``addlayer`` or ``blendlayer``. studiomdl stores a layer's four frames as cycles (frame / (frames − 1) of the
+    sequence's first animation: 0/0, NaN, in a one-frame sequence, where every frame is 0), and a pose-parameter
+    layer's four values as they are."""
+    mdl = parts.mdl
+    seq, pose, flags, start, peak, tail, end = layer
     if not 0 <= seq < len(mdl.sequences):
         return
     name = Quoted(mdl.sequences[seq].name)
-    if flags & 0x10 or (start, peak, tail, end) == (0.0, 0.0, 0.0, 0.0):  # a plain layer
+    values = (start, peak, tail, end)
+    if flags == 0 and values == (0.0, 0.0, 0.0, 0.0):  # what ``addlayer`` compiles to
         qc.line("addlayer", name)
         return
-    words = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
-    frames = [round(v * last) for v in (start, peak, tail, end)]
-    qc.line("blendlayer", name, *frames, *words)
+    words: list = [w for bit, w in AUTOLAYER_FLAGS if flags & bit]
+    params = parts.details.pose_parameters
+    if flags & AUTOLAYER_POSE and 0 <= pose < len(params):
+        numbers = [float(v) if math.isfinite(v) else 0.0 for v in values]
+        words += ["poseparameter", Quoted(params[pose].name)]
+    else:
+        numbers = [round(v * last) if math.isfinite(v) else 0 for v in values]
+    qc.line("blendlayer", name, *numbers, *words)
 
 
 def _weightlists(qc: QcWriter, parts: QcParts) -> dict[int, str]:
