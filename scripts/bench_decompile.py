@@ -39,6 +39,14 @@ MODELS = [
     "goldsrc/gloeyisk__CS16/models/hostage.mdl",
 ]
 VPK = "vpk/SirPlease__L4D2-Competitive-Rework/addons/knife.vpk"
+# Models from fetched snapshots of public repositories (``fetch`` puts them in ``../.mirror``), when present:
+# (snapshot, folder taken out of it, model in that folder). A Counter-Strike: Source player whose includes hold
+# 1,446 animations (1,382 of them in zs_player_shared.mdl, 2.0 MB), and that shared file alone.
+MIRROR = Path(os.environ.get("IO_MS3D_MDL_MIRROR", ROOT.parent / ".mirror"))
+MIRRORED = [
+    ("FJH03+CSCZS_GameData", "models/player", "models/player/ct_gsg9.mdl"),
+    ("FJH03+CSCZS_GameData", "models/player", "models/player/zs_player_shared.mdl"),
+]
 
 PEAK = """
 def peak_mb():
@@ -101,11 +109,33 @@ def median_of(code: str, model: Path, runs: int) -> dict:
     return best
 
 
+def mirrored(into: Path) -> list[Path]:
+    """The models of ``MIRRORED`` whose snapshot is on this machine, taken out into ``into``."""
+    found = []
+    for repo, folder, model in MIRRORED:
+        git_dir = MIRROR / repo / "repo"
+        target = into / repo
+        if not git_dir.is_dir():
+            continue
+        if not (target / model).is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            tar = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "archive", "--format=tar", "HEAD", folder],
+                capture_output=True,
+                check=True,
+            )
+            subprocess.run(["tar", "-x", "-C", str(target)], input=tar.stdout, check=True)
+        found.append(target / model)
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--import-runs", type=int, default=1)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--only", nargs="*", default=[], help="model file names to measure (default: every one)")
+    parser.add_argument("--no-vpk", action="store_true", help="leave out the whole-VPK run")
     args = parser.parse_args()
     try:
         import bpy  # noqa: F401
@@ -117,8 +147,11 @@ def main() -> int:
         "| model | decompile | its peak memory | files | our import (every animation) | its peak (Blender alone) |",
         "|---|---|---|---|---|---|",
     ]
-    for relative in MODELS:
-        model = SAMPLES / relative
+    snapshots = tempfile.TemporaryDirectory()
+    for model in [*(SAMPLES / relative for relative in MODELS), *mirrored(Path(snapshots.name))]:
+        relative = model.name
+        if args.only and relative not in args.only:
+            continue
         if not model.is_file():
             rows.append(f"| {relative} | (sample absent) | | | | |")
             continue
@@ -135,7 +168,7 @@ def main() -> int:
         rows.append("| " + " | ".join(cells) + " |")
         print(rows[-1], flush=True)
     vpk = SAMPLES / VPK
-    if vpk.is_file():
+    if vpk.is_file() and not args.no_vpk:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             done = subprocess.run(

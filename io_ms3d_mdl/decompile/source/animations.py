@@ -16,7 +16,8 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import FormatError, Warnings
-from ...formats.smd import SmdSkeleton, write_smd
+from ...formats.smd import SmdSkeleton
+from ...formats.smd.writer import skeleton_texts, write_nodes
 from ...formats.source.animation import SkippedAnimation, decode_animations
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
@@ -200,19 +201,41 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
     roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     static = mdl.is_static_prop and len(mdl.bones) == 1  # a static prop's vertices are turned instead
     turn = None if static or not len(roots) else default_turn(source, ani)
+    poses = []
     for (i, _), anim in zip(good, anims, strict=True):
-        desc = source.animations[i]
         positions, rotations = anim.positions, anim.rotations
         if not s and i in replaced:
             positions, rotations = settle_pose(replaced[i], positions, rotations)
         elif added is not None:
             positions, rotations = _with_added(positions, rotations, added, bool(anim.delta))
-        frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
-        if turn is not None and not anim.delta:
-            unturn_roots(frames, rotations, roots, turn)
+        poses.append((positions, rotations))
+    frames = _batch_frames(poses, [bool(a.delta) for a in anims], roots, turn)
+    for (i, _), anim, animation_frames, (text, stats) in zip(good, anims, frames, skeleton_texts(frames), strict=True):
+        desc = source.animations[i]
         relative = output.name(desc.name.lstrip("@") or f"animation{i}", ".smd", sub)
         with output.open(relative) as stream:
-            stats = write_smd(stream, skeleton, frames)
+            write_nodes(stream, skeleton)
+            stream.write(text)
         if stats.non_finite:
             warnings.add(f"animation '{desc.name}': {stats.non_finite} nan/inf values were written as 0")
-        written[(s, i)] = WrittenAnimation(s, i, desc.name, relative, len(frames), float(anim.fps), bool(anim.delta))
+        written[(s, i)] = WrittenAnimation(
+            s, i, desc.name, relative, len(animation_frames), float(anim.fps), bool(anim.delta)
+        )
+
+
+def _batch_frames(
+    poses: list[tuple[np.ndarray, np.ndarray]], deltas: list[bool], roots: np.ndarray, turn: np.ndarray | None
+) -> list[np.ndarray]:
+    """Each animation's (F, B, 6) SMD frames (positions, Euler angles; a whole animation's roots unturned), the
+    batch laid end to end so the angles and the turn are one numpy pass each rather than one per animation."""
+    counts = [len(p) for p, _ in poses]
+    positions = np.concatenate([p for p, _ in poses])
+    rotations = np.concatenate([q for _, q in poses])
+    frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
+    if turn is not None:
+        whole = np.repeat(~np.array(deltas, dtype=bool), counts)
+        if whole.any():
+            turned = frames[whole]
+            unturn_roots(turned, rotations[whole], roots, turn)
+            frames[whole] = turned
+    return np.split(frames, np.cumsum(counts)[:-1])
