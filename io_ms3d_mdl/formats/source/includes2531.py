@@ -4,8 +4,9 @@ animations (``swat3.mdl`` → ``shared/male/npc_allsequences.mdl`` → …). Loa
 A record is 116 bytes, not 44–49's 8 (Crowbar's ``SourceMdlIncludeModel2531`` and SourceIO's ``v2531`` read the
 same stride and the header's ``numincludemodels``): the name's offset (relative to the record) first, then 0,
 0x7fffffff, 0 and the offset (relative to the record) of a block of 56 bytes per bone of the including model that
-every file leaves as placeholders (0xffff, -1, then zeros: a bone map the engine fills at load time), then 24 × -1.
-Measured on the Unofficial Patch's 276 models: 94 include 180 records, every one of that shape.
+every file leaves as placeholders (0xffff, -1, then zeros; presumably room for a bone map the engine fills at load
+time: not read), then 24 × -1. Measured on the Unofficial Patch's 276 models: 94 include 180 records, every one of
+that shape.
 
 The header's count is the engine's: the patch's ``shared/female/allsequences.mdl`` is ``alsequences.mdl`` with the
 count lowered from 19 to 11 and eleven names rewritten in place (113 bytes differ between the two files), so its
