@@ -193,10 +193,15 @@ def borrowed_spec(name: str) -> BSpec:
 
 
 def test_include_names_leaving_the_game_folder_are_refused(tmp_path, watch):  # noqa: F811
-    """'..' above the game folder, an absolute path and a missing or broken include: each a warning naming it,
-    nothing outside opened; the include inside the game folder still lends its animation."""
+    """'..' above the game folder, absolute paths and a missing or broken include: each a warning naming it, nothing
+    outside opened, by the import or the decompile; the include inside the game folder still lends its animation."""
     outside = watch / "secret.mdl"
-    hostile_names = ["../../outside/secret.mdl", "models\\..\\..\\outside\\secret.mdl", str(outside)]
+    hostile_names = [
+        "../../outside/secret.mdl",
+        "models\\..\\..\\outside\\secret.mdl",
+        str(outside),
+        "C:\\outside\\secret.mdl",
+    ]
     models = tmp_path / "game" / "models"
     write_bloodlines(borrowed_spec("borrowed"), models / "shared", "anims", vtx=False)
     (models / "shared" / "broken.mdl").write_bytes(b"IDST" + struct.pack("<i", 2531) + bytes(8))
@@ -214,6 +219,9 @@ def test_include_names_leaving_the_game_folder_are_refused(tmp_path, watch):  # 
     for name in [*hostile_names, "models/shared/nowhere.mdl"]:
         assert any(f"included model '{name}' was not found under the game folder" in w for w in scene.warnings), name
     assert any("included model 'models/shared/broken.mdl' could not be read" in w for w in scene.warnings)
+    result = io_ms3d_mdl.decompile(str(path), str(tmp_path / "out"), DecompileOptions())
+    assert sorted(f for f in result.files if f.startswith("anims/")) == ["anims/anims/borrowed.smd", "anims/slide.smd"]
+    assert sum("included model" in w for w in result.warnings) == len(spec.includes) - 1
 
 
 def test_a_zero_name_offset_names_nothing(tmp_path):
