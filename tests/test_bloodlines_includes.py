@@ -224,12 +224,18 @@ def test_include_names_leaving_the_game_folder_are_refused(tmp_path, watch):  # 
     assert sum("included model" in w for w in result.warnings) == len(spec.includes) - 1
 
 
-def test_a_zero_name_offset_names_nothing(tmp_path):
+def test_a_zero_name_offset_names_nothing_and_a_broken_table_costs_only_the_includes(tmp_path):
     spec = character_spec2531()
     spec.includes = ["models/a.mdl", "models/b.mdl"]
-    path = write_bloodlines(spec, tmp_path / "models", "guy", vtx=False)
-    data = bytearray(path.read_bytes())
+    data = bytearray((path := write_bloodlines(spec, tmp_path / "models", "guy", vtx=False)).read_bytes())
     at = struct.unpack_from("<i", data, 408)[0]
     struct.pack_into("<i", data, at, 0)  # the first record names nothing
     path.write_bytes(data)
     assert read_mdl(path).include_models == ["models/b.mdl"]
+    for where, value in ((404, 1 << 24), (at + 116, len(data) + 5)):  # past the file: the records, a name
+        broken = bytearray(data)
+        struct.pack_into("<i", broken, where, value)
+        path.write_bytes(broken)
+        mdl = read_mdl(path)
+        assert mdl.include_models == [] and [a.name for a in mdl.animations] == ["slide"]
+        assert any("guy.mdl" in w and "the included models were not read" in w for w in mdl.warnings), where

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import BudgetExceeded, FormatError, Warnings
 from ..binary import Cursor
 from .records import records_at, rel
 
@@ -32,13 +33,20 @@ INCLUDE = np.dtype(
 assert INCLUDE.itemsize == 116
 
 
-def include_names(cur: Cursor, header: np.void) -> list[str]:
+def include_names(cur: Cursor, header: np.void, warnings: Warnings) -> list[str]:
     """The included models' names, in the file's order; a record whose name offset is 0 names nothing and is left
-    out (a name outside the file is an error, as in 44–49)."""
-    names = (
-        cur.string_at(rel(cur, off, g["sznameindex"]), f"name of included model {k}")
-        for k, (off, g) in enumerate(
-            records_at(cur, header, "numincludemodels", "includemodelindex", INCLUDE, "included models")
-        )
-    )
+    out. A table that cannot be read costs the included animations, with a warning, never the model: they are
+    extras the model itself does not need (past the budget, the import still stops)."""
+    try:
+        names = [
+            cur.string_at(rel(cur, off, g["sznameindex"]), f"name of included model {k}")
+            for k, (off, g) in enumerate(
+                records_at(cur, header, "numincludemodels", "includemodelindex", INCLUDE, "included models")
+            )
+        ]
+    except BudgetExceeded:
+        raise
+    except FormatError as exc:
+        warnings.add(f"the included models were not read: {exc.message}")
+        return []
     return [name for name in names if name]

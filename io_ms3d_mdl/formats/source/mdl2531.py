@@ -79,7 +79,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         skins=_skins(cur, raw),
         attachments=read_attachments(cur, raw, len(bones), B.ATTACHMENT),
         hitbox_sets=_hitbox_sets(cur, raw, len(bones)),
-        include_models=include_names(cur, raw),
+        include_models=[],
         animations=_animations(cur, raw),
         sequences=_sequences(cur, raw),
         flex_names=[],
@@ -96,6 +96,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             np.concatenate(tangents) if tangents else np.zeros((0, 4), np.float32),
         ),
     )
+    mdl.include_models = include_names(cur, raw, mdl.warnings)
     if len(moved):
         names = ", ".join(f"'{bone_names[i]}'" for i in moved[:5].tolist())
         mdl.warnings.add(
