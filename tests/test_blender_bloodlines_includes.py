@@ -9,7 +9,16 @@ import bloodlines_reference as ref
 import numpy as np
 import pytest
 from test_blender_source_anim import play
-from test_bloodlines_includes import ALL, animation_names, bone_names, game_of, include_chain, offered, swat3  # noqa: F401
+from test_bloodlines_includes import (  # noqa: F401
+    ALL,
+    animation_names,
+    bone_names,
+    bone_parents,
+    game_of,
+    include_chain,
+    offered,
+    swat3,
+)
 
 from io_ms3d_mdl.scene.load import load_source
 from io_ms3d_mdl.scene.rotations import quaternion_to_matrix
@@ -51,7 +60,7 @@ def test_all_included_animations_build_and_pose_the_mesh(blender, swat3):  # noq
     _, armature = armature_of(bpy, "swat3")
     bind = ref.rest_pose(data)
     ours = bone_names(data)
-    parents = [int(np.int32(v)) for v in np.frombuffer(data, "<i4", len(ours) * 40, 424).reshape(-1, 40)[:, 1]]
+    parents = bone_parents(data)
     (model,) = ref.models(data, None)
     scene = load_source(str(swat3), ALL)
     (mesh,) = [o for o in scene.objects if o.mesh is not None and o.mesh.source_vertices is not None]

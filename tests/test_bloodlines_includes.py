@@ -62,6 +62,11 @@ def bone_names(data: bytes) -> list[str]:
     return _named(data, 240, 160)
 
 
+def bone_parents(data: bytes) -> list[int]:
+    count, at = struct.unpack_from("<2i", data, 240)
+    return [struct.unpack_from("<i", data, at + 160 * b + 4)[0] for b in range(count)]
+
+
 def include_chain(game: Path, model: Path) -> tuple[list[tuple[str, bytes]], list[str]]:
     """Depth first, each file once (the model itself counting as seen): (name, bytes) of every included model found
     under ``game`` (the patch's names and files are all lower case), and the names not found."""
@@ -160,7 +165,7 @@ def test_the_decompile_writes_included_animations_under_our_skeleton(swat3, tmp_
     commands = qc_commands((tmp_path / result.qc).read_text("utf-8"))
     assert [c[1:] for c in commands if c[0] == "$includemodel"] == [include_records(data)]
     ours = bone_names(data)
-    parents = np.array([struct.unpack_from("<i", data, 424 + 160 * b + 4)[0] for b in range(len(ours))])
+    parents = bone_parents(data)
     files = {Path(f).stem: f for f in result.files if f.startswith("anims/")}
     compared = 0
     for name, source in offered(animation_names(data), chain):
