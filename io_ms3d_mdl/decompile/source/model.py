@@ -23,7 +23,7 @@ from ..registry import DecompileJob
 from .angles import quaternion_to_euler
 from .animations import default_turn, write_animations
 from .bloodlines import VERSION as BLOODLINES
-from .bloodlines import bloodlines_details, name_included_models
+from .bloodlines import bloodlines_details
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
@@ -44,8 +44,6 @@ def decompile_source(job: DecompileJob) -> None:
     vvd, vtx, notes = read_mesh_companions(mdl, sidecars, None if options.lods else 0)
     warnings.extend(notes)
     ani = load_ani(job.path, mdl)
-    if mdl.version == BLOODLINES:
-        name_included_models(job.data, job.path, mdl)
     includes = load_includes(job.path, mdl, warnings) if options.include_animations else []
     phy = None
     if options.physics:

@@ -4,8 +4,8 @@ Bloodlines has no ``.vvd``: each model keeps its own vertices, so the reader dec
 a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene assembly) works as for later Source.
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
 ``mdl``. Animations and sequences (with their events: ``structs2531.EVENT``) are listed here, animations decoded
-on demand (``animation2531``); eyeballs, flexes and included models of this version are not read (their layouts
-differ; none is guessed).
+on demand (``animation2531``); the included models are named (``includes2531``) and loaded as 44–49's are
+(``includes``). Eyeballs and flexes of this version are not read (their layouts differ; none is guessed).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..binary import Cursor
 from . import structs as S
 from . import structs2531 as B
 from .attachments import read_attachments
+from .includes2531 import include_names
 from .model import (
     MdlAnimation,
     MdlBodyPart,
@@ -95,6 +96,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             np.concatenate(tangents) if tangents else np.zeros((0, 4), np.float32),
         ),
     )
+    mdl.include_models = include_names(cur, raw, mdl.warnings)
     if len(moved):
         names = ", ".join(f"'{bone_names[i]}'" for i in moved[:5].tolist())
         mdl.warnings.add(
