@@ -760,3 +760,102 @@ def test_the_export_does_not_write_through_a_link(blender, tmp_path):
         bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
     assert list(elsewhere.iterdir()) == []
     assert [p.name for p in out.iterdir()] == ["anims"]  # nothing else published either
+
+
+def texture_groups(qc: bytes) -> list[list[str]]:
+    """The rows of the QC's ``$texturegroup`` (read by the strict grammar), [] without one."""
+    import qc_grammar
+
+    rows: list[list[str]] = []
+    for statement in qc_grammar.parse(qc):
+        if statement.command != "$texturegroup":
+            continue
+        depth = 0
+        for token in statement.args[1:]:
+            brace = not token.quoted and token.text in (b"{", b"}")
+            if brace:
+                depth += 1 if token.text == b"{" else -1
+                if depth == 2 and token.text == b"{":
+                    rows.append([])
+            elif depth == 2:
+                rows[-1].append(token.text.decode("latin-1"))
+    return rows
+
+
+def _slot_of_column(model, column: int):
+    """A mesh slot that shows skin-table column ``column``."""
+    return next(
+        o.material_slots[k]
+        for o in model.all_objects
+        if o.type == "MESH"
+        for k, ref in enumerate(o.get("source_skin_refs", []))
+        if ref == column
+    )
+
+
+def test_skin_families_edited_in_blender_are_the_texturegroup(blender, tmp_path):
+    """metal_box: showing another family changes nothing; a material swapped in a slot while family 1 shows is
+    family 1's change alone (the SMDs keep family 0's names); a family added to the collection's table is a new
+    row. The QC's other lines stay the decompiler's."""
+    from io_ms3d_mdl.blender.source_switch import set_skin
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", METAL_BOX))
+    before = export(bpy, tmp_path / "before")
+    rows = texture_groups(before["metal_box.qc"])
+    assert len(rows) >= 2
+    set_skin(model, 1)
+    assert export(bpy, tmp_path / "shown") == before
+
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    gold = bpy.data.materials.new("metal_box_gold")
+    _slot_of_column(model, varying).material = gold
+    swapped = export(bpy, tmp_path / "swapped")
+    new_rows = texture_groups(swapped["metal_box.qc"])
+    assert new_rows[0] == rows[0] and new_rows[2:] == rows[2:]
+    assert [n for n in new_rows[1] if n not in rows[1]] == ["metal_box_gold"]
+    assert {n for n in swapped if swapped[n] != before[n]} == {"metal_box.qc"}
+    a, b = before["metal_box.qc"].splitlines(), swapped["metal_box.qc"].splitlines()
+    assert len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1
+
+    set_skin(model, 0)  # (family 1's slots back to its table, so only the added family differs below)
+    model["source_skins"] = [*families, [*families[0][:varying], "metal_box_new", *families[0][varying + 1 :]]]
+    added = export(bpy, tmp_path / "added")
+    columns = [c for c in range(len(families[0])) if len({f[c] for f in families}) > 1]  # the ones written
+    row = list(rows[0])
+    row[columns.index(varying)] = "metal_box_new"
+    assert texture_groups(added["metal_box.qc"]) == [*rows, row]
+    assert {n for n in added if added[n] != before[n]} == {"metal_box.qc"}
+
+
+def test_goldsrc_skin_families_edited_in_blender_are_the_texturegroup(blender, tmp_path):
+    """houndeye (three families): a slot of a varying column given another of the model's textures while family 2
+    shows is family 2's row in $texturegroup, by that texture's BMP; a material that is no texture of the model
+    cannot be a GoldSrc family's (it has no pixels in the file): the file's entry is kept, with a warning."""
+    from io_ms3d_mdl.blender.source_switch import set_skin
+
+    bpy = blender
+    model = imported(bpy, next(p for p in goldsrc_models() if p.stem == "houndeye"))
+    before = export(bpy, tmp_path / "before")
+    qc = next(n for n in before if n.endswith(".qc"))
+    rows = texture_groups(before[qc])
+    assert len(rows) == 3
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    set_skin(model, 2)
+    other = next(
+        m for m in bpy.data.materials if m.get("source_texture") and m.name not in {f[varying] for f in families}
+    )
+    _slot_of_column(model, varying).material = other
+    after = export(bpy, tmp_path / "after")
+    new_rows = texture_groups(after[qc])
+    assert new_rows[:2] == rows[:2] and len(new_rows) == 3
+    bmp = str(other["source_texture"])
+    assert bmp in new_rows[2] and bmp not in rows[2] and bmp in after
+    assert {n for n in after if after[n] != before[n]} == {qc}
+
+    _slot_of_column(model, varying).material = bpy.data.materials.new("not_a_texture")
+    result = bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "kept" / "model.qc"))
+    assert result == {"FINISHED"}
+    assert texture_groups(files(tmp_path / "kept")[qc]) == rows

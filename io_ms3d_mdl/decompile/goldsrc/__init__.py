@@ -86,6 +86,7 @@ def _run(job: DecompileJob) -> None:
     notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
     qc_check = job.output.checker(model_file)
     parts = QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes, new_sequences)
+    parts.skins = _edited_skins(gs, job)
     qc = write_qc(gs, parts, qc_check)
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
@@ -109,6 +110,30 @@ def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
             f"the model's textures were not found: texture coordinates assume {FALLBACK_SIZE}² texels"
         )
     return files
+
+
+def _edited_skins(gs: GsFile, job: DecompileJob) -> np.ndarray | None:
+    """An export's skin families (``SourceEdits.skins``, by material name) as the file's texture indices: each
+    name a texture of the model by its name or the Blender name it was renamed to. A name that is no texture of
+    the model (GoldSrc embeds every texture a family names) keeps the file's entry, with a warning."""
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is None or edits.skins is None:
+        return None
+    index = {t.name: i for i, t in enumerate(gs.textures)}
+    index.update({new: index[old] for old, new in edits.renamed.items() if old in index})
+    width = gs.skins.shape[1] if gs.skins.ndim == 2 else 0
+    table = np.array(
+        [[index.get(n, -1) for n in [*row, *[""] * width][:width]] for row in edits.skins], np.int64
+    ).reshape(-1, width)
+    file_rows = gs.skins[np.minimum(np.arange(len(table)), len(gs.skins) - 1)] if len(gs.skins) else table
+    unknown = table < 0
+    if unknown.any():
+        names = sorted({edits.skins[f][c] for f, c in zip(*np.nonzero(unknown), strict=True)})
+        job.result.warnings.add(
+            f"skin families name materials that are no texture of the model, kept as the file's: {', '.join(names[:5])}"
+        )
+        table = np.where(unknown, file_rows, table)
+    return table
 
 
 def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSkeleton:

@@ -84,6 +84,7 @@ class QcParts:
     sequences: list[SequenceFiles]
     notes: list[str] = field(default_factory=list)  # comments for the head of the QC
     new_sequences: list[NewSequence] = field(default_factory=list)  # an export's actions made in Blender
+    skins: np.ndarray | None = None  # an export's skin table (families × columns of texture indices), else the file's
 
 
 def stored_names(gs: GsFile) -> tuple[list[str], list[str]]:
@@ -163,7 +164,7 @@ def _bodies(parts: QcParts, w: QcWriter) -> None:
 
 def _skins(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     files = parts.texture_files
-    skins = gs.skins
+    skins = gs.skins if parts.skins is None else parts.skins
     if len(skins) > 1 and skins.shape[1]:
         valid = (skins >= 0) & (skins < len(files))
         differs = np.flatnonzero(((skins != skins[0]) & valid).any(axis=0) & valid.all(axis=0))

@@ -108,6 +108,7 @@ def decompile_source(job: DecompileJob) -> None:
 
     renamed = edits.renamed if edits is not None else {}
     parts.renamed = renamed
+    parts.skins = edits.skins if edits is not None else None
 
     def material(ref: int) -> str:
         t = family0[ref] if 0 <= ref < len(family0) else ref

@@ -61,6 +61,7 @@ class QcParts:
     definebone: bool = False
     options: list[list[str]] | None = None  # an export's body-part options (more than the file's: added)
     renamed: dict[str, str] = field(default_factory=dict)  # an export's material names, by the file's texture
+    skins: list[list[str]] | None = None  # an export's skin families by material name (None: the file's)
     new_sequences: list = field(default_factory=list)  # an export's actions made in Blender (WrittenAnimation)
     skeleton: SmdSkeleton | None = None  # an export's bones (moved or made in Blender), else the file's
     rest: np.ndarray | None = None  # (1, B, 6) their local rest, position and Euler angles
@@ -100,7 +101,10 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.command("$cbox", *details.view[0].astype(float).tolist(), *details.view[1].astype(float).tolist())
     for folder in mdl.cd_materials:
         qc.command("$cdmaterials", Quoted(folder))
-    _skins(qc, mdl, parts.renamed)
+    if parts.skins is not None:
+        _skin_rows(qc, parts.skins)
+    else:
+        _skins(qc, mdl, parts.renamed)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
     _keyvalues(qc, details.keyvalues, warnings)
@@ -253,6 +257,17 @@ def _skins(qc: QcWriter, mdl: MdlFile, renamed: dict[str, str]) -> None:
     with qc.block("$texturegroup", "skinfamilies"):
         for row in skins.tolist():
             qc.line("{", *(Quoted(name(row[c])) for c in columns), Raw("}"))
+
+
+def _skin_rows(qc: QcWriter, rows: list[list[str]]) -> None:
+    """An export's skin families (material names, family 0 first): the columns that differ between families."""
+    width = min((len(r) for r in rows), default=0)
+    columns = [c for c in range(width) if len({r[c] for r in rows}) > 1]
+    if len(rows) < 2 or not columns:
+        return
+    with qc.block("$texturegroup", "skinfamilies"):
+        for row in rows:
+            qc.line("{", *(Quoted(row[c]) for c in columns), Raw("}"))
 
 
 def _bones(qc: QcWriter, parts: QcParts) -> None:
