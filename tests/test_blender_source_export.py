@@ -859,3 +859,90 @@ def test_goldsrc_skin_families_edited_in_blender_are_the_texturegroup(blender, t
     result = bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "kept" / "model.qc"))
     assert result == {"FINISHED"}
     assert texture_groups(files(tmp_path / "kept")[qc]) == rows
+
+
+def _delete_bone(bpy, armature, name: str) -> None:
+    """``name`` deleted in edit mode (Blender puts its children under its parent)."""
+    bpy.context.view_layer.objects.active = armature
+    bpy.ops.object.mode_set(mode="EDIT")
+    armature.data.edit_bones.remove(armature.data.edit_bones[name])
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def _group_weights(obj, names: list[str]) -> dict[int, dict[str, float]]:
+    """Per vertex with weight in any of ``names``, its weights by group."""
+    groups = {g.index: g.name for g in obj.vertex_groups}
+    out = {}
+    for v in obj.data.vertices:
+        weights = {groups[g.group]: g.weight for g in v.groups if g.weight > 0}
+        if any(n in weights for n in names):
+            out[v.index] = weights
+    return out
+
+
+def test_a_deleted_bone_is_left_out_and_blender_source_tools_reads_the_rest_as_blender_has_it(blender, tmp_path):
+    """monster_cube: a bone with a child and weighted vertices deleted in edit mode. The reference SMD has no such
+    node, its child is under its parent, and the vertices weighted to it are weighted to that parent instead;
+    Blender Source Tools builds the skeleton Blender has, and the animation poses every surviving bone as Blender
+    does, frame by frame; the QC reads with the strict grammar."""
+    import bst_oracle
+    import qc_grammar
+    import smd_reader
+    from test_decompile_readback import unturned
+
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    body = next(o for o in model.all_objects if o.name.startswith("monster_a_model"))
+    gone, parent, child = "turret_box_leftleg_export", "left_leg_hip", "left_leg_knee"
+    assert armature.data.bones[child].parent.name == gone
+    before = _group_weights(body, [gone])
+    assert before
+    _delete_bone(bpy, armature, gone)
+    assert armature.data.bones[child].parent.name == parent
+    action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
+    step = stored_step(action)
+    stem = str(action["source_animation"]).lstrip("@")
+    armature.animation_data.action = action
+    ours_pose = bst_oracle.pose_matrices(armature, [k * step for k in range(int(action["source_frames"]))])
+    ours_rest = bst_oracle.rest_matrices(armature)
+    co = {i: np.array(tuple(body.matrix_world @ body.data.vertices[i].co)) for i in before}
+    after = export(bpy, tmp_path / "after")
+    qc_grammar.check_file(tmp_path / "after" / "monster_cube.qc")
+
+    smd = next(n for n in after if n.startswith("monster_a_model") and n.endswith(".smd"))
+    reference = smd_reader.parse(after[smd], smd)
+    assert gone not in reference.names
+    assert reference.names[reference.parents[reference.names.index(child)]] == parent
+    scale, turn = float(model["source_import_scale"]), axis_turn(model)
+    corners = reference.vertices[:, :3]
+    for i, weights in before.items():  # each vertex's weight on the deleted bone is its parent's now
+        expected = dict(weights)
+        expected[parent] = expected.get(parent, 0.0) + expected.pop(gone)
+        total = sum(expected.values())
+        near = np.flatnonzero(np.linalg.norm(corners - (co[i] @ turn) / scale, axis=1) < 1e-3).tolist()
+        got = [{reference.names[b]: w for b, w in reference.weights[k]} for k in near]
+        assert any(set(g) == set(expected) and all(abs(g[n] - expected[n] / total) < 1e-5 for n in g) for g in got), (
+            i,
+            expected,
+            got,
+        )
+    for name in (n for n in after if n.startswith("anims/")):
+        anim = smd_reader.parse(after[name], name)
+        assert anim.names == reference.names and np.array_equal(anim.parents, reference.parents)
+
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    for made in list(bpy.data.actions):
+        bpy.data.actions.remove(made)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / "monster_cube.qc")
+    bst_oracle.compare_rest(ours_rest, bst_oracle.rest_matrices(theirs.armature), 100.0)
+    theirs.animations[stem]()
+    frames = bst_oracle.bst_frames(theirs.armature)
+    assert len(frames) == len(ours_pose[child])
+    their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+    assert set(their_poses) == set(ours_pose)
+    bst_oracle.compare_poses(unturned(ours_pose, their_poses), their_poses, 100.0, stem)

@@ -85,15 +85,19 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     every = [o for _, objects in wanted for o in objects]
     if not every:
         raise ExportError(f"'{model.name}' has no mesh object in its body-part collections")
+    deleted = _deleted_bones(armature) if armature is not None else []
     with _all_shown(context, model):
         animation = "ALL" if armature is not None else "NONE"
-        scene = read_objects(context, every, armature, ReadOptions(animation=animation, shape_keys=True))
+        options = ReadOptions(animation=animation, shape_keys=True, extra_groups=tuple(deleted))
+        scene = read_objects(context, every, armature, options)
     if armature is not None:
-        edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        rig = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        edits.bones = rig + deleted  # (weights on a deleted bone's vertex group are read past the skeleton's)
+        edits.deleted = deleted
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
-        _edited_actions(scene, edits)
+        _edited_actions(scene, edits, every_own=bool(deleted))
         edits.rig = BlenderRig(
-            edits.bones,
+            rig,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
             np.array([b.matrix for b in scene.skeleton.bones], np.float64),
             turn,
@@ -124,6 +128,14 @@ def _imported_rest(armature: bpy.types.Object, names: list[str]) -> np.ndarray:
     return out
 
 
+def _deleted_bones(armature: bpy.types.Object) -> list[str]:
+    """The bones the import made that the armature no longer has (deleted in edit mode), by their names at import
+    (a bone renamed in Blender is indistinguishable: it is exported as deleted, and the renamed one as new)."""
+    bones = armature.data.bones
+    now = {b.get("source_name", b.name) for b in bones}
+    return [n for n in imported_rest(armature.data) if n not in bones and n not in now]
+
+
 def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:
     """A skin-table material no longer under its import name: renamed, found by its texture (it may be used by
     no mesh's slot, only by another family)."""
@@ -137,12 +149,17 @@ def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dic
             renamed[texture] = now[0].name
 
 
-def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
+def _edited_actions(scene: SceneData, edits: SourceEdits, every_own: bool = False) -> None:
     """The imported actions whose keys the user changed: the model's own are written from Blender (keeping the
-    sequence's events, activity and everything else from the file); a delta or an included model's is noted."""
+    sequence's events, activity and everything else from the file); a delta or an included model's is noted.
+    ``every_own``: every one of the model's own (bones were deleted: Blender poses their children without them)."""
     for data in scene.actions:
         action = bpy.data.actions.get(data.name)
-        if not data.keys_changed or not _imported(action):
+        if not _imported(action):
+            continue
+        if not data.keys_changed:
+            if every_own and not action.get("source_include") and not action.get("source_delta"):
+                edits.edited[str(action["source_animation"])] = (data, _step(action, scene))
             continue
         name = str(action["source_animation"])
         if action.get("source_include"):
@@ -157,9 +174,13 @@ def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
                 " (a copy under a new name is a new sequence)"
             )
         else:
-            fps = float(action.get("source_fps") or 0.0)
-            step = stored_step(action) or ((scene.fps or 30.0) / fps if fps > 0 else 1.0)
-            edits.edited[name] = (data, float(step))
+            edits.edited[name] = (data, _step(action, scene))
+
+
+def _step(action: bpy.types.Action, scene: SceneData) -> float:
+    """The Blender frames one of the file's frames spans in an imported action."""
+    fps = float(action.get("source_fps") or 0.0)
+    return float(stored_step(action) or ((scene.fps or 30.0) / fps if fps > 0 else 1.0))
 
 
 def _imported(action: bpy.types.Action | None) -> bool:

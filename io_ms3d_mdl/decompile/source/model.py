@@ -24,6 +24,7 @@ from .angles import quaternion_to_euler
 from .animations import default_turn, write_animations
 from .bloodlines import VERSION as BLOODLINES
 from .bloodlines import bloodlines_details, name_included_models
+from .deleted_bones import find_deleted, fold_rest, fold_skin, moved_vertices
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
@@ -92,15 +93,27 @@ def decompile_source(job: DecompileJob) -> None:
     parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx)
     edits = options.edits if isinstance(options.edits, SourceEdits) else None
     world = bone_world(mdl)
+    deleted = None
+    full_skeleton, full_world = skeleton, world
     if edits is not None:  # an export: bones moved or made in Blender
         edited = edited_skeleton(skeleton, world, rest, edits.rig)
-        skeleton, world, rest = edited.skeleton, edited.world, edited.rest
-        parts.skeleton, parts.rest = skeleton, rest
+        full_skeleton, full_world, rest = edited.skeleton, edited.world, edited.rest
+        skeleton, world = full_skeleton, full_world
         if edited.new:
             warnings.add(
                 f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's animations), e.g."
                 f" '{skeleton.names[-edited.new]}'"
             )
+        deleted = find_deleted(skeleton, edits.deleted)
+        if deleted is not None:  # written without the bones deleted in Blender
+            skeleton = deleted.skeleton
+            world, rest = fold_rest(full_world, rest, deleted)
+            parts.deleted = deleted
+            warnings.add(
+                f"{len(deleted.names)} bones deleted in Blender are left out of the SMDs (their children under the"
+                f" nearest surviving ancestor), e.g. '{deleted.names[0]}'"
+            )
+        parts.skeleton, parts.rest = skeleton, rest
 
     # reference SMDs: one per body-part option and level of detail
     textures = mdl.textures
@@ -124,7 +137,7 @@ def decompile_source(job: DecompileJob) -> None:
     originals = {key: (obj, [material(r) for r in obj.mesh.material_refs or []]) for key, obj in by_option.items()}
     written = originals
     if edits is not None:  # Blender's objects instead, each keeping the file's values it did not change
-        bones = list(skeleton.names)
+        bones = list(full_skeleton.names)
         written = {
             key: (settle(remap_bones(obj, edits.bones, bones), by_option.get(key)), names)
             for key, (obj, names) in edits.meshes.items()
@@ -132,6 +145,14 @@ def decompile_source(job: DecompileJob) -> None:
         if not edits.lods:  # the import left the lower levels of detail out: the file's are kept
             written.update({key: v for key, v in originals.items() if key[2] > 0 and key[0] < len(edits.options)})
         parts.options = edits.options
+        if deleted is not None:
+            moved = sum(moved_vertices(obj, deleted) for obj, _ in written.values())
+            if moved:
+                warnings.add(
+                    f"{moved} vertices weighted to bones deleted in Blender: their weight moved to the nearest"
+                    " surviving ancestor"
+                )
+            written = {key: (fold_skin(obj, deleted), names) for key, (obj, names) in written.items()}
     for (b, m, k), (obj, names) in sorted(written.items()):
         model = mdl.body_parts[b].models[m] if m < len(mdl.body_parts[b].models) else None
         name = model.name if model is not None else edits.options[b][m]
@@ -159,6 +180,7 @@ def decompile_source(job: DecompileJob) -> None:
             if turn is not None:
                 positions = positions @ turn.T
             bone = names.index(obj.bone) if obj.bone in names else 0
+            bone = int(deleted.written[bone]) if deleted is not None else bone
             t = len(tris)
             pieces.append(
                 SmdTriangles(
@@ -184,9 +206,18 @@ def decompile_source(job: DecompileJob) -> None:
         if edits is not None:
             warnings.extend(edits.notes)
         if edits is not None and edits.edited and edits.rig is not None:  # animations the user changed
-            replaced = edited_poses(edits.edited, [d.name for d in mdl.animations], edits.rig, world, skeleton)
+            animations = [d.name for d in mdl.animations]
+            replaced = edited_poses(edits.edited, animations, edits.rig, full_world, full_skeleton)
         parts.animations = write_animations(
-            mdl, ani, includes, skeleton, output, warnings, replaced=replaced, added=_added_rest(world, skeleton, mdl)
+            mdl,
+            ani,
+            includes,
+            full_skeleton,
+            output,
+            warnings,
+            replaced=replaced,
+            added=_added_rest(full_world, full_skeleton, mdl),
+            deleted=deleted,
         )
     if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
         own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}
