@@ -58,3 +58,60 @@ def test_find_deleted_climbs_a_chain_of_deleted_bones():
     assert deleted.heir.tolist() == [0, 0, 0, 3, 4]
     assert deleted.written.tolist() == [0, 0, 0, 1, 2]
     assert find_deleted(skeleton, ["elsewhere"]) is None
+
+
+SCOUT = "GoodFishMan__mercenaries/models/player/scout.mdl"
+
+
+def _bone_world(qc: list) -> dict[str, np.ndarray]:
+    """Each bone's model-space rest from the QC's $definebone lines (position, then angles in degrees)."""
+    world: dict[str, np.ndarray] = {}
+    for s in (s for s in qc if s.command == "$definebone"):
+        words = [t.text.decode() for t in s.args]
+        values = np.array(words[2:8], float)
+        local = compose(euler_xyz_to_matrix(np.radians(values[3:])), values[:3])
+        world[words[0]] = world[words[1]] @ local if words[1] else local
+    return world
+
+
+def _attachments(qc: list, world: dict[str, np.ndarray]) -> dict[str, tuple[str, np.ndarray]]:
+    """Each $attachment's bone and place in the model (``rotate`` is pitch, yaw, roll: about y, z, x)."""
+    out = {}
+    for s in (s for s in qc if s.command == "$attachment"):
+        words = [t.text.decode() for t in s.args]
+        y, z, x = (float(w) for w in words[6:9])
+        local = compose(euler_xyz_to_matrix(np.radians([x, y, z])), np.array(words[2:5], float))
+        out[words[0]] = (words[1], world[words[1]] @ local)
+    return out
+
+
+def test_qc_lines_on_a_deleted_bone_are_re_targeted_or_left_out(tmp_path):
+    """scout's left foot deleted: its attachment is on the knee at the same place in the model; its hit box, IK
+    chain (and that chain's ikrules), bone-merge line and joint limits are left out, with a warning; the QC reads
+    with the strict grammar and no line names the bone; no SMD has it."""
+    import qc_grammar
+
+    path = sample_path("source", SCOUT)
+    decompile(str(path), str(tmp_path / "plain"), DecompileOptions(definebone=True))
+    result = decompile(
+        str(path),
+        str(tmp_path / "deleted"),
+        DecompileOptions(definebone=True, edits=SourceEdits(deleted=["bip_foot_L"])),
+    )
+    plain_text = (tmp_path / "plain" / "scout.qc").read_bytes()
+    text = (tmp_path / "deleted" / "scout.qc").read_bytes()
+    plain, qc = qc_grammar.parse(plain_text), qc_grammar.parse(text)
+    assert b'"bip_foot_L"' in plain_text and b'"bip_foot_L"' not in text
+    world = _bone_world(qc)
+    assert "bip_foot_L" not in world and np.allclose(world["bip_toe_L"], _bone_world(plain)["bip_toe_L"], atol=1e-4)
+    before, after = _attachments(plain, _bone_world(plain)), _attachments(qc, world)
+    assert before["foot_L"][0] == "bip_foot_L" and after["foot_L"][0] == "bip_knee_L"
+    for name, (_, place) in before.items():
+        assert np.allclose(after[name][1], place, atol=1e-4), name
+    count = lambda statements, command: sum(s.command == command for s in statements)  # noqa: E731
+    assert count(qc, "$hbox") == count(plain, "$hbox") - 1
+    assert count(qc, "$ikchain") == count(plain, "$ikchain") - 1 and b'"lfoot"' not in text
+    assert b'ikrule "lfoot"' in plain_text
+    assert any("QC lines were left out" in w and "$ikchain 'lfoot'" in w for w in result.warnings)
+    for smd in (tmp_path / "deleted").rglob("*.smd"):
+        assert "bip_foot_L" not in smd_reader.read(smd).names, smd.name

@@ -199,11 +199,11 @@ def _slot_names(
     refs = skin_refs(obj)
     for i, slot in enumerate(obj.material_slots):
         mat = slot.material
+        if mat is None:
+            raise ExportError(f"'{obj.name}': material slot {i + 1} is empty (an SMD names a material per face)")
         ref = refs[i] if i < len(refs) else -1
         if table and 0 <= ref < len(table[0]) and table[0][ref] is not None:
             mat = table[0][ref]
-        if mat is None:
-            raise ExportError(f"'{obj.name}': material slot {i + 1} is empty (an SMD names a material per face)")
         names.append(_smd_name(mat, known, renamed))
     return names
 
