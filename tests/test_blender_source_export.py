@@ -904,6 +904,8 @@ def test_a_deleted_bone_is_left_out_and_blender_source_tools_reads_the_rest_as_b
     _delete_bone(bpy, armature, gone)
     assert armature.data.bones[child].parent.name == parent
     action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
+    keyed = [c for c in _curves(action) if c.data_path.startswith(f'pose.bones["{gone}"]')]
+    assert any(len({k.co[1] for k in c.keyframe_points}) > 1 for c in keyed)  # (it moves: its children follow it)
     step = stored_step(action)
     stem = str(action["source_animation"]).lstrip("@")
     armature.animation_data.action = action
@@ -946,3 +948,63 @@ def test_a_deleted_bone_is_left_out_and_blender_source_tools_reads_the_rest_as_b
     their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
     assert set(their_poses) == set(ours_pose)
     bst_oracle.compare_poses(unturned(ours_pose, their_poses), their_poses, 100.0, stem)
+
+
+def test_goldsrc_a_deleted_bone_is_left_out_and_its_children_posed_as_blender_poses_them(blender, tmp_path):
+    """houndeye: a bone with children and vertices deleted in edit mode. The reference SMD has no such node and its
+    vertices are on its parent; a sequence's SMD poses every surviving bone as Blender does (its children under
+    the parent now); the QC reads with the strict grammar; Blender Source Tools builds Blender's skeleton."""
+    import bst_oracle
+    import qc_grammar
+    import smd_reader
+
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    body = next(o for o in model.all_objects if o.type == "MESH" and o.name.startswith("houndeye"))
+    groups = {g.name for g in body.vertex_groups}
+    bone = next(b for b in armature.data.bones if b.parent is not None and b.children and b.name in groups)
+    gone, parent, child = bone.name, bone.parent.name, bone.children[0].name
+    before = _group_weights(body, [gone])
+    assert before and all(w == {gone: 1.0} for w in before.values())  # (GoldSrc: one bone per vertex)
+    co = {i: np.array(tuple(body.matrix_world @ body.data.vertices[i].co)) for i in before}
+    _delete_bone(bpy, armature, gone)
+    in_place = [
+        a
+        for a in bpy.data.actions
+        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
+    ]
+    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    keyed = [c for c in _curves(action) if c.data_path.startswith(f'pose.bones["{gone}"]')]
+    assert any(len({k.co[1] for k in c.keyframe_points}) > 1 for c in keyed)  # (it moves: its children follow it)
+    armature.animation_data.action = action
+    step = stored_step(action) or 1.0
+    posed = bst_oracle.pose_matrices(armature, [k * step for k in range(int(action["source_frames"]))])
+    expected = [{n: m[f] for n, m in posed.items()} for f in range(int(action["source_frames"]))]
+    ours_rest = bst_oracle.rest_matrices(armature)
+    after = export(bpy, tmp_path / "after")
+    qc = next(n for n in after if n.endswith(".qc"))
+    qc_grammar.check_file(tmp_path / "after" / qc)
+
+    smd = next(n for n in after if n.startswith("houndeye") and n.endswith(".smd") and b"triangles" in after[n])
+    reference = smd_reader.parse(after[smd], smd)
+    assert gone not in reference.names
+    assert reference.names[reference.parents[reference.names.index(child)]] == parent
+    scale, turn = float(model["source_import_scale"]), axis_turn(model)
+    corners = reference.vertices[:, :3]
+    on_parent = [(reference.names.index(parent), 1.0)]
+    for i in before:
+        near = np.flatnonzero(np.linalg.norm(corners - (co[i] @ turn) / scale, axis=1) < 1e-2).tolist()
+        assert near and all(reference.weights[k] == on_parent for k in near), i
+    sequence = smd_reader.read(tmp_path / "after" / f"{action['source_animation']}.smd")
+    assert sequence.names == reference.names
+    assert_posed_as(sequence, expected)
+
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / qc)
+    bst_oracle.compare_rest(ours_rest, bst_oracle.rest_matrices(theirs.armature), 100.0)

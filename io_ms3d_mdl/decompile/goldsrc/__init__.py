@@ -31,9 +31,10 @@ from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
 from ..source.angles import matrix_to_euler
+from ..source.deleted_bones import deleted_note, fold_frames, fold_skin, moved_note
 from ..source.edits import SourceEdits, remap_bones
 from ..source.new_actions import action_frames, edited_poses, local_pose
-from ..source.skeleton_edits import EditedSkeleton, edited_skeleton
+from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
@@ -87,7 +88,10 @@ def _run(job: DecompileJob) -> None:
     qc_check = job.output.checker(model_file)
     parts = QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes, new_sequences)
     parts.skins = _edited_skins(gs, job)
+    parts.deleted = bones.deleted
     qc = write_qc(gs, parts, qc_check)
+    if parts.dropped:
+        warnings.add(f"{len(parts.dropped)} QC lines were left out: " + "; ".join(parts.dropped[:5]))
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
@@ -149,6 +153,9 @@ def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSke
             f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's sequences), e.g."
             f" '{edited.skeleton.names[-edited.new]}'"
         )
+    edited = without_deleted(edited, edits.deleted)
+    if edited.deleted is not None:
+        job.result.warnings.add(deleted_note(edited.deleted))
     return edited
 
 
@@ -176,7 +183,7 @@ def _references(
                     options.append(None)
                     continue
                 original = None if empty else model_triangles(gs, model, world, materials, sizes)[0]
-                triangles = _edited(gs, edits, entry, skeleton.names, texture_files, original)
+                triangles = _edited(gs, job, entry, bones, texture_files, original)
                 name = source_stem(model.name) if model is not None else edits.options[b][m]
                 relative = out.name(name or f"{part.name}_{m}", ".smd")
                 with out.open(relative) as stream:
@@ -217,6 +224,8 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
             try:
                 frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
                 frames = [_with_added(blend, bones) for blend in frames]
+                if bones.deleted is not None:
+                    frames = [fold_frames(blend, bones.deleted) for blend in frames]
             except BudgetExceeded:
                 raise
             except FormatError as exc:
@@ -257,7 +266,7 @@ def _write_sequences(
     for s, frames, held in batch:
         seq, label = gs.sequences[s], labels[s]
         if held:
-            names = ", ".join(skeleton.names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
+            names = ", ".join(gs.bone_names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
             warnings.add(
                 f"sequence '{label}': channels of {len(held)} bones ({names}) point past the end of their "
                 "file; written at the bones' defaults"
@@ -281,6 +290,7 @@ def _write_sequences(
 
 def _with_added(frames: np.ndarray, bones: EditedSkeleton) -> np.ndarray:
     """A blend's frames with the bones made in Blender at their rest (a blend taken from Blender has them)."""
+    bones = bones.whole
     missing = len(bones.skeleton.names) - frames.shape[1]
     if missing <= 0:
         return frames
@@ -298,7 +308,7 @@ def _edited_blends(
     job.result.warnings.extend(edits.notes)
     available = offers(gs)
     names = [name for _, _, name in available]
-    poses = edited_poses(edits.edited, names, edits.rig, bones.world, bones.skeleton)
+    poses = edited_poses(edits.edited, names, edits.rig, bones.whole.world, bones.whole.skeleton)
     out: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     for k, pose in poses.items():
         s, blend, _ = available[k]
@@ -336,12 +346,17 @@ def _check_animation_budget(gs: GsFile, path: str) -> None:
     budget.check(path, "frames × bones over all animations", work, budget.bone_frames(data_bytes))
 
 
-def _edited(gs, edits, entry, bone_names, texture_files, original):
-    """Blender's object of one option: materials by the texture files the QC names, bones by the file's names."""
+def _edited(gs, job, entry, bones, texture_files, original):
+    """Blender's object of one option: materials by the texture files the QC names, bones by the file's names (a
+    deleted bone's weight on its nearest surviving ancestor)."""
+    edits = job.options.edits
     obj, names = entry
     file_of = {t.name: f for t, f in zip(gs.textures, texture_files, strict=True)}
     sizes = {f: (t.width, t.height) for t, f in zip(gs.textures, texture_files, strict=True)}
-    obj = remap_bones(obj, edits.bones, list(bone_names))
+    obj = remap_bones(obj, edits.bones, list(bones.whole.skeleton.names))
+    if bones.deleted is not None:
+        job.result.warnings.extend(moved_note([obj], bones.deleted))
+        obj = fold_skin(obj, bones.deleted)
     texture = {new: old for old, new in edits.renamed.items()}  # a renamed material: its texture's BMP, renamed too
     return edited_triangles(obj, [file_of.get(texture.get(n, n), n) for n in names], sizes, original)
 

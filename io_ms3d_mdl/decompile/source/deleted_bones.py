@@ -8,12 +8,13 @@ frames at once); QC commands naming a deleted bone are re-targeted to the heir o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...formats.smd import SmdSkeleton
-from ...scene.rotations import compose, matrix_to_quaternion, quaternion_to_matrix
+from ...scene.rotations import compose, euler_xyz_to_matrix, matrix_to_quaternion, quaternion_to_matrix
 from ...scene.types import ObjectData, SkinData
 from .angles import matrix_to_euler
 
@@ -76,13 +77,26 @@ def fold_skin(obj: ObjectData, deleted: DeletedBones) -> ObjectData:
     return ObjectData(obj.name, obj.mesh, obj.props, skin=SkinData(mapped.astype(np.int32), weights))
 
 
-def moved_vertices(obj: ObjectData, deleted: DeletedBones) -> int:
-    """How many of ``obj``'s vertices have weight on a deleted bone."""
-    if obj.skin is None:
-        return 0
-    ids = np.asarray(obj.skin.bone_indices, np.int64)
-    on = (ids >= 0) & ~deleted.kept[np.maximum(ids, 0)] & (np.asarray(obj.skin.weights) > 0)
-    return int(on.any(axis=1).sum())
+def moved_note(objects: list[ObjectData], deleted: DeletedBones) -> list[str]:
+    """The warning for the vertices of ``objects`` (skins on the full skeleton) weighted to a deleted bone."""
+    count = 0
+    for obj in objects:
+        if obj.skin is not None:
+            ids = np.asarray(obj.skin.bone_indices, np.int64)
+            on = (ids >= 0) & ~deleted.kept[np.maximum(ids, 0)] & (np.asarray(obj.skin.weights) > 0)
+            count += int(on.any(axis=1).sum())
+    if not count:
+        return []
+    return [
+        f"{count} vertices weighted to bones deleted in Blender: their weight moved to the nearest surviving ancestor"
+    ]
+
+
+def deleted_note(deleted: DeletedBones) -> str:
+    return (
+        f"{len(deleted.names)} bones deleted in Blender are left out of the SMDs (their children under the nearest"
+        f" surviving ancestor), e.g. '{deleted.names[0]}'"
+    )
 
 
 def fold_pose(
@@ -92,29 +106,44 @@ def fold_pose(
     written one: a kept child of a deleted bone takes the deleted bones between it and its new parent into its own
     frame, so its place in the model does not change. A delta's children keep their own deltas (they compose only
     approximately)."""
-    kept = deleted.kept
-    p, q = positions[:, kept], rotations[:, kept]
+    p, q = positions[:, deleted.kept], rotations[:, deleted.kept]
     if delta:
         return p, q
-    parents = deleted.parents
-    orphans = np.flatnonzero(kept & (parents >= 0) & ~kept[np.maximum(parents, 0)])
-    if not len(orphans):
-        return p, q
-    p, q = p.copy(), q.copy()
+    folded = _folded(lambda b: compose(quaternion_to_matrix(rotations[:, b]), positions[:, b]), deleted)
+    if folded:
+        p, q = p.copy(), q.copy()
+    for bone, matrix in folded:
+        p[:, bone] = matrix[:, :3, 3]
+        q[:, bone] = matrix_to_quaternion(matrix[:, :3, :3])
+    return p, q
+
+
+def fold_frames(frames: np.ndarray, deleted: DeletedBones) -> np.ndarray:
+    """``fold_pose`` for an SMD's frames of the full skeleton: (F, B, 6) positions and Euler angles."""
+    out = frames[:, deleted.kept]
+    folded = _folded(lambda b: compose(euler_xyz_to_matrix(frames[:, b, 3:]), frames[:, b, :3]), deleted)
+    if folded:
+        out = out.copy()
+    for bone, matrix in folded:
+        out[:, bone, :3] = matrix[:, :3, 3]
+        out[:, bone, 3:] = matrix_to_euler(matrix[:, :3, :3])
+    return out
+
+
+def _folded(local: Callable[[int], np.ndarray], deleted: DeletedBones) -> list[tuple[int, np.ndarray]]:
+    """Each kept child of a deleted bone (by its index in the written skeleton) and its (F, 4, 4) frames local to
+    its nearest kept ancestor: its own ``local(bone)`` after those of the deleted bones between them."""
+    kept, parents = deleted.kept, deleted.parents
     index = np.cumsum(kept) - 1
-
-    def local(bone: int) -> np.ndarray:
-        return compose(quaternion_to_matrix(rotations[:, bone]), positions[:, bone])
-
-    for bone in orphans.tolist():  # per bone, every frame at once
+    out = []
+    for bone in np.flatnonzero(kept & (parents >= 0) & ~kept[np.maximum(parents, 0)]).tolist():  # per bone, all frames
         matrix = local(bone)
         up = int(parents[bone])
         while up >= 0 and not kept[up]:
             matrix = local(up) @ matrix
             up = int(parents[up])
-        p[:, index[bone]] = matrix[:, :3, 3]
-        q[:, index[bone]] = matrix_to_quaternion(matrix[:, :3, :3])
-    return p, q
+        out.append((int(index[bone]), matrix))
+    return out
 
 
 def fold_rest(world: np.ndarray, rest: np.ndarray, deleted: DeletedBones) -> tuple[np.ndarray, np.ndarray]:

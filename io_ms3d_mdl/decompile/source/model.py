@@ -24,14 +24,14 @@ from .angles import quaternion_to_euler
 from .animations import default_turn, write_animations
 from .bloodlines import VERSION as BLOODLINES
 from .bloodlines import bloodlines_details, name_included_models
-from .deleted_bones import find_deleted, fold_rest, fold_skin, moved_vertices
+from .deleted_bones import deleted_note, fold_skin, moved_note
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .new_actions import edited_poses, local_pose, write_new_actions
 from .qc import QcParts, bone_world, write_qc
-from .skeleton_edits import edited_skeleton
+from .skeleton_edits import edited_skeleton, without_deleted
 from .stored_names import restore_stored_names
 
 
@@ -95,24 +95,19 @@ def decompile_source(job: DecompileJob) -> None:
     world = bone_world(mdl)
     deleted = None
     full_skeleton, full_world = skeleton, world
-    if edits is not None:  # an export: bones moved or made in Blender
+    if edits is not None:  # an export: bones moved, made or deleted in Blender
         edited = edited_skeleton(skeleton, world, rest, edits.rig)
-        full_skeleton, full_world, rest = edited.skeleton, edited.world, edited.rest
-        skeleton, world = full_skeleton, full_world
         if edited.new:
             warnings.add(
                 f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's animations), e.g."
-                f" '{skeleton.names[-edited.new]}'"
+                f" '{edited.skeleton.names[-edited.new]}'"
             )
-        deleted = find_deleted(skeleton, edits.deleted)
-        if deleted is not None:  # written without the bones deleted in Blender
-            skeleton = deleted.skeleton
-            world, rest = fold_rest(full_world, rest, deleted)
+        edited = without_deleted(edited, edits.deleted)
+        skeleton, world, rest, deleted = edited.skeleton, edited.world, edited.rest, edited.deleted
+        full_skeleton, full_world = edited.whole.skeleton, edited.whole.world
+        if deleted is not None:
             parts.deleted = deleted
-            warnings.add(
-                f"{len(deleted.names)} bones deleted in Blender are left out of the SMDs (their children under the"
-                f" nearest surviving ancestor), e.g. '{deleted.names[0]}'"
-            )
+            warnings.add(deleted_note(deleted))
         parts.skeleton, parts.rest = skeleton, rest
 
     # reference SMDs: one per body-part option and level of detail
@@ -146,12 +141,7 @@ def decompile_source(job: DecompileJob) -> None:
             written.update({key: v for key, v in originals.items() if key[2] > 0 and key[0] < len(edits.options)})
         parts.options = edits.options
         if deleted is not None:
-            moved = sum(moved_vertices(obj, deleted) for obj, _ in written.values())
-            if moved:
-                warnings.add(
-                    f"{moved} vertices weighted to bones deleted in Blender: their weight moved to the nearest"
-                    " surviving ancestor"
-                )
+            warnings.extend(moved_note([obj for obj, _ in written.values()], deleted))
             written = {key: (fold_skin(obj, deleted), names) for key, (obj, names) in written.items()}
     for (b, m, k), (obj, names) in sorted(written.items()):
         model = mdl.body_parts[b].models[m] if m < len(mdl.body_parts[b].models) else None
