@@ -914,6 +914,7 @@ def test_a_deleted_bone_is_left_out_and_blender_source_tools_reads_the_rest_as_b
     co = {i: np.array(tuple(body.matrix_world @ body.data.vertices[i].co)) for i in before}
     after = export(bpy, tmp_path / "after")
     qc_grammar.check_file(tmp_path / "after" / "monster_cube.qc")
+    assert f'"{gone}"'.encode() not in after["monster_cube.qc"]  # (its bone follower is left out)
 
     smd = next(n for n in after if n.startswith("monster_a_model") and n.endswith(".smd"))
     reference = smd_reader.parse(after[smd], smd)

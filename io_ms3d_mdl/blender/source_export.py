@@ -267,7 +267,6 @@ def _edited_skins(
     """The skin families by the names the QC gives them, or None when they are the file's (a renamed material
     alone is not an edit of the table: the decompiler renames it everywhere)."""
     textures = [[str(t) for t in row] for row in model.get("source_skin_textures") or []]
-
     given = [[str(n) for n in row] for row in model.get("source_skins") or []]
 
     def name(f: int, c: int, mat: bpy.types.Material | None) -> str:

@@ -125,7 +125,7 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
         _skins(qc, mdl, parts.renamed)
     for name in mdl.include_models:
         qc.command("$includemodel", Quoted(name))
-    _keyvalues(qc, details.keyvalues, warnings)
+    _keyvalues(qc, details.keyvalues, warnings, parts)
     qc.blank()
     _bones(qc, parts)
     _jiggles(qc, parts)
@@ -664,9 +664,11 @@ def _jiggles(qc: QcWriter, parts: QcParts) -> None:
 _KV_TOKEN = re.compile(r'"([^"]*)"|([{}])|([^\s{}"]+)')
 
 
-def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
+def _keyvalues(qc: QcWriter, text: str, warnings: Warnings, parts: QcParts) -> None:
     """``$keyvalues { ... }``: the model's key values (``mdlkeyvalue { ... }``) re-tokenised, every word quoted and
-    every brace on its own, so text from the file can never break the QC's structure."""
+    every brace on its own, so text from the file can never break the QC's structure. A ``"bone"`` key naming a
+    bone deleted in Blender (a bone follower's) is left out."""
+    gone = set(parts.deleted.names) if parts.deleted is not None else set()
     if not text.strip():
         return
     tokens = [(q if q or not (b or w) else None, b, w) for q, b, w in _KV_TOKEN.findall(text)]
@@ -703,7 +705,10 @@ def _keyvalues(qc: QcWriter, text: str, warnings: Warnings) -> None:
             else:
                 line.append(token)
                 if len(line) == 2:
-                    qc.line(*line)
+                    if line[0].lower() == "bone" and line[1] in gone:
+                        parts.dropped.append(f'$keyvalues "bone" "{line[1]}" (deleted in Blender)')
+                    else:
+                        qc.line(*line)
                     line = []
         if line:
             qc.line(*line)
