@@ -72,6 +72,8 @@ def _run(job: DecompileJob) -> None:
     bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
     if bone_names != gs.bone_names:
         warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
+    if isinstance(job.options.edits, SourceEdits):
+        warnings.extend(job.options.edits.notes)  # (what Blender's side could not carry over)
     bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)))
     texture_files = _texture_files(gs, job)
     _check_animation_budget(gs, job.path)
@@ -305,7 +307,6 @@ def _edited_blends(
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
     if edits is None or not edits.edited or edits.rig is None:
         return {}
-    job.result.warnings.extend(edits.notes)
     available = offers(gs)
     names = [name for _, _, name in available]
     poses = edited_poses(edits.edited, names, edits.rig, bones.whole.world, bones.whole.skeleton)

@@ -96,6 +96,7 @@ def decompile_source(job: DecompileJob) -> None:
     deleted = None
     full_skeleton, full_world = skeleton, world
     if edits is not None:  # an export: bones moved, made or deleted in Blender
+        warnings.extend(edits.notes)  # (what Blender's side could not carry over)
         edited = edited_skeleton(skeleton, world, rest, edits.rig)
         if edited.new:
             warnings.add(
@@ -193,8 +194,6 @@ def decompile_source(job: DecompileJob) -> None:
     # animations
     if options.animations:
         replaced = {}
-        if edits is not None:
-            warnings.extend(edits.notes)
         if edits is not None and edits.edited and edits.rig is not None:  # animations the user changed
             animations = [d.name for d in mdl.animations]
             replaced = edited_poses(edits.edited, animations, edits.rig, full_world, full_skeleton)
