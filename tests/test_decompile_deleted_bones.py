@@ -115,3 +115,27 @@ def test_qc_lines_on_a_deleted_bone_are_re_targeted_or_left_out(tmp_path):
     assert any("QC lines were left out" in w and "$ikchain 'lfoot'" in w for w in result.warnings)
     for smd in (tmp_path / "deleted").rglob("*.smd"):
         assert "bip_foot_L" not in smd_reader.read(smd).names, smd.name
+
+
+def test_a_deleted_bones_weight_joins_its_heirs_on_the_same_vertex():
+    from io_ms3d_mdl.decompile.source.deleted_bones import fold_skin
+    from io_ms3d_mdl.scene.types import MeshData, ObjectData, SkinData
+
+    skeleton = SmdSkeleton(["root", "a", "b", "c"], np.array([-1, 0, 1, 0]))
+    deleted = find_deleted(skeleton, ["b"])
+    skin = SkinData(
+        np.array([[2, 1, -1], [3, 2, 0], [2, -1, -1]], np.int32),
+        np.array([[0.5, 0.5, 0], [0.25, 0.75, 0], [1, 0, 0]], np.float32),
+    )
+    obj = ObjectData(
+        "o",
+        MeshData(name="o", positions=np.zeros((3, 3), np.float32), triangles=np.zeros((0, 3), np.int32)),
+        {},
+        skin=skin,
+    )
+    folded = fold_skin(obj, deleted).skin
+    dense = np.zeros((3, 3))
+    used = folded.bone_indices >= 0
+    np.add.at(dense, (np.nonzero(used)[0], folded.bone_indices[used]), folded.weights[used])
+    assert dense.tolist() == [[0, 1, 0], [0, 0.75, 0.25], [0, 1, 0]]  # (written bones: root, a, c)
+    assert all(len(set(row[row >= 0].tolist())) == int((row >= 0).sum()) for row in folded.bone_indices)
