@@ -25,6 +25,7 @@ from ...scene.rotations import quaternion_to_matrix
 from ...scene.source.animation import SECTION_COST, _remap, section_count
 from ..output import Output, safe_stem
 from .angles import matrix_to_euler, quaternion_to_euler
+from .deleted_bones import DeletedBones, fold_pose
 
 BATCH_BONE_FRAMES = 1 << 18
 
@@ -50,12 +51,13 @@ def write_animations(
     folder: str = "anims",
     replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
     added: tuple[np.ndarray, np.ndarray] | None = None,
+    deleted: DeletedBones | None = None,
 ) -> dict[tuple[int, int], WrittenAnimation]:
     """``replaced``: the model's own animations an export takes from Blender (index -> positions, rotations as
     :func:`new_actions.edited_poses` gives them); each value equal to the file's within the import's storage is
     the file's, so the bones the user did not touch keep their exact frames. ``added``: bones past the file's
     (an export's, made in Blender): their local rest (positions, rotations), held on every frame (a delta holds
-    them still)."""
+    them still). ``deleted``: bones an export leaves out (``skeleton`` still has them; the SMDs do not)."""
     sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
     taken: set[str] = set()
     chosen: list[tuple[int, int]] = []
@@ -92,7 +94,18 @@ def write_animations(
     for (s, i), cost in zip([*chosen, (-1, -1)], [*costs, 0], strict=True):
         if batch and (s == -1 or s != batch[0][0] or weight + cost > BATCH_BONE_FRAMES):
             _write_batch(
-                sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced or {}, added
+                sources,
+                batch,
+                mappings,
+                mdl,
+                skeleton,
+                output,
+                warnings,
+                folder,
+                written,
+                replaced or {},
+                added,
+                deleted,
             )
             batch, weight = [], 0
         if s >= 0:
@@ -178,7 +191,9 @@ def settle_pose(
     return np.where(same[0][..., None], positions, edited[0]), np.where(same[1][..., None], rotations, edited[1])
 
 
-def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added) -> None:
+def _write_batch(
+    sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added, deleted
+) -> None:
     s = batch[0][0]
     source, ani, label = sources[s]
     results = decode_animations(source, [i for _, i in batch], *(ani or (None, None)))
@@ -198,6 +213,7 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
     if s:
         anims = _remap(anims, mappings[s], mdl)
     sub = f"{folder}/{safe_stem(label.replace('.mdl', ''))}" if s else folder
+    skeleton = deleted.skeleton if deleted is not None else skeleton  # (the SMDs leave the deleted bones out)
     roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     static = mdl.is_static_prop and len(mdl.bones) == 1  # a static prop's vertices are turned instead
     turn = None if static or not len(roots) else default_turn(source, ani)
@@ -208,6 +224,8 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
             positions, rotations = settle_pose(replaced[i], positions, rotations)
         elif added is not None:
             positions, rotations = _with_added(positions, rotations, added, bool(anim.delta))
+        if deleted is not None:
+            positions, rotations = fold_pose(positions, rotations, deleted, bool(anim.delta))
         poses.append((positions, rotations))
     frames = _batch_frames(poses, [bool(a.delta) for a in anims], roots, turn)
     for (i, _), anim, animation_frames, (text, stats) in zip(good, anims, frames, skeleton_texts(frames), strict=True):
