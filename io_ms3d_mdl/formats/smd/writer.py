@@ -68,9 +68,14 @@ def smd_name(name: str) -> str:
 
 
 def write_nodes(out: BinaryIO, skeleton: SmdSkeleton) -> None:
+    out.write(nodes_text(skeleton))
+
+
+def nodes_text(skeleton: SmdSkeleton) -> bytes:
+    """The ``version`` line and ``nodes`` section (a caller writing many SMDs of one skeleton makes it once)."""
     parents = np.asarray(skeleton.parents, dtype=np.int64).tolist()
     rows = [f'{i} "{smd_name(n)}" {p}\n' for i, (n, p) in enumerate(zip(skeleton.names, parents, strict=True))]
-    out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED))
+    return ("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED)
 
 
 def int_chars(values: np.ndarray) -> np.ndarray:
@@ -88,9 +93,9 @@ def _column(n: int, text: bytes) -> np.ndarray:
 
 
 def _compact(table: np.ndarray) -> bytes:
-    """The bytes of a NUL-padded table, row after row, with the padding taken out."""
-    flat = table.astype(np.uint8, copy=False).ravel()
-    return flat[flat != 0].tobytes()
+    """The bytes of a NUL-padded table, row after row, with the padding taken out (``bytes.translate`` deletes
+    them in one C loop: half the time of a boolean mask over the table)."""
+    return table.astype(np.uint8, copy=False).tobytes().translate(None, b"\0")
 
 
 def _number_table(first: np.ndarray, numbers: np.ndarray, stats: SmdStats) -> np.ndarray:
@@ -182,8 +187,8 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     body[:, :, index.shape[1] : line - 1] = cells[latest].reshape(n, bones, 6 * width)
     body[:, :, line - 1] = ord("\n")
     body[:, :, line:] = 0
-    kept = table.reshape(n, -1) != 0
-    return table.reshape(n, -1)[kept].tobytes(), kept.sum(axis=1)
+    rows = table.reshape(n, -1)
+    return _compact(rows), rows.shape[1] - (rows == 0).sum(axis=1)
 
 
 def _name_table(names: list[str]) -> np.ndarray:
