@@ -177,6 +177,16 @@ def test_eyelid_frames_are_the_stored_shapes(tmp_path):
     assert not result.warnings
 
 
+def test_eyelid_lines_follow_the_descriptors(tmp_path):
+    """The lines in the order of the lids' descriptors (studiomdl numbers descriptors in the order it reads the
+    lines: a Bloodlines model in the samples, female_citizen_3, stores upper_right, lower_right, upper_left,
+    lower_left, each followed by its _lowerer, _neutral, _raiser), whatever the order of the eyeballs."""
+    eyes = [eye("lefteye", 1.0, "upper_left", "lower_left"), eye("righteye", -1.0, "upper_right", "lower_right")]
+    _, model = decompiled(face_model(tmp_path, eyes), tmp_path / "out")
+    assert first_words(model, b"eyeball") == ["lefteye", "righteye"]
+    assert list(eyelid_words(model)) == ["upper_right", "lower_right", "upper_left", "lower_left"]
+
+
 def test_a_lid_on_every_eyeball_names_none(tmp_path):
     """A line without ``eyeball`` puts its lid on every eyeball: so is a lid the records share written."""
     both = [eye("righteye", -1.0, "upper_right", "lower_right"), eye("lefteye", 1.0, "upper_right", "lower_right")]

@@ -78,7 +78,7 @@ def find_eyelids(mdl: MdlFile, eyeballs: list[tuple[str, np.void]], warnings: Wa
             warnings.add(
                 f"eyelid '{names[lid.desc]}' is on {len(lid.eyes)} of {len(eyeballs)} eyeballs: written on the first"
             )
-    return list(lids.values())
+    return sorted(lids.values(), key=lambda lid: lid.desc)  # in the file's order: a recompile numbers them so
 
 
 def knows_file_vertices(obj: ObjectData) -> bool:
