@@ -226,13 +226,15 @@ EYELID_OPTIONS = {b"lowerer": 2, b"neutral": 2, b"raiser": 2, b"split": 1, b"eye
 
 
 def eyelid_lines(statement: Statement) -> list[list[Token]]:
-    """A ``$model`` block's ``eyelid`` lines, each its tokens after the word (studiomdl reads them from that line)."""
+    """A ``$model`` block's ``eyelid`` lines, each its tokens after the word (studiomdl reads them from that line;
+    the word elsewhere on a line, as a controller in a rule's expression, is not an option)."""
     if statement.command != "$model":
         return []
+    args = statement.args
     return [
-        [t for t in statement.args[i + 1 :] if t.line == token.line]
-        for i, token in enumerate(statement.args)
-        if not token.quoted and token.text.lower() == b"eyelid"
+        [t for t in args[i + 1 :] if t.line == token.line]
+        for i, token in enumerate(args)
+        if not token.quoted and token.text.lower() == b"eyelid" and (i == 0 or args[i - 1].line != token.line)
     ]
 
 

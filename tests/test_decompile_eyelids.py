@@ -232,3 +232,9 @@ def test_the_grammar_refuses_what_studiomdl_refuses(line, message):
     qc = f'$modelname "a.mdl"\n$model "face" "face.smd" {{\n\t{line}\n}}\n'.encode()
     with pytest.raises(qc_grammar.QcError, match=message):
         qc_grammar.parse(qc)
+
+
+def test_the_grammar_reads_eyelid_only_at_a_line_start():
+    """A controller named ``eyelid`` inside a rule is no eyelid line (female_citizen_3 has one)."""
+    qc = b'$modelname "a.mdl"\n$model "face" "face.smd" {\n\t%lid = eyelid * 2\n}\n'
+    assert qc_grammar.eyelid_lines(qc_grammar.parse(qc)[1]) == []

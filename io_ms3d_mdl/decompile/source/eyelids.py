@@ -53,7 +53,8 @@ def find_eyelids(mdl: MdlFile, eyeballs: list[tuple[str, np.void]], warnings: Wa
     for k, (_name, r) in enumerate(eyeballs):
         for side, letter in SIDES:
             lid = int(r[f"{side}lidflexdesc"])
-            roles = tuple(int(d) for d in r[f"{side}flexdesc"])
+            lowerer, neutral, raiser = (int(d) for d in r[f"{side}flexdesc"])
+            roles = (lowerer, neutral, raiser)
             valid = 0 <= lid < len(names) and all(0 <= d < len(names) for d in roles)
             if not valid or lid in roles or len(set(roles)) < 3:  # none, a dummy_eyelid (DMX), or damaged
                 continue
@@ -68,8 +69,9 @@ def find_eyelids(mdl: MdlFile, eyeballs: list[tuple[str, np.void]], warnings: Wa
                     f" '{kind}_lowerer', '_neutral', '_raiser'); written as plain flexes"
                 )
                 continue
-            targets = tuple(float(t) for t in r[f"{side}target"])
-            lids[lid] = Eyelid(lid, roles, targets, [k])  # type: ignore[arg-type]
+            low, mid, high = (float(t) for t in r[f"{side}target"])
+            targets = (low, mid, high)
+            lids[lid] = Eyelid(lid, roles, targets, [k])
             radius = float(r["radius"])
             if any(abs(t) > radius for t in targets):
                 warnings.add(f"eyelid '{kind}': a target is beyond the eyeball's radius {radius:g} (studiomdl refuses)")
