@@ -17,7 +17,14 @@ from smd_strict import read_smd
 from source_writer import SBodyPart, SEyeball, SFlex, SMesh, SModel, SVertex, character_spec, write_source
 
 from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile.output import Output
+from io_ms3d_mdl.decompile.source.details import model_details
+from io_ms3d_mdl.decompile.source.eyelids import find_eyelids
+from io_ms3d_mdl.decompile.source.flexes import write_flexes
+from io_ms3d_mdl.errors import Warnings
 from io_ms3d_mdl.formats.source import read_mdl
+from io_ms3d_mdl.scene.load import load_source
+from io_ms3d_mdl.scene.source.convert import SourceOptions
 
 # descriptor names, as studiomdl makes them from four eyelid lines (lower_left's roles in another order) and a flex
 NAMES = [
@@ -238,3 +245,21 @@ def test_the_grammar_reads_eyelid_only_at_a_line_start():
     """A controller named ``eyelid`` inside a rule is no eyelid line (female_citizen_3 has one)."""
     qc = b'$modelname "a.mdl"\n$model "face" "face.smd" {\n\t%lid = eyelid * 2\n}\n'
     assert qc_grammar.eyelid_lines(qc_grammar.parse(qc)[1]) == []
+
+
+def test_a_mesh_from_blender_keeps_its_lids_as_flexes(tmp_path):
+    """An export's mesh does not say which file vertex each of its vertices is: the lids' stored shapes cannot be
+    placed on it, so they stay the flexes Blender shows (one key per lid), with a warning, and no eyelid line."""
+    path = face_model(tmp_path)
+    mdl = read_mdl(path)
+    scene = load_source(str(path), SourceOptions(scale=1.0, find_materials=False, import_physics=False))
+    (obj,) = [o for o in scene.objects if "source_bodypart" in o.props and not o.collision]
+    model = mdl.body_parts[0].models[0]
+    details = model_details(path.read_bytes(), str(path), len(mdl.sequences), mdl.bones)
+    warnings = Warnings()
+    lids = find_eyelids(mdl, details.eyeballs[(0, 0)], warnings)
+    assert len(lids) == 4 and not warnings
+    obj.mesh.source_vertices = None  # as Blender's mesh has it
+    part = write_flexes(mdl, model, obj, "face_ref.smd", None, Output(tmp_path / "out"), warnings, None, lids)
+    assert part.eyelids == [] and part.names == ["upper_right", "lower_right", "upper_left", "lower_left", "smile"]
+    assert any("4 eyelids are written as plain flexes" in w for w in warnings)

@@ -102,6 +102,8 @@ def eyelid_shapes(
     """Each lid's stored shapes as VTA frames from ``first`` on (name, moved vertices, their positions and
     normals), lowerer, neutral, raiser in turn, on the vertices of ``obj`` (``knows_file_vertices``; ``base`` and
     ``normals`` are its own, turned); a role with no shape stays on frame 0."""
+    if not lids:
+        return []
     used = np.asarray(obj.mesh.source_vertices, dtype=np.int64)
     size = int(used.max()) + 1 if len(used) else 0
     positions = np.asarray(obj.mesh.positions, dtype=np.float64)

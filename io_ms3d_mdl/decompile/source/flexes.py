@@ -70,7 +70,12 @@ def write_flexes(
         else:
             new.append((name, moved))
     # an eyelid line makes its lid's flexes (from the file's shapes, on the file's vertices): not a flex of its own
-    lids = [lid for lid in eyelids or [] if knows_file_vertices(obj)]
+    lids = list(eyelids or []) if knows_file_vertices(obj) else []
+    if eyelids and not lids:
+        warnings.add(
+            f"'{reference}': the mesh is Blender's (its vertices are not the file's): its {len(eyelids)} eyelids are"
+            " written as plain flexes, without eyelid lines"
+        )
     plain = [d for d in descs if d not in {lid.desc for lid in lids}]
     missing = [mdl.flex_names[d] for d in plain if d not in moved_by]
     if missing:
