@@ -1,9 +1,10 @@
 """Eyelids (issue 32): a model's eyelids come back as ``eyelid`` lines in its ``$model`` block, their shapes as VTA
-frames. No shared sample has real eyelids (scout's point at a ``dummy_eyelid``, a DMX compile's; no original QC
-in ../shared/samples/decompile has an eyelid line), so the models are synthetic (tests/source_writer.py), laid out
-as studiomdl's ``Option_Eyelid`` stores a line: a lid descriptor named by the type, three named
-``<type>_lowerer/_neutral/_raiser``, the lid's three flexes with targets ``(-11, -10, L, N)``, ``(L, N, N, R)``,
-``(N, R, 10, 11)``, and the targets L, N, R in the eyeball record."""
+frames. No shared sample can show them: scout's eyeballs point at a ``dummy_eyelid`` (a DMX compile's), the one
+model with eyelid descriptors (Bloodlines' female_citizen_3) is MDL 2531, whose eyeballs and flexes are not read,
+and no original QC in ../shared/samples/decompile has an eyelid line. So the models are synthetic
+(tests/source_writer.py), laid out as studiomdl's ``Option_Eyelid`` stores a line: a lid descriptor named by the
+type, three named ``<type>_lowerer/_neutral/_raiser``, the lid's three flexes with targets ``(-11, -10, L, N)``,
+``(L, N, N, R)``, ``(N, R, 10, 11)``, and the targets L, N, R in the eyeball record."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import numpy as np
 import pytest
 import qc_grammar
 import smd_reader
+from conftest import sample_path
 from smd_strict import read_smd
 from source_writer import SBodyPart, SEyeball, SFlex, SMesh, SModel, SVertex, character_spec, write_source
 
-from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile import DecompileOptions, decompile
 from io_ms3d_mdl.decompile.output import Output
 from io_ms3d_mdl.decompile.source.details import model_details
 from io_ms3d_mdl.decompile.source.eyelids import find_eyelids
@@ -263,3 +265,15 @@ def test_a_mesh_from_blender_keeps_its_lids_as_flexes(tmp_path):
     part = write_flexes(mdl, model, obj, "face_ref.smd", None, Output(tmp_path / "out"), warnings, None, lids)
     assert part.eyelids == [] and part.names == ["upper_right", "lower_right", "upper_left", "lower_left", "smile"]
     assert any("4 eyelids are written as plain flexes" in w for w in warnings)
+
+
+def test_scouts_dummy_eyelids_have_no_line(tmp_path):
+    """The real model with eyeballs: both point every lid field at ``dummy_eyelid`` (compiled from DMX), so its QC
+    has the eyeballs and no eyelid line, and its flexes are all in the flex file."""
+    path = sample_path("source", "GoodFishMan__mercenaries/models/player/scout.mdl")  # (skips without ../shared)
+    result = decompile(str(path), str(tmp_path / "out"), DecompileOptions(animations=False))
+    statements = qc_grammar.check_file(tmp_path / "out" / result.qc)
+    (model,) = [s for s in statements if s.command == "$model"]
+    assert len(first_words(model, b"eyeball")) == 2
+    assert eyelid_words(model) == {}
+    assert not any("eyelid" in w for w in result.warnings)
