@@ -25,7 +25,7 @@ from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
-from ...formats.smd.writer import CORNER_BYTES, skeleton_texts, write_nodes
+from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts
 from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
@@ -265,6 +265,7 @@ def _write_sequences(
     warnings, out = job.result.warnings, job.output
     blocks = [] if streamed else [blend for _, frames, _ in batch if frames is not None for blend in frames]
     texts = iter(skeleton_texts(blocks))
+    nodes = nodes_text(skeleton)  # (the same in every SMD)
     for s, frames, held in batch:
         seq, label = gs.sequences[s], labels[s]
         if held:
@@ -283,7 +284,7 @@ def _write_sequences(
                         stats = write_smd(stream, skeleton, frames[blend])
                     else:
                         text, stats = next(texts)
-                        write_nodes(stream, skeleton)
+                        stream.write(nodes)
                         stream.write(text)
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])

@@ -27,6 +27,7 @@ from .bloodlines import bloodlines_details
 from .deleted_bones import deleted_note, fold_skin, moved_note
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
+from .eyelids import find_eyelids
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .new_actions import edited_poses, local_pose, write_new_actions
@@ -155,7 +156,8 @@ def decompile_source(job: DecompileJob) -> None:
             warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
         parts.references[(b, m, k)] = relative
         if options.flexes and k == 0 and obj.mesh.shape_keys and model is not None:
-            parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn)
+            lids = find_eyelids(mdl, details.eyeballs.get((b, m), []), warnings)
+            parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn, lids)
 
     # physics
     solids = [o for o in scene.objects if o.collision]

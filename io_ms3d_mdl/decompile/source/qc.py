@@ -20,6 +20,7 @@ from ...scene.rotations import compose, quaternion_to_matrix
 from .angles import matrix_to_euler, quaternion_to_euler
 from .deleted_bones import DeletedBones
 from .details import ModelDetails
+from .eyelids import eye_names, eyelid_lines
 from .geometry import STATIC_TURN
 from .masses import mass_biases, solid_volumes
 
@@ -178,6 +179,7 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
         _eyeballs(qc, parts, b)
         if flex is None:
             return
+        eyelid_lines(qc, mdl, flex.eyelids, flex.vta, eye_names(parts.details.eyeballs.get((b, 0), [])))
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
             for i, n in enumerate(flex.names, start=1):
@@ -211,7 +213,8 @@ def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
     mdl = parts.mdl
     world = bone_world(mdl) if len(mdl.bones) else np.zeros((0, 4, 4))
     family0 = mdl.skins[0].tolist() if len(mdl.skins) else []
-    for k, (name, r) in enumerate(parts.details.eyeballs.get((b, 0), [])):
+    eyes = parts.details.eyeballs.get((b, 0), [])
+    for k, ((_stored, r), name) in enumerate(zip(eyes, eye_names(eyes), strict=True)):
         bone = int(r["bone"])
         if not 0 <= bone < len(world) or _heir(parts, bone) < 0:
             continue
@@ -226,7 +229,7 @@ def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
         angle = float(np.degrees(np.arctan(float(r["zoffset"]))))
         iris = float(r["iris_scale"])
         qc.line(
-            "eyeball", Quoted(name or f"eye{k}"), Quoted(mdl.bone_names[bone]), *centre[:3].tolist(), Quoted(material),
+            "eyeball", Quoted(name), Quoted(mdl.bone_names[bone]), *centre[:3].tolist(), Quoted(material),
             float(r["radius"]) * 2.0, angle, Quoted("iris_unused"), 1.0 / iris if iris else 1.0,
         )  # fmt: skip
 

@@ -216,6 +216,7 @@ def _flexes(cur: Cursor, mesh_off: int, mesh: np.ndarray) -> list[MdlFlex]:
                 verts["index"].astype(np.int64),
                 half_to_float(verts["delta"]).astype(np.float32).reshape(-1, 3),
                 (verts["side"].astype(np.float32) / 255.0),
+                flex["target"].astype(np.float32),
             )
         )
     return out

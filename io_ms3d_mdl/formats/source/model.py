@@ -18,6 +18,9 @@ class MdlFlex:
     indices: np.ndarray  # (N,) mesh-relative vertex indices
     deltas: np.ndarray  # (N, 3) float32 position deltas (decoded from fp16)
     sides: np.ndarray  # (N,) float32 side/255: the engine weighs a stereo vertex (1 - side)·desc + side·pair
+    # (4,) float32: the descriptor's weights where this shape fades in, is whole, and fades out again (0, 1, 1, 1
+    # for most flexes; an eyelid's three shapes share one descriptor and split its range between them)
+    targets: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 1.0, 1.0], np.float32))
 
 
 @dataclass
