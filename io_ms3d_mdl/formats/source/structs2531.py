@@ -36,9 +36,9 @@ bytes show: the low 2 bits of bytes 0 and 2 and the top 2 bits of byte 4 are alw
 the high parts (bytes 1, 3 and 4) vary smoothly over the face while the low ones do not.
 
 An eyeball is 140 bytes: 44–49's up to ``lowerlidflexdesc``, then four floats (Crowbar's min/max pitch and yaw;
-all 0 here) without 44–49's tail; in 98 of the 101 model records with eyeballs the next table starts 280 bytes
-after their two eyeballs, whose lid descriptors name ``upper_right``/``lower_right`` and
-``upper_left``/``lower_left``.
+all 0 here) without 44–49's tail; in 58 of the flexed models' 60 model records with eyeballs the next table
+starts 280 bytes after their two eyeballs (no table follows in the other two), whose lid descriptors name
+``upper_right``/``lower_right`` and ``upper_left``/``lower_left``.
 """
 
 from __future__ import annotations
