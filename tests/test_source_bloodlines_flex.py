@@ -330,3 +330,20 @@ def test_flexes_are_held_to_the_shape_key_budget(female):
 
     with using_budget(TenShapeKeys()), pytest.raises(BudgetExceeded, match="flexes over all meshes of 53 "):
         read_mdl_bytes(female, "female_citizen_3.mdl")
+
+
+def test_flex_lists_out_of_order_read_the_same(female):
+    """Swapping a mesh's first two flex records (each keeping its own list: the offsets are relative to the record,
+    so they are adjusted by the 32 bytes moved) is read flex by flex and gives the same flexes, swapped."""
+    _mesh, flex = _first_flexed_mesh(female)
+    out = bytearray(female)
+    first, second = bytearray(female[flex : flex + 32]), bytearray(female[flex + 32 : flex + 64])
+    struct.pack_into("<i", first, 24, _i(female, flex + 24) - 32)
+    struct.pack_into("<i", second, 24, _i(female, flex + 56) + 32)
+    out[flex : flex + 64] = second + first
+    before = read_mdl_bytes(female).body_parts[0].models[0].meshes[0].packed_flexes
+    after = read_mdl_bytes(bytes(out)).body_parts[0].models[0].meshes[0].packed_flexes
+    for ours, theirs in ((after[0], before[1]), (after[1], before[0]), (after[2], before[2])):
+        assert ours.desc == theirs.desc
+        np.testing.assert_array_equal(ours.indices, theirs.indices)
+        np.testing.assert_array_equal(ours.deltas, theirs.deltas)

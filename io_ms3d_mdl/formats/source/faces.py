@@ -9,7 +9,9 @@ import numpy as np
 from ..binary import Cursor
 from . import structs as S
 from .model import MdlEyeball, MdlFlexRule
-from .records import records, records_at, rel
+from .records import records_at, rel, table
+
+CONST = 1  # the flex rule operation that pushes a float
 
 
 def flex_names(cur: Cursor, header: np.void) -> list[str]:
@@ -35,21 +37,39 @@ def flex_controllers(cur: Cursor, header: np.void) -> list[tuple[str, str, float
 
 def flex_rules(cur: Cursor, header: np.void) -> list[MdlFlexRule]:
     """Rules that share one table of operations (as a compiler may, and a crafted file will thousands of times)
-    share one program: it is read once, and the interpreter works it through once (scene/source/flex.py)."""
-    out = []
-    programs: dict[tuple[int, int], list[tuple[int, float]]] = {}
-    for off, r in records_at(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules"):
-        where = (off + int(r["opindex"]), int(r["numops"]))
-        program = programs.get(where)
-        if program is None:
-            ops = records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
-            codes = ops["op"].astype(np.int64)
-            values = np.where(codes == 1, ops["value"].view("<f4").astype(np.float64), ops["value"]).tolist()
-            program = programs[where] = [
-                (o, v if o == 1 else int(v)) for o, v in zip(codes.tolist(), values, strict=True)
-            ]
-        out.append(MdlFlexRule(int(r["flex"]), program))
-    return out
+    share one program: it is read once, and the interpreter works it through once (scene/source/flex.py).
+    Compilers lay the tables back to back: such a run is read as one table."""
+    base, count = table(cur, header, "numflexrules", "flexruleindex", "flex rules", 0)
+    if not count:
+        return []
+    rules = cur.array_at(S.FLEXRULE, base, count, "flex rules")
+    sizes = rules["numops"].astype(np.int64)
+    if (sizes < 0).any():
+        k = int(np.flatnonzero(sizes < 0)[0])
+        raise cur.error(f"negative flex rule operations count {int(sizes[k])}", base + S.FLEXRULE.itemsize * k + 4)
+    starts = base + S.FLEXRULE.itemsize * np.arange(count) + rules["opindex"]
+    if (sizes > 0).all() and (starts[1:] == starts[:-1] + S.FLEXOP.itemsize * sizes[:-1]).all():
+        ops = cur.array_at(S.FLEXOP, int(starts[0]), int(sizes.sum()), "flex rule operations")
+        cuts = np.cumsum(sizes)[:-1].tolist()
+        programs = [_program(chunk) for chunk in np.split(ops, cuts)]
+    else:
+        shared: dict[tuple[int, int], list[tuple[int, float]]] = {}
+        programs = []
+        for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+            if (start, size) not in shared:
+                ops = cur.array_at(S.FLEXOP, start, size, "flex rule operations") if size else np.zeros(0, S.FLEXOP)
+                shared[start, size] = _program(ops)
+            programs.append(shared[start, size])
+    return [MdlFlexRule(flex, program) for flex, program in zip(rules["flex"].tolist(), programs, strict=True)]
+
+
+def _program(ops: np.ndarray) -> list[tuple[int, float]]:
+    """(op, operand): CONST's operand is a float, every other op's an int (an index, a count or unused)."""
+    codes = ops["op"].tolist()
+    return [
+        (o, f if o == CONST else v)
+        for o, v, f in zip(codes, ops["value"].tolist(), ops["value"].view("<f4").tolist(), strict=True)
+    ]
 
 
 def eyeballs(cur: Cursor, model_off: int, model: np.void, dtype: np.dtype = S.EYEBALL) -> list[MdlEyeball]:

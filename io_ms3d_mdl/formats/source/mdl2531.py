@@ -270,13 +270,15 @@ def _body_parts(
 
 FLEX_COUNT_AT = B.MESH.fields["numflexes"][1]
 FLEX_DESC_AT = B.FLEX.fields["flexdesc"][1]
+FLEX_SIZE_AT = B.FLEX.fields["numverts"][1]
 
 
 def _packed_flexes(
     cur: Cursor, mesh_off: int, mesh: np.void, num_flexes: int, what: str, read: list[int]
 ) -> list[MdlPackedFlex]:
     """A mesh's flexes with their vertex lists (offsets relative to each flex), every descriptor and vertex index
-    checked; their count over all meshes is held to the shape key budget (each would be one)."""
+    checked; their count over all meshes is held to the shape key budget (each would be one). Compilers lay the
+    lists back to back: such a run is read as one table (a crafted file's scattered lists are read one by one)."""
     count = int(mesh["numflexes"])
     if count < 0:
         raise cur.error(f"{what} declares {count} flexes", mesh_off + FLEX_COUNT_AT)
@@ -285,22 +287,42 @@ def _packed_flexes(
     read[0] += count
     budget = current_budget()
     budget.check(cur.path, "flexes over all meshes", read[0], budget.shape_keys, offset=mesh_off + FLEX_COUNT_AT)
+    first = mesh_off + int(mesh["flexindex"])
+    flexes = cur.array_at(B.FLEX, first, count, f"flexes of {what}")
+    at = first + B.FLEX.itemsize * np.arange(count)
+    descs = flexes["flexdesc"]
+    bad = np.flatnonzero((descs < 0) | (descs >= num_flexes))
+    if len(bad):
+        k = int(bad[0])
+        raise cur.error(
+            f"a flex of {what} names flex descriptor {int(descs[k])}; the model has {num_flexes}",
+            int(at[k]) + FLEX_DESC_AT,
+        )
+    sizes = flexes["numverts"].astype(np.int64)
+    if (sizes < 0).any():
+        k = int(np.flatnonzero(sizes < 0)[0])
+        raise cur.error(f"a flex of {what} declares {int(sizes[k])} vertices", int(at[k]) + FLEX_SIZE_AT)
+    starts = at + flexes["vertindex"]
+    ends = np.cumsum(sizes)
+    if (starts[1:] == starts[:-1] + B.VERTANIM.itemsize * sizes[:-1]).all():
+        tables = np.split(
+            cur.array_at(B.VERTANIM, int(starts[0]), int(ends[-1]), f"vertices of flexes of {what}"), ends[:-1]
+        )
+    else:
+        tables = [
+            cur.array_at(B.VERTANIM, int(s), int(n), f"vertices of a flex of {what}")
+            for s, n in zip(starts.tolist(), sizes.tolist(), strict=True)
+        ]
     size = int(mesh["numvertices"])
-    out = []
-    for off, flex in records_at(cur, mesh, "numflexes", "flexindex", B.FLEX, f"flexes of {what}", mesh_off):
-        desc = int(flex["flexdesc"])
-        if not 0 <= desc < num_flexes:
-            raise cur.error(
-                f"a flex of {what} names flex descriptor {desc}; the model has {num_flexes}", off + FLEX_DESC_AT
-            )
-        verts = records(cur, flex, "numverts", "vertindex", B.VERTANIM, f"vertices of a flex of {what}", off)
+    for k, verts in enumerate(tables):
         if len(verts) and int(verts["index"].max()) >= size:
             raise cur.error(
-                f"a flex of {what} moves vertex {int(verts['index'].max())} of a {size}-vertex mesh",
-                off + int(flex["vertindex"]),
+                f"a flex of {what} moves vertex {int(verts['index'].max())} of a {size}-vertex mesh", int(starts[k])
             )
-        out.append(MdlPackedFlex(desc, flex["target"].copy(), verts["index"].astype(np.int64), verts["delta"]))
-    return out
+    return [
+        MdlPackedFlex(int(d), t, v["index"].astype(np.int64), v["delta"])
+        for d, t, v in zip(descs.tolist(), flexes["target"], tables, strict=True)
+    ]
 
 
 def _vertices(cur: Cursor, model_off: int, model: np.void, num_bones: int, what: str) -> np.ndarray:
