@@ -32,8 +32,11 @@ delta. Evidence: in 286 meshes the 5,401 tables follow one another with no gap a
 right eyelid. The 6 delta bytes are NOT decoded: SourceIO reads them as three int16 / 32767 in model space, but
 so read, neighbouring vertices' deltas differ as much as shuffled ones do, and the deltas of mirrored vertices in
 left/right flexes (AU12R/AU12L) are near equal instead of mirrored; they are not fp16 either (NaNs). What the
-bytes show: the low 2 bits of bytes 0 and 2 and the top 2 bits of byte 4 are always 0 (three 14-bit fields), and
-the high parts (bytes 1, 3 and 4) vary smoothly over the face while the low ones do not.
+bytes show (for a future decoder): the low 2 bits of bytes 0 and 2 and the top 2 bits of byte 4 are always 0
+(three 14-bit fields: bytes 0–1 >> 2, bytes 2–3 >> 2, byte 4 · 256 + byte 5); the high parts (bytes 1, 3, 4)
+vary smoothly over the face, the low ones do not. No linear or spherical reading tried (the fields as signed or
+unsigned components; two of them as angles in either order, over π or 2π, as elevation or polar angle, with the
+third or byte 4 as length) made the deltas of vertices sharing a triangle agree much better than shuffled ones.
 
 An eyeball is 140 bytes: 44–49's up to ``lowerlidflexdesc``, then four floats (Crowbar's min/max pitch and yaw;
 all 0 here) without 44–49's tail; in 58 of the flexed models' 60 model records with eyeballs the next table
