@@ -347,3 +347,27 @@ def test_flex_lists_out_of_order_read_the_same(female):
         assert ours.desc == theirs.desc
         np.testing.assert_array_equal(ours.indices, theirs.indices)
         np.testing.assert_array_equal(ours.deltas, theirs.deltas)
+
+
+def test_byte_4_of_a_rigid_jaw_flex_grows_with_the_distance_from_a_hinge(female):
+    """A fact for a future decoder (structs2531): on female_citizen_3's lower teeth, which the jaw flex AU27Z
+    turns about a sideways hinge, byte 4 of each delta is a linear function of the vertex's distance from one
+    hinge line, as the length of a rotation's motion is; mirrored vertices (no sideways motion) share all 6 bytes."""
+    mdl = read_mdl_bytes(female)
+    positions = mdl.own_vertices.vertices["pos"].astype(np.float64)
+    mesh = mdl.body_parts[0].models[0].meshes[6]
+    (flex,) = mesh.packed_flexes
+    assert mdl.flex_names[flex.desc] == "AU27Z" and len(flex.indices) == 27
+    p = positions[mesh.vertex_offset + flex.indices]
+    length = flex.deltas[:, 4].astype(np.float64)
+    best = 0.0
+    for hy in np.linspace(-3, 3, 31):
+        for hz in np.linspace(58, 68, 51):
+            distance = np.hypot(p[:, 1] - hy, p[:, 2] - hz)
+            fit = np.polyfit(distance, length, 1)
+            best = max(best, 1 - np.var(length - np.polyval(fit, distance)) / np.var(length))
+    assert best > 0.99
+    for k in range(len(p)):
+        mirror = np.flatnonzero(np.abs(p - p[k] * [-1, 1, 1]).max(axis=1) < 1e-3)
+        for m in mirror:
+            np.testing.assert_array_equal(flex.deltas[m], flex.deltas[k])
