@@ -40,7 +40,7 @@ third or byte 4 as length) made the deltas of vertices sharing a triangle agree 
 female_citizen_3's face flexes they differ by a median 0.5–1.1 of the deltas' spread (shuffled: 1.5–2.0). One
 lead: on that model's lower teeth, which the jaw flex AU27Z turns about a sideways hinge, byte 4 is linear in the
 distance from one hinge line (R² > 0.99), as a rotation's motion length is, and mirrored vertices share all six
-bytes (no sideways motion); byte 5 there depends on the sideways position alone.
+bytes (no sideways motion); byte 5 there is largest on the midline (45) and falls sideways (to 15).
 
 An eyeball is 140 bytes: 44–49's up to ``lowerlidflexdesc``, then four floats (Crowbar's min/max pitch and yaw;
 all 0 here) without 44–49's tail; in 58 of the flexed models' 60 model records with eyeballs the next table
