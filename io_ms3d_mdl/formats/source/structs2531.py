@@ -20,9 +20,10 @@ own (4100/4101 naming the walkie-talkie model a cop takes and puts away, 5105 na
 Faces (measured on the 60 models of the patch with flex descriptors; ``tests/test_source_bloodlines_flex.py``).
 The header's flex descriptor (4 bytes: a name offset relative to the record), controller (20 bytes: type and name
 offsets, local-to-global, min, max) and rule tables (12 bytes, each pointing at 8-byte operations) are 44–49's:
-in all 60 files the three tables lie back to back (65 × 4, then 44 × 20 bytes), every name resolves to text and
-every rule's flex and every FETCH1/FETCH2 operand is in range (59 models of 65 descriptors, 44 controllers and 60
-rules; one, female_raver_1, has a lone descriptor and nothing else). As Crowbar and SourceIO read them.
+in the 59 files with controllers the three tables lie back to back (65 × 4, then 44 × 20 bytes), every name
+resolves to text and every rule's flex and every FETCH1/FETCH2 operand is in range (59 models of 65 descriptors,
+44 controllers and 60 rules; the 60th, female_raver_1, has a lone descriptor and no controllers or rules). As
+Crowbar and SourceIO read them.
 
 A flex is 32 bytes: 44–49's descriptor, four targets, vertex count and vertex offset (relative to the flex),
 then one int that is 1 in all 5,401 flexes; there is no flex pair and no vertex-animation type. Its vertex
@@ -30,13 +31,13 @@ animations are 8 bytes each (SourceIO's ``VertAnimV2531``): a mesh-relative u16 
 delta. Evidence: in 286 meshes the 5,401 tables follow one another with no gap at 8 bytes a vertex (5,115 of
 5,115 neighbours), every index is below its mesh's vertex count, and the indices of ``upper_right`` land on the
 right eyelid. The 6 delta bytes are NOT decoded: SourceIO reads them as three int16 / 32767 in model space, but
-so read, neighbouring vertices' deltas differ as much as shuffled ones do, and the deltas of mirrored vertices in
-left/right flexes (AU12R/AU12L) are near equal instead of mirrored; they are not fp16 either (NaNs). What the
+so read, each of over 100 mirrored vertex pairs of the right and left smiles (AU12R/AU12L) moves sideways the same
+way, where mirrored shapes move opposite ways; they are not fp16 either (NaNs). What the
 bytes show (for a future decoder): the low 2 bits of bytes 0 and 2 and the top 2 bits of byte 4 are always 0
 (three 14-bit fields: bytes 0–1 >> 2, bytes 2–3 >> 2, byte 4 · 256 + byte 5); the high parts (bytes 1, 3, 4)
-vary smoothly over the face, the low ones do not. No linear or spherical reading tried (the fields as signed or
-unsigned components; two of them as angles in either order, over π or 2π, as elevation or polar angle, with the
-third or byte 4 as length) made the deltas of vertices sharing a triangle agree as a deformation's do: over
+vary smoothly over the face, the low ones do not. No linear or spherical reading tried (SourceIO's; the fields as
+signed or unsigned components; two of them as angles in either order, over π or 2π, as elevation or polar angle,
+with the third or byte 4 as length) made the deltas of vertices sharing a triangle agree as a deformation's do: over
 female_citizen_3's face flexes they differ by a median 0.5–1.1 of the deltas' spread (shuffled: 1.5–2.0). One
 lead: on that model's lower teeth, which the jaw flex AU27Z turns about a sideways hinge, byte 4 is linear in the
 distance from one hinge line (R² > 0.99), as a rotation's motion length is, and mirrored vertices share all six
