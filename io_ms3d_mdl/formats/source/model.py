@@ -24,6 +24,17 @@ class MdlFlex:
 
 
 @dataclass
+class MdlPackedFlex:
+    """A Bloodlines (2531) flex as stored: which mesh vertices it moves, and for each the 6 bytes of its delta,
+    whose encoding is not known (``structs2531``): kept, never turned into shape keys."""
+
+    desc: int  # index into MdlFile.flex_names
+    targets: np.ndarray  # (4,) float32: the controller values where its weight rises to 1 and falls back to 0
+    indices: np.ndarray  # (N,) mesh-relative vertex indices
+    deltas: np.ndarray  # (N, 6) uint8, undecoded
+
+
+@dataclass
 class MdlEyeball:
     name: str
     bone: int
@@ -47,6 +58,7 @@ class MdlMesh:
     num_flexes: int
     lod_vertex_counts: np.ndarray  # (8,)
     flexes: list[MdlFlex] = field(default_factory=list)
+    packed_flexes: list[MdlPackedFlex] = field(default_factory=list)  # Bloodlines only
 
 
 @dataclass
