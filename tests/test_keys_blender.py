@@ -112,7 +112,18 @@ def test_channels_of_any_length_land_on_their_own_curves(blender, tmp_path):
 
 MONSTER_CUBE = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
 BLOODLINES = "../vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/character/npc/common/"
-KEY_FIELDS = ("handle_left_type", "handle_right_type", "type", "easing", "select_control_point")
+KEY_FIELDS = (
+    "handle_left_type",
+    "handle_right_type",
+    "type",
+    "easing",
+    "select_control_point",
+    "select_left_handle",
+    "select_right_handle",
+    "back",
+    "amplitude",
+    "period",
+)
 
 
 def key_bits(fcurve: bpy.types.FCurve) -> tuple[np.ndarray, ...]:
@@ -127,11 +138,22 @@ def key_bits(fcurve: bpy.types.FCurve) -> tuple[np.ndarray, ...]:
     return (*floats, interpolation, *enums)
 
 
+def plain_properties(struct: bpy.types.bpy_struct) -> dict[str, object]:
+    """A struct's own values (flags, enums, numbers, strings; not the structs and collections it points to)."""
+    out = {}
+    for prop in struct.bl_rna.properties:
+        if prop.type not in {"POINTER", "COLLECTION"} and prop.identifier != "rna_type":
+            value = getattr(struct, prop.identifier)
+            out[prop.identifier] = tuple(value) if getattr(prop, "is_array", False) else value
+    return out
+
+
 def assert_built_alike(built: bpy.types.Action, fresh: bpy.types.Action) -> int:
     """The same curves in the same order and groups, key for key bit for bit; returns the curves compared."""
     pairs = list(zip(fcurves(built), fcurves(fresh), strict=True))
     for a, b in pairs:
         assert (a.data_path, a.array_index, a.group.name) == (b.data_path, b.array_index, b.group.name)
+        assert plain_properties(a) == plain_properties(b) and plain_properties(a.group) == plain_properties(b.group)
         for x, y in zip(key_bits(a), key_bits(b), strict=True):
             np.testing.assert_array_equal(x, y, err_msg=f"{built.name}: {a.data_path}[{a.array_index}]")
     return len(pairs)

@@ -296,13 +296,9 @@ def _template(
         name = f"io_ms3d_mdl key template {n}"
     template = bpy.data.actions.new(name)
     try:
-        new_curve = curve_factory(template, armature)
-        linear = np.full(1, LINEAR, dtype=np.uint8)
-        for (path, index, group), pair, moved in zip(names, lone.pairs, (lone.bits != 0).tolist(), strict=True):
-            points = new_curve(path, index, group).keyframe_points
-            points.add(1)
-            points.foreach_set("interpolation", linear)
-            if moved:  # a new key and its handles sit at (0, 0): co_ui moves them together
+        moved = (lone.bits != 0).tolist()
+        for points, pair, move in zip(_one_key_curves(template, armature, names), lone.pairs, moved, strict=True):
+            if move:  # a new key and its handles sit at (0, 0): co_ui moves them together
                 points.foreach_set("co_ui", pair)
         in_order = [(c.data_path, c.array_index) for c in _fcurves(template)] == [(p, i) for p, i, _ in names]
     except BaseException:
@@ -312,6 +308,44 @@ def _template(
         bpy.data.actions.remove(template)
         return None
     return template
+
+
+_SOURCE = '["io_ms3d_mdl key source"]'  # a scratch curve's path, removed before the template is used
+
+
+def _one_key_curves(
+    action: bpy.types.Action, owner: bpy.types.ID, names: list[tuple[str, int, str]]
+) -> list[bpy.types.FCurveKeyframePoints]:
+    """New curves ``names`` on ``action``, in order, each holding one LINEAR key with key and handles at (0, 0).
+    From 5.0 each is a copy of a scratch curve already holding that key (``new_from_fcurve``, one call in C for
+    creating the curve, adding its key and making it LINEAR) put into its bone's group."""
+    new_curve = curve_factory(action, owner)
+    linear = np.full(1, LINEAR, dtype=np.uint8)
+    curves = _fcurves(action)
+    if not hasattr(curves, "new_from_fcurve"):
+        out = []
+        for path, index, group in names:
+            points = new_curve(path, index, group).keyframe_points
+            points.add(1)
+            points.foreach_set("interpolation", linear)
+            out.append(points)
+        return out
+    sources = [curves.new(_SOURCE, index=index) for index in range(1 + max((i for _, i, _ in names), default=0))]
+    for source in sources:
+        source.keyframe_points.add(1)
+        source.keyframe_points.foreach_set("interpolation", linear)
+    copy, groups = curves.new_from_fcurve, _channelbag(action).groups
+    made: dict[str, bpy.types.ActionGroup] = {}
+    out = []
+    for path, index, group in names:
+        fcurve = copy(sources[index], data_path=path)
+        if group not in made:
+            made[group] = groups.new(group)
+        fcurve.group = made[group]
+        out.append(fcurve.keyframe_points)
+    for source in sources:
+        curves.remove(source)
+    return out
 
 
 def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout, lone: _LoneKeys) -> bpy.types.Action:
@@ -344,8 +378,12 @@ def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout, l
 def _fcurves(action: bpy.types.Action) -> bpy.types.bpy_prop_collection:
     """The curves of an action made by :func:`curve_factory`: its only channelbag's on 4.4+, else the legacy list."""
     if hasattr(action, "layers"):
-        return action.layers[0].strips[0].channelbags[0].fcurves
+        return _channelbag(action).fcurves
     return action.fcurves
+
+
+def _channelbag(action: bpy.types.Action) -> bpy.types.ActionChannelbag:
+    return action.layers[0].strips[0].channelbags[0]
 
 
 def stash_actions(
