@@ -240,11 +240,14 @@ class _LoneKeys:
             [np.where(x.key_counts == 1, x.pairs.view(np.uint64)[x.first_keys], self._NONE) for x in layouts]
         )
         best = _most_common(lone, self._NONE)
-        kept = (lone == best).sum(axis=0)
-        twice = (self._work(lone, best) == _MOVED_TWICE).sum(axis=0)
-        self.bits = np.where((best == self._NONE) | (kept <= twice + 1), np.uint64(0), best)
+        work = self._work(lone, best)
+        # From (0, 0) every lone key moves in one exact call: the shared key is kept where it saves calls
+        zero = (best == self._NONE) | ((work == _KEPT).sum(axis=0) <= (work == _MOVED_TWICE).sum(axis=0) + 1)
+        self.bits = np.where(zero, np.uint64(0), best)
         self.pairs = self.bits.view(np.float32).reshape(-1, 2)
-        self._works = {id(layout): row for layout, row in zip(layouts, self._work(lone, self.bits), strict=True)}
+        work = np.where(zero, np.where(lone == 0, _KEPT, _MOVED), work)
+        work[lone == self._NONE] = _FILLED
+        self._works = {id(layout): row for layout, row in zip(layouts, work, strict=True)}
 
     def work(self, layout: _ActionLayout) -> np.ndarray:
         """Per curve of ``layout`` in a copy: KEPT (its lone key is the template's), MOVED (``co_ui`` moves the key
