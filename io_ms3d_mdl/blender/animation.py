@@ -185,15 +185,15 @@ def _pairs(
     """One kind of channel (rotations or locations) of every bone: float32 (frame, value) pairs, component-major
     so that each curve's keys are contiguous ((width·N·2,) for N keys), with each channel's first key and key count.
     Keys on frames Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
-    channels = len(frames)
-    owner = np.repeat(np.arange(channels), [len(f) for f in frames])
+    counts = np.array([len(f) for f in frames], dtype=np.int64)
     frames = np.concatenate([np.zeros(0), *frames])
     values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
-    showable = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
-    dropped = len(frames) - int(showable.sum())
+    showable = np.abs(frames) <= Limits.MAX_FRAME  # False for NaN and infinities too
+    dropped = len(frames) - int(np.count_nonzero(showable))
     if dropped:
-        frames, values, owner = frames[showable], values[showable], owner[showable]
-    counts = np.bincount(owner, minlength=channels)
+        owner = np.repeat(np.arange(len(counts)), counts)[showable]
+        frames, values = frames[showable], values[showable]
+        counts = np.bincount(owner, minlength=len(counts))
     pairs = np.empty((width, len(frames), 2), dtype=np.float32)
     pairs[:, :, 0] = frames
     pairs[:, :, 1] = values.T
