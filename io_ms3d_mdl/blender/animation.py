@@ -230,8 +230,9 @@ def _filled_new(
 class _LoneKeys:
     """The key each template curve holds: the lone (frame, value) key its actions share most, so that a copy needs
     no call for a lone key equal to it (in Bloodlines' swat3.mdl, 811 of its 1,764 curves). A curve keeps (0, 0)
-    when no action keys it once, or when the shared key would save fewer calls than it costs (see ``_work``). Keys
-    are compared as the bits of their float32 pair; all actions of the template at once."""
+    when no action keys it once, or when the shared key saves no calls (setting it costs one, and each lone key it
+    cannot move exactly costs a second). Keys are compared as the bits of their float32 pair; all actions of the
+    template at once."""
 
     _NONE = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # a NaN frame: never a key's (unshowable frames are left out)
 
