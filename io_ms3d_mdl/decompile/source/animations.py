@@ -17,7 +17,7 @@ import numpy as np
 from ...budget import current_budget
 from ...errors import FormatError, Warnings
 from ...formats.smd import SmdSkeleton
-from ...formats.smd.writer import skeleton_texts, write_nodes
+from ...formats.smd.writer import nodes_text, skeleton_texts
 from ...formats.source.animation import SkippedAnimation, decode_animations
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
@@ -228,11 +228,12 @@ def _write_batch(
             positions, rotations = fold_pose(positions, rotations, deleted, bool(anim.delta))
         poses.append((positions, rotations))
     frames = _batch_frames(poses, [bool(a.delta) for a in anims], roots, turn)
+    nodes = nodes_text(skeleton)  # (the same in every SMD)
     for (i, _), anim, animation_frames, (text, stats) in zip(good, anims, frames, skeleton_texts(frames), strict=True):
         desc = source.animations[i]
         relative = output.name(desc.name.lstrip("@") or f"animation{i}", ".smd", sub)
         with output.open(relative) as stream:
-            write_nodes(stream, skeleton)
+            stream.write(nodes)
             stream.write(text)
         if stats.non_finite:
             warnings.add(f"animation '{desc.name}': {stats.non_finite} nan/inf values were written as 0")
