@@ -73,6 +73,28 @@ def test_an_unedited_model_exports_the_decompilers_bytes(blender, tmp_path, rela
         assert same_numbers(ours[name], theirs[name]), name
 
 
+def test_a_model_imported_into_anothers_collection_is_not_part_of_its_export(blender, tmp_path):
+    """An import links its collection under the active one: civilian imported while metal_box's collection is
+    active lands inside it. metal_box's export still has only its own meshes, skins and armature (the GUI tour
+    found civilian's head written as metal_box's skin family 0)."""
+    box = imported(blender, sample_path("source", METAL_BOX))
+    own = blender.context.view_layer.objects.active
+    layer = next(c for c in blender.context.view_layer.layer_collection.children if c.collection == box)
+    blender.context.view_layer.active_layer_collection = layer
+    assert blender.ops.import_scene.source_mdl(filepath=str(sample_path("source", UNEDITED[-1]))) == {"FINISHED"}
+    civilian = next(c for c in blender.data.collections if c.get("source_version") and c != box)
+    assert civilian.name in box.children, [c.name for c in box.children]  # (the import did nest it)
+    blender.context.view_layer.objects.active = own
+    ours = export(blender, tmp_path / "export")
+    assert differences(ours, decompiled(sample_path("source", METAL_BOX), tmp_path / "decompiled")) == []
+    from io_ms3d_mdl.blender.source_switch import set_skin
+
+    theirs = {o.name: [s.material for s in o.material_slots] for o in civilian.all_objects}
+    set_skin(box, 1)  # (the skin switch of the outer model leaves the inner one's slots alone)
+    assert {o.name: [s.material for s in o.material_slots] for o in civilian.all_objects} == theirs
+    assert own.material_slots[0].material.name == "metal_box_companion"
+
+
 def same_numbers(a: bytes, b: bytes) -> bool:
     ta, tb = a.split(), b.split()
     if len(ta) != len(tb):

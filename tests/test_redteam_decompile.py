@@ -145,23 +145,25 @@ def test_a_decompile_refused_half_way_leaves_nothing_behind(tmp_path):
     assert [p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()] == [last]
     assert (out / last).read_text() == "mine"
     fresh = tmp_path / "fresh" / "deeper"
-    import io_ms3d_mdl.decompile.source.animations as animations
+    from io_ms3d_mdl.decompile.output import Output
 
-    broken = animations.write_smd
+    broken = Output.open
 
-    def fail_on_the_second(stream, skeleton, frames, *rest):  # a refusal after some files were written
-        if stream.tell() == 0 and fail_on_the_second.calls:
-            raise FormatError(str(model), 0, "refused half-way")
-        fail_on_the_second.calls += 1
-        return broken(stream, skeleton, frames, *rest)
+    def fail_on_the_second(self, relative):  # a refusal after some files were written
+        if relative.endswith(".smd") and "/" in relative:
+            fail_on_the_second.calls += 1
+            if fail_on_the_second.calls == 2:
+                raise FormatError(str(model), 0, "refused half-way")
+        return broken(self, relative)
 
     fail_on_the_second.calls = 0
-    animations.write_smd = fail_on_the_second
+    Output.open = fail_on_the_second
     try:
         with pytest.raises(FormatError, match="half-way"):
             decompile(str(model), str(fresh))
     finally:
-        animations.write_smd = broken
+        Output.open = broken
+    assert fail_on_the_second.calls == 2
     assert not fresh.exists() and (tmp_path / "fresh").exists()  # (the folder it made is gone, not its parent)
 
 

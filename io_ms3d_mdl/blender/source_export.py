@@ -39,7 +39,7 @@ from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
 from .scene_reader import ReadOptions, read_objects
-from .source_switch import body_parts, model_collection, skin_refs
+from .source_switch import body_parts, model_collection, own_objects, skin_refs
 
 ENGINE_VERSIONS = (10, *range(44, 60))  # GoldSrc's MDL version, then Source's
 
@@ -80,7 +80,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
                     lod = [o for o in child.objects if o.type == "MESH"]
                     if lod:
                         wanted.append(((b, m, int(child["source_lod"])), lod))
-    armatures = [o for o in model.all_objects if o.type == "ARMATURE"]
+    armatures = [o for o in own_objects(model) if o.type == "ARMATURE"]
     armature = armatures[0] if len(armatures) == 1 else None
     every = [o for _, objects in wanted for o in objects]
     if not every:
@@ -243,7 +243,7 @@ def _skin_table(model: bpy.types.Collection, notes: list[str]) -> list[list[bpy.
     if not 0 <= active < len(table):
         return table
     swapped: dict[int, bpy.types.Material] = {}
-    for obj in model.all_objects:
+    for obj in own_objects(model):
         for slot, ref in zip(obj.material_slots, skin_refs(obj), strict=False):
             mat = slot.material
             if mat is None or not 0 <= ref < len(table[active]) or mat == table[active][ref]:

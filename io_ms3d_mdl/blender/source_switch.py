@@ -31,6 +31,18 @@ def model_collection(context: bpy.types.Context) -> bpy.types.Collection | None:
     return None
 
 
+def own_objects(model: bpy.types.Collection) -> list[bpy.types.Object]:
+    """The model's objects, without those of another model imported into its collection (an import links its
+    collection under the active one, so a model's ``all_objects`` may hold a second model's meshes and armature)."""
+    found: dict[bpy.types.Object, None] = {}
+    stack = [model]
+    while stack:
+        coll = stack.pop()
+        found.update(dict.fromkeys(coll.objects))
+        stack.extend(c for c in coll.children if "source_version" not in c)
+    return list(found)
+
+
 def body_parts(model: bpy.types.Collection) -> list[bpy.types.Collection]:
     return sorted((c for c in model.children if "source_bodypart" in c), key=lambda c: c["source_bodypart"])
 
@@ -71,7 +83,7 @@ def set_skin(model: bpy.types.Collection, family: int) -> None:
     if not table or not 0 <= family < len(table):
         raise ValueError(f"'{model.name}' has {len(table) if table else 0} skin families; {family} does not exist")
     row = [str(name) for name in table[family]]
-    for obj in model.all_objects:
+    for obj in own_objects(model):
         refs = skin_refs(obj)
         for slot, ref in zip(obj.material_slots, refs, strict=False):
             name = row[ref] if 0 <= ref < len(row) else ""
