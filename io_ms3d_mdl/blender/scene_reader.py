@@ -285,9 +285,13 @@ def _evaluated_mesh(
 
 def _weight_tree(names: list[str]) -> bpy.types.NodeTree:
     """Geometry Nodes that copy vertex group ``names[i]`` into the float attribute ``WEIGHT_PREFIX + str(i)``, for
-    every bone in one repeat zone: the names sit in one Index Switch, so the tree has the same dozen nodes
-    whatever the bone count (a pair of nodes per bone cost 1 ms a bone to build from Python, 60 ms of a 64-bone
-    export). The zone counts its own turns (4.2's Repeat Input has no Iteration output)."""
+    every bone in one repeat zone. The names sit in one string, each padded to the longest with a character none
+    of them has; turn ``i`` slices its name out and drops the padding. The tree has the same dozen nodes whatever
+    the bone count, each set once: an Index Switch of the names (an item and a value a bone) cost 7–17 ms of a
+    64-bone export to build, as every item redeclares the node's sockets; a pair of nodes a bone, 60 ms. The zone
+    counts its own turns (4.2's Repeat Input has no Iteration output)."""
+    pad = next(c for c in map(chr, range(1, 0x10000)) if all(c not in n for n in names))
+    width = max((len(n) for n in names), default=0)
     tree = bpy.data.node_groups.new("io_ms3d_mdl weights", "GeometryNodeTree")
     tree.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
     tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
@@ -296,31 +300,39 @@ def _weight_tree(names: list[str]) -> bpy.types.NodeTree:
     def link(a, b):  # without the per-link check of socket limits (a chain cannot exceed them)
         tree.links.new(a, b, verify_limits=False)
 
+    def node(kind: str, **values):
+        made = nodes.new(kind)
+        for name, value in values.items():
+            setattr(made, name, value)
+        return made
+
     start, end = nodes.new("GeometryNodeRepeatInput"), nodes.new("GeometryNodeRepeatOutput")
     start.pair_with_output(end)
     end.repeat_items.new("INT", "Index")
     start.inputs["Iterations"].default_value = len(names)
     turn = start.outputs["Index"]
-    step = nodes.new("ShaderNodeMath")  # Index + 1 for the next turn
-    step.operation = "ADD"
+    step = node("ShaderNodeMath", operation="ADD")  # Index + 1 for the next turn
     step.inputs[1].default_value = 1.0
-    group_name = nodes.new("GeometryNodeIndexSwitch")
-    group_name.data_type = "STRING"
-    while len(group_name.index_switch_items) < len(names):
-        group_name.index_switch_items.new()
-    for i, name in enumerate(names):
-        group_name.inputs[i + 1].default_value = name
+    offset = node("ShaderNodeMath", operation="MULTIPLY")  # where name `turn` starts
+    offset.inputs[1].default_value = float(width)
+    every = node("FunctionNodeInputString", string="".join(n.ljust(width, pad) for n in names))
+    cut = nodes.new("FunctionNodeSliceString")
+    cut.inputs["Length"].default_value = width
+    unpad = nodes.new("FunctionNodeReplaceString")
+    unpad.inputs["Find"].default_value = pad
     read = nodes.new("GeometryNodeInputNamedAttribute")  # (float, on points: a vertex group's weights)
     store = nodes.new("GeometryNodeStoreNamedAttribute")
-    prefix = nodes.new("FunctionNodeInputString")
-    prefix.string = WEIGHT_PREFIX
+    prefix = node("FunctionNodeInputString", string=WEIGHT_PREFIX)
     number = nodes.new("FunctionNodeValueToString")  # (0 decimals: "12")
     target = nodes.new("GeometryNodeStringJoin")
     link(nodes.new("NodeGroupInput").outputs[0], start.inputs["Geometry"])
     link(turn, step.inputs[0])
     link(step.outputs[0], end.inputs["Index"])
-    link(turn, group_name.inputs[0])
-    link(group_name.outputs[0], read.inputs["Name"])
+    link(turn, offset.inputs[0])
+    link(every.outputs[0], cut.inputs["String"])
+    link(offset.outputs[0], cut.inputs["Position"])
+    link(cut.outputs[0], unpad.inputs["String"])
+    link(unpad.outputs[0], read.inputs["Name"])
     link(turn, number.inputs[0])
     link(number.outputs[0], target.inputs["Strings"])  # (a multi-input takes the last link first)
     link(prefix.outputs[0], target.inputs["Strings"])
