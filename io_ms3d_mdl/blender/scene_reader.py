@@ -431,8 +431,7 @@ def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
 
 
 def _skin(me: bpy.types.Mesh, bones: list[int], nv: int) -> SkinData | None:
-    """Each vertex's largest few weights (most are zero: only the non-zero ones are sorted, by vertex then
-    falling weight, in one pass)."""
+    """Each vertex's largest few weights, from the float attributes the weight tree made (a row per bone)."""
     if not bones or nv == 0:
         return None
     weights = np.zeros((len(bones), nv), dtype=np.float32)  # a row per bone: each read straight into its row
@@ -440,19 +439,28 @@ def _skin(me: bpy.types.Mesh, bones: list[int], nv: int) -> SkinData | None:
         attribute = me.attributes.get(f"{WEIGHT_PREFIX}{bone}")
         if attribute is not None:
             attribute.data.foreach_get("value", weights[row])
-    group, vertex = np.nonzero(weights > 0)
-    if not len(vertex):
+    return top_weights(weights, np.array(bones, dtype=np.int32))
+
+
+def top_weights(weights: np.ndarray, bone_of_row: np.ndarray) -> SkinData | None:
+    """Each vertex's ``MAX_READ_INFLUENCES`` largest positive weights of ``weights`` (bones, vertices), the larger
+    first and equal ones in row order, as ids ``bone_of_row[row]`` (-1 where there are fewer). Most weights are
+    zero: the positive ones are picked from the flat array (faster than a 2-D ``nonzero``) and sorted by one
+    integer key, vertex then falling weight (a positive float's bits sort as the float does)."""
+    nv = weights.shape[1]
+    flat = np.flatnonzero(weights > 0)  # row by row: the order the stable sort keeps among equal weights
+    if not len(flat):
         return None
-    values = weights[group, vertex]
-    order = np.lexsort((-values, vertex))
-    group, vertex, values = group[order], vertex[order], values[order]
-    starts = np.searchsorted(vertex, np.arange(nv))
-    rank = np.arange(len(vertex)) - starts[vertex]
+    row, vertex = np.divmod(flat, nv)
+    bits = weights.reshape(-1).view(np.int32)[flat].astype(np.int64)  # (0, 0x7F800000]: +inf at most
+    order = np.argsort((vertex << 31) | (0x7FFFFFFF - bits), kind="stable")
+    row, vertex, values = row[order], vertex[order], bits[order].astype(np.int32).view(np.float32)
+    first = np.flatnonzero(np.r_[True, vertex[1:] != vertex[:-1]])  # each vertex's first entry
+    rank = np.arange(len(vertex)) - np.repeat(first, np.diff(np.r_[first, len(vertex)]))
     keep = rank < MAX_READ_INFLUENCES
-    bone_of_row = np.array(bones, dtype=np.int32)
     ids = np.full((nv, MAX_READ_INFLUENCES), -1, dtype=np.int32)
     top = np.zeros((nv, MAX_READ_INFLUENCES), dtype=np.float32)
-    ids[vertex[keep], rank[keep]] = bone_of_row[group[keep]]
+    ids[vertex[keep], rank[keep]] = bone_of_row[row[keep]]
     top[vertex[keep], rank[keep]] = values[keep]
     return SkinData(ids, top)
 
