@@ -79,3 +79,52 @@ def test_weights_come_back_through_the_tree_whatever_the_bone_names(blender):
     np.testing.assert_array_equal(skin.bone_indices, ids)
     assert skin.weights.tobytes() == top.tobytes()
     assert not any(g.name.startswith("io_ms3d_mdl") for g in bpy.data.node_groups)
+
+
+def _blender_triangles(me) -> tuple[np.ndarray, np.ndarray]:
+    me.calc_loop_triangles()
+    loops = np.empty(len(me.loop_triangles) * 3, np.int32)
+    me.loop_triangles.foreach_get("loops", loops)
+    faces = np.empty(len(me.loop_triangles), np.int32)
+    me.loop_triangle_polygons.foreach_get("value", faces)
+    return loops.reshape(-1, 3), faces
+
+
+@pytest.mark.parametrize("extra", ["none", "degenerate quad", "ngon"])
+def test_triangles_are_blenders_own_for_folded_flat_and_concave_quads(blender, monkeypatch, extra):
+    """Random bent quads (most fold along 0-2, and Blender cuts those along 1-3), flat and concave ones, one
+    that folds while flat, and triangles: the corners made here are the ones Blender reads back, in its order.
+    With a face of more than four corners, or a quad on the edge of folding, they are read from Blender."""
+    from io_ms3d_mdl.blender import scene_reader
+
+    bpy = blender
+    rng = np.random.default_rng(11)
+    verts = rng.normal(size=(4 * 400, 3)).tolist()
+    faces = [tuple(range(4 * i, 4 * i + 4)) for i in range(400)]
+    faces += [(0, 1, 2), (5, 6, 7)]
+    shapes = [
+        [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)],  # flat
+        [(0, 0, 0), (1, 0, 0), (0.2, 0.2, 0), (0, 1, 0)],  # concave at its third corner
+        [(0, 0, 0), (0.8, 0.8, 0), (1, 0, 0), (1, 1, 0)],  # concave at its second: cut along 1-3
+    ]
+    if extra == "degenerate quad":
+        shapes.append([(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)])
+    elif extra == "ngon":
+        shapes.append(rng.normal(size=(6, 3)).tolist())
+    for shape in shapes:
+        faces.append(tuple(range(len(verts), len(verts) + len(shape))))
+        verts += shape
+    mesh = bpy.data.meshes.new("quads")
+    mesh.from_pydata(verts, [], faces)
+    positions = np.array(verts, np.float32)
+    corner_verts = np.empty(len(mesh.loops), np.int32)
+    mesh.attributes[".corner_vert"].data.foreach_get("value", corner_verts)
+    expected_loops, expected_faces = _blender_triangles(mesh)
+    get, read = scene_reader._get, []
+    monkeypatch.setattr(scene_reader, "_get", lambda c, attr, *rest: read.append(attr) or get(c, attr, *rest))
+    loops, polygon = scene_reader._triangles(mesh, positions, corner_verts)
+    np.testing.assert_array_equal(loops, expected_loops)
+    np.testing.assert_array_equal(polygon, expected_faces)
+    folded = ((loops[:, 1] - loops[:, 0] == 1) & (loops[:, 2] - loops[:, 0] == 3)).sum()  # cut along 1-3
+    assert 100 < folded < 350  # (both cuts are made)
+    assert read.count("loops") == (extra != "none")
