@@ -356,32 +356,31 @@ def _joints(scene: SceneData, axes: np.ndarray, scale: float, turn: np.ndarray) 
     q = _orthonormal(rest[:, :3, :3])
     heads = rest[:, :3, 3] @ axes / scale  # t = Cᵀ·h / scale (row vectors)
     parent = np.array([b.parent for b in bones], dtype=np.int64)
-    world = np.empty((count, 3, 3))
+    # A new bone's joint comes from its own rest frame; only a bone our import made (its stored values) depends on
+    # its parent's, so those are settled one by one, parents first, and the others together.
+    r_fresh = axes.T @ q @ JOINT_AXIS_TO_BONE.T
+    stored_world = compose(r_fresh, heads)
+    x = np.swapaxes(axes @ r_fresh, 1, 2) @ q
     local_rot = np.empty((count, 3))
     local_pos = np.empty((count, 3))
-    x = np.empty((count, 3, 3))
-    stored_world = np.empty((count, 4, 4))
+    fresh = np.ones(count, dtype=bool)
     for j, bone in enumerate(bones):  # parents first (SkeletonData's order); a bone, not a vertex or key
         stored = _stored_local(bone.props)
-        r_fresh = axes.T @ q[j] @ JOINT_AXIS_TO_BONE.T
-        g_fresh = compose(r_fresh, heads[j])
+        if stored is None:
+            continue
+        rotation, position = stored
         g_parent = stored_world[parent[j]] if parent[j] >= 0 else np.eye(4)
-        local = np.linalg.inv(g_parent) @ g_fresh
-        if stored is not None:
-            rotation, position = stored
-            candidate = g_parent @ compose(euler_xyz_to_matrix(rotation), position)
-            tolerance = 1e-4 * max(1.0, float(np.abs(heads[j]).max()))
-            if np.abs(candidate[:3, 3] - heads[j]).max() <= tolerance:
-                local_rot[j], local_pos[j] = rotation, position  # the import's own values, unchanged
-                stored_world[j] = candidate
-                world[j] = candidate[:3, :3]
-                x[j] = (axes @ world[j]).T @ q[j]
-                continue
-        local_rot[j] = matrix_to_euler_xyz(local[:3, :3])
-        local_pos[j] = local[:3, 3]
-        stored_world[j] = g_fresh
-        world[j] = r_fresh
-        x[j] = (axes @ r_fresh).T @ q[j]
+        candidate = g_parent @ compose(euler_xyz_to_matrix(rotation), position)
+        tolerance = 1e-4 * max(1.0, float(np.abs(heads[j]).max()))
+        if np.abs(candidate[:3, 3] - heads[j]).max() <= tolerance:
+            local_rot[j], local_pos[j] = rotation, position  # the import's own values, unchanged
+            stored_world[j] = candidate
+            x[j] = (axes @ candidate[:3, :3].copy()).T @ q[j]
+            fresh[j] = False
+    g_parent = np.where((parent >= 0)[:, None, None], stored_world[parent], np.eye(4))[fresh]
+    local = np.linalg.inv(g_parent) @ stored_world[fresh]
+    local_rot[fresh] = matrix_to_euler_xyz(local[:, :3, :3])
+    local_pos[fresh] = local[:, :3, 3]
     names = [str(b.props.get("ms3d_name", b.name)) for b in bones]
     joints = []
     empty = np.zeros(0, dtype=structs.KEY)
