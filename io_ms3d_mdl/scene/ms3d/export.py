@@ -305,9 +305,10 @@ def _weights(
     skin = obj.skin
     ids = np.asarray(skin.bone_indices, dtype=np.int64)
     weights = np.where(ids >= 0, np.asarray(skin.weights, dtype=np.float64), 0.0)
-    order = np.argsort(-weights, axis=1, kind="stable")
-    ids = np.take_along_axis(ids, order, axis=1)
-    weights = np.take_along_axis(weights, order, axis=1)
+    if not _falling(weights):  # (the Blender reader's are: largest first)
+        order = np.argsort(-weights, axis=1, kind="stable")
+        ids = np.take_along_axis(ids, order, axis=1)
+        weights = np.take_along_axis(weights, order, axis=1)
     over = (weights[:, MAX_INFLUENCES:] > 0).any(axis=1) if weights.shape[1] > MAX_INFLUENCES else None
     lost = int(over.sum()) if over is not None else 0
     if lost and options.too_many_influences == "ERROR":
@@ -322,18 +323,19 @@ def _weights(
         weights = np.pad(weights, ((0, 0), (0, pad)))
     total = weights.sum(axis=1)
     weighted = total > 0
-    percent = np.zeros_like(weights)
-    percent[weighted] = weights[weighted] * (100.0 / total[weighted, None])
+    scale = np.divide(100.0, total, out=np.zeros_like(total), where=weighted)
+    percent = np.where(weighted[:, None], weights * scale[:, None], 0.0)
     whole = np.floor(percent)
     short = np.where(weighted, 100 - whole.sum(axis=1), 0).astype(np.int64)
     # Largest remainder: the ``short`` slots with the biggest fractions get one more.
-    rank = np.argsort(np.argsort(-(percent - whole), axis=1, kind="stable"), axis=1)
-    whole += rank < short[:, None]
+    whole += _stable_rank(whole - percent) < short[:, None]
     ids[whole <= 0] = -1
     whole[ids < 0] = 0
     # Keep slots in falling order after rounding (a slot rounded to 0 leaves the list).
-    order = np.argsort(-whole, axis=1, kind="stable")
-    ids, whole = np.take_along_axis(ids, order, axis=1), np.take_along_axis(whole, order, axis=1).astype(np.uint8)
+    if not _falling(whole):
+        order = np.argsort(-whole, axis=1, kind="stable")
+        ids, whole = np.take_along_axis(ids, order, axis=1), np.take_along_axis(whole, order, axis=1)
+    whole = whole.astype(np.uint8)
     vertices["bone_id"] = np.where(ids[:, 0] >= 0, ids[:, 0], 255).astype(np.uint8)
     single = (whole[:, 0] == 100) | (ids[:, 0] < 0)
     stored = whole[:, :3].copy()
@@ -341,6 +343,20 @@ def _weights(
     extra.bone_ids[rows] = np.where(single[:, None], -1, ids[:, 1:]).astype(np.int16)
     extra.weights[rows] = stored
     return lost
+
+
+def _falling(rows: np.ndarray) -> bool:
+    """Every row already in falling order (so a stable sort by the negated values would leave it as it is)."""
+    return bool((rows[:, :-1] >= rows[:, 1:]).all())
+
+
+def _stable_rank(keys: np.ndarray) -> np.ndarray:
+    """Each entry's place in its row sorted ascending, equal ones in column order (NaN last): a double stable
+    ``argsort`` of a few columns, as comparisons."""
+    keys = np.where(np.isnan(keys), np.inf, keys)  # (keys are in (-1, 0] or NaN)
+    before = keys[:, None, :] < keys[:, :, None]  # [v, i, j]: j sorts before i
+    tied = (keys[:, None, :] == keys[:, :, None]) & np.tri(keys.shape[1], k=-1, dtype=bool)
+    return (before | tied).sum(axis=2)
 
 
 def _joints(scene: SceneData, axes: np.ndarray, scale: float, turn: np.ndarray) -> tuple[list[Ms3dJoint], np.ndarray]:
