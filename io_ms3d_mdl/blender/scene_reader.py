@@ -167,6 +167,7 @@ def _skeleton(armature: bpy.types.Object) -> tuple[SkeletonData, list[str]]:
         pending = rest
     new_index = {i: n for n, i in enumerate(order)}
     world = np.array(armature.matrix_world, dtype=np.float64)
+    scale = _uniform_scale(world)
     data = []
     for i in order:
         bone = bones[i]
@@ -178,7 +179,7 @@ def _skeleton(armature: bpy.types.Object) -> tuple[SkeletonData, list[str]]:
                 name=bone.name,
                 parent=new_index[index[bone.parent.name]] if bone.parent is not None else -1,
                 matrix=world @ np.array(bone.matrix_local, dtype=np.float64),
-                length=float(bone.length) * _uniform_scale(world),
+                length=float(bone.length) * scale,
                 color=color,
                 props=_props(bone),
             )

@@ -301,65 +301,67 @@ def _weights(
     options: Ms3dExportOptions,
     warnings: Warnings,
 ) -> int:
-    """Fill the vertex and vertex-extra records of one object; returns how many vertices lost influences."""
+    """Fill the vertex and vertex-extra records of one object; returns how many vertices lost influences. The
+    work goes slot by slot, on (slots, vertices) arrays: numpy steps along a row of 4 or 5 numbers 10-20x slower."""
     skin = obj.skin
-    ids = np.asarray(skin.bone_indices, dtype=np.int64)
-    weights = np.where(ids >= 0, np.asarray(skin.weights, dtype=np.float64), 0.0)
+    ids = np.ascontiguousarray(np.asarray(skin.bone_indices, dtype=np.int64).T)
+    weights = np.where(ids >= 0, np.asarray(skin.weights, dtype=np.float64).T, 0.0)
     if not _falling(weights):  # (the Blender reader's are: largest first)
-        order = np.argsort(-weights, axis=1, kind="stable")
-        ids = np.take_along_axis(ids, order, axis=1)
-        weights = np.take_along_axis(weights, order, axis=1)
-    over = (weights[:, MAX_INFLUENCES:] > 0).any(axis=1) if weights.shape[1] > MAX_INFLUENCES else None
+        order = np.argsort(-weights, axis=0, kind="stable")
+        ids = np.take_along_axis(ids, order, axis=0)
+        weights = np.take_along_axis(weights, order, axis=0)
+    over = (weights[MAX_INFLUENCES:] > 0).any(axis=0) if len(weights) > MAX_INFLUENCES else None
     lost = int(over.sum()) if over is not None else 0
     if lost and options.too_many_influences == "ERROR":
         raise ExportError(
             f"object '{obj.name}': {lost:,} vertices have more than {MAX_INFLUENCES} joint influences, which "
             "MilkShape 3D cannot hold (limit them, or let the export drop the smallest)"
         )
-    ids, weights = ids[:, :MAX_INFLUENCES], weights[:, :MAX_INFLUENCES]
-    if ids.shape[1] < MAX_INFLUENCES:
-        pad = MAX_INFLUENCES - ids.shape[1]
-        ids = np.pad(ids, ((0, 0), (0, pad)), constant_values=-1)
-        weights = np.pad(weights, ((0, 0), (0, pad)))
-    total = weights.sum(axis=1)
+    ids, weights = ids[:MAX_INFLUENCES], weights[:MAX_INFLUENCES]
+    if len(ids) < MAX_INFLUENCES:
+        pad = MAX_INFLUENCES - len(ids)
+        ids = np.pad(ids, ((0, pad), (0, 0)), constant_values=-1)
+        weights = np.pad(weights, ((0, pad), (0, 0)))
+    total = weights.sum(axis=0)  # (slot after slot, as a row's sum adds them)
     weighted = total > 0
     scale = np.divide(100.0, total, out=np.zeros_like(total), where=weighted)
-    percent = np.where(weighted[:, None], weights * scale[:, None], 0.0)
+    percent = weights * scale
+    if not weighted.all():
+        percent = np.where(weighted, percent, 0.0)
     whole = np.floor(percent)
-    short = np.where(weighted, 100 - whole.sum(axis=1), 0).astype(np.int64)
+    short = np.where(weighted, 100 - whole.sum(axis=0), 0).astype(np.int64)
     # Largest remainder: the ``short`` slots with the biggest fractions get one more.
-    whole += _stable_rank(whole - percent) < short[:, None]
-    ids[whole <= 0] = -1
-    whole[ids < 0] = 0
+    whole += _stable_rank(whole - percent) < short
+    np.putmask(ids, whole <= 0, -1)
+    np.putmask(whole, ids < 0, 0.0)
     # Keep slots in falling order after rounding (a slot rounded to 0 leaves the list).
     if not _falling(whole):
-        order = np.argsort(-whole, axis=1, kind="stable")
-        ids, whole = np.take_along_axis(ids, order, axis=1), np.take_along_axis(whole, order, axis=1)
+        order = np.argsort(-whole, axis=0, kind="stable")
+        ids, whole = np.take_along_axis(ids, order, axis=0), np.take_along_axis(whole, order, axis=0)
     whole = whole.astype(np.uint8)
-    vertices["bone_id"] = np.where(ids[:, 0] >= 0, ids[:, 0], 255).astype(np.uint8)
-    single = (whole[:, 0] == 100) | (ids[:, 0] < 0)
-    stored = whole[:, :3].copy()
-    stored[single] = 0  # all zero: 100 % on the primary joint, as MilkShape 1.8 writes it
-    extra.bone_ids[rows] = np.where(single[:, None], -1, ids[:, 1:]).astype(np.int16)
-    extra.weights[rows] = stored
+    vertices["bone_id"] = np.where(ids[0] >= 0, ids[0], 255).astype(np.uint8)
+    single = (whole[0] == 100) | (ids[0] < 0)
+    # All zero: 100 % on the primary joint, as MilkShape 1.8 writes it.
+    extra.weights[rows] = np.where(single, 0, whole[:3]).T
+    extra.bone_ids[rows] = np.where(single, -1, ids[1:]).T.astype(np.int16)
     return lost
 
 
-def _falling(rows: np.ndarray) -> bool:
-    """Every row already in falling order (so a stable sort by the negated values would leave it as it is)."""
-    return bool((rows[:, :-1] >= rows[:, 1:]).all())
+def _falling(slots: np.ndarray) -> bool:
+    """Every vertex's slots already in falling order (so a stable sort by the negated values would leave them)."""
+    return bool((slots[:-1] >= slots[1:]).all())
 
 
 def _stable_rank(keys: np.ndarray) -> np.ndarray:
-    """Each entry's place in its row sorted ascending, equal ones in column order (NaN last): a double stable
-    ``argsort`` of a few columns, as one comparison per pair of columns (half the argsorts' time)."""
+    """Each entry's place among its vertex's slots (``keys``: slots, vertices) sorted ascending, equal ones in slot
+    order (NaN last): a double stable ``argsort``, as one comparison per pair of slots (a fraction of its time)."""
     keys = np.where(np.isnan(keys), np.inf, keys)  # (keys are in (-1, 0] or NaN)
     rank = np.zeros(keys.shape, dtype=np.int64)
-    for i in range(keys.shape[1]):
-        for j in range(i + 1, keys.shape[1]):
-            j_first = keys[:, j] < keys[:, i]  # (equal: i, the earlier column, first)
-            rank[:, i] += j_first
-            rank[:, j] += ~j_first
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            j_first = keys[j] < keys[i]  # (equal: i, the earlier slot, first)
+            rank[i] += j_first
+            rank[j] += ~j_first
     return rank
 
 
