@@ -35,12 +35,13 @@ def test_top_weights_equal_a_per_vertex_sort_with_ties_and_hostile_values(addon)
     weights[:, 10] = 0.5  # nine equal weights on one vertex: bone order decides, five kept
     weights[:, 11] = 0.0  # a vertex with none
     bone_of_row = np.array([0, 2, 3, 5, 8, 13, 21, 34, 55], np.int32)
-    skin = top_weights(weights, bone_of_row)
+    rows, vertices = np.nonzero(weights > 0)  # (row by row)
+    skin = top_weights(rows, vertices, weights[rows, vertices], bone_of_row, nv)
     ids, top = _plain_top(weights, bone_of_row, MAX_READ_INFLUENCES)
     np.testing.assert_array_equal(skin.bone_indices, ids)
     assert skin.weights.tobytes() == top.tobytes()
     assert ids[10].tolist() == [0, 2, 3, 5, 8] and ids[11].tolist() == [-1] * 5
-    assert top_weights(np.zeros((3, 5), np.float32), bone_of_row[:3]) is None
+    assert top_weights(*np.nonzero(np.zeros((3, 5)) > 0), np.zeros(0, np.float32), bone_of_row[:3], 5) is None
 
 
 # Names the weight tree must find its groups by: as long as Blender allows (63 bytes), multi-byte characters,

@@ -472,38 +472,49 @@ def _sharp_edges(me: bpy.types.Mesh) -> np.ndarray:
 
 
 def _skin(me: bpy.types.Mesh, bones: list[int], nv: int) -> SkinData | None:
-    """Each vertex's largest few weights, from the float attributes the weight tree made (a row per bone)."""
+    """Each vertex's largest few weights, from the float attributes the weight tree made: each bone's read into one
+    reused column and only its positive weights kept (a dense bones x vertices array, 8 MB for 64 bones, cost more
+    in fresh memory and in scanning it than the rest of the work)."""
     if not bones or nv == 0:
         return None
-    weights = np.zeros((len(bones), nv), dtype=np.float32)  # a row per bone: each read straight into its row
+    column = np.empty(nv, dtype=np.float32)
+    rows, vertices, values = [], [], []
     for row, bone in enumerate(bones):
         attribute = me.attributes.get(f"{WEIGHT_PREFIX}{bone}")
-        if attribute is not None:
-            attribute.data.foreach_get("value", weights[row])
-    return top_weights(weights, np.array(bones, dtype=np.int32))
-
-
-def top_weights(weights: np.ndarray, bone_of_row: np.ndarray) -> SkinData | None:
-    """Each vertex's ``MAX_READ_INFLUENCES`` largest positive weights of ``weights`` (bones, vertices), the larger
-    first and equal ones in row order, as ids ``bone_of_row[row]`` (-1 where there are fewer). Most weights are
-    zero: the positive ones are picked from the flat array (faster than a 2-D ``nonzero``) and sorted by one
-    integer key, vertex then falling weight (a positive float's bits sort as the float does)."""
-    nv = weights.shape[1]
-    flat = np.flatnonzero(weights > 0)  # row by row: the order the stable sort keeps among equal weights
-    if not len(flat):
+        if attribute is None:
+            continue
+        attribute.data.foreach_get("value", column)
+        hit = np.flatnonzero(column > 0)
+        rows.append(np.full(len(hit), row, dtype=np.int64))
+        vertices.append(hit)
+        values.append(column[hit])
+    if not rows:
         return None
-    row, vertex = np.divmod(flat, nv)
-    bits = weights.reshape(-1).view(np.int32)[flat].astype(np.int64)  # (0, 0x7F800000]: +inf at most
-    order = np.argsort((vertex << 31) | (0x7FFFFFFF - bits), kind="stable")
-    row, vertex, values = row[order], vertex[order], bits[order].astype(np.int32).view(np.float32)
-    first = np.flatnonzero(np.r_[True, vertex[1:] != vertex[:-1]])  # each vertex's first entry
-    rank = np.arange(len(vertex)) - np.repeat(first, np.diff(np.r_[first, len(vertex)]))
+    rows, vertices, values = (np.concatenate(a) for a in (rows, vertices, values))
+    return top_weights(rows, vertices, values, np.array(bones, dtype=np.int32), nv)
+
+
+def top_weights(
+    rows: np.ndarray, vertices: np.ndarray, values: np.ndarray, bone_of_row: np.ndarray, nv: int
+) -> SkinData | None:
+    """Each vertex's ``MAX_READ_INFLUENCES`` largest weights of the positive float32 ``values`` at (``rows``,
+    ``vertices``), given in row order; the larger first, equal ones in row order, as ids ``bone_of_row[row]`` (-1
+    where there are fewer). One stable sort of one integer key, vertex then falling weight (a positive float's
+    bits sort as the float does)."""
+    if not len(rows):
+        return None
+    bits = values.astype(np.float32).view(np.int32).astype(np.int64)  # (0, 0x7F800000]: +inf at most
+    order = np.argsort((vertices.astype(np.int64) << 31) | (0x7FFFFFFF - bits), kind="stable")
+    rows, vertices, values = rows[order], vertices[order], bits[order].astype(np.int32).view(np.float32)
+    first = np.flatnonzero(np.r_[True, vertices[1:] != vertices[:-1]])  # each vertex's first entry
+    rank = np.arange(len(vertices)) - np.repeat(first, np.diff(np.r_[first, len(vertices)]))
     keep = rank < MAX_READ_INFLUENCES
-    ids = np.full((nv, MAX_READ_INFLUENCES), -1, dtype=np.int32)
-    top = np.zeros((nv, MAX_READ_INFLUENCES), dtype=np.float32)
-    ids[vertex[keep], rank[keep]] = bone_of_row[row[keep]]
-    top[vertex[keep], rank[keep]] = values[keep]
-    return SkinData(ids, top)
+    slot = vertices[keep] * MAX_READ_INFLUENCES + rank[keep]
+    ids = np.full(nv * MAX_READ_INFLUENCES, -1, dtype=np.int32)
+    top = np.zeros(nv * MAX_READ_INFLUENCES, dtype=np.float32)
+    ids[slot] = bone_of_row[rows[keep]]
+    top[slot] = values[keep]
+    return SkinData(ids.reshape(nv, -1), top.reshape(nv, -1))
 
 
 def _material(mat: bpy.types.Material, options: ReadOptions) -> MaterialData:
