@@ -365,7 +365,8 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
         loops = loops[:, ::-1]
     loops = np.ascontiguousarray(loops).ravel()
     tris = corner_verts[loops].reshape(-1, 3)
-    normals = _get(me.corner_normals, "vector", len(me.loops), np.float32, 3)[loops]
+    # (np.take gathers rows 4-5x faster than indexing with an array)
+    normals = np.take(_get(me.corner_normals, "vector", len(me.loops), np.float32, 3), loops, axis=0)
     if placed:
         normals = rows_times(normals, np.linalg.inv(world[:3, :3]))
         length = np.linalg.norm(normals, axis=1, keepdims=True)
@@ -374,7 +375,9 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
     if me.uv_layers.active is not None:
         layer = me.attributes.get(me.uv_layers.active.name)
         source = layer.data if layer is not None else me.uv_layers.active.data
-        uvs = _get(source, "vector" if layer is not None else "uv", len(me.loops), np.float32, 2)[loops]
+        uvs = np.take(
+            _get(source, "vector" if layer is not None else "uv", len(me.loops), np.float32, 2), loops, axis=0
+        )
     material = np.zeros(nt, np.int32)
     if "material_index" in me.attributes:
         faces = _get(me.attributes["material_index"].data, "value", len(me.polygons), np.int32)
