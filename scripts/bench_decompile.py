@@ -4,9 +4,10 @@
 
 Each measurement is a fresh process (so peak memory is that run's alone): ``io_ms3d_mdl.decompile`` of the model
 into an empty folder (numpy only; every included model's animations too), and ``import_scene.source_mdl`` of the
-same file with every animation built (``animations="ALL"``) in the bpy wheel. Times are the work alone (not the
-interpreter's start, nor loading the modules: the import's are loaded by ``register()`` before its clock starts, the
-decompiler's likewise), medians of ``--runs``; peak memory is the process's high-water mark (``VmHWM``), which
+same file with every animation built (``animations="ALL"``) in the bpy wheel. Times (wall, and the decompile's CPU
+time, which a loaded machine inflates less) are the work alone (not the interpreter's start, nor loading the
+modules: the import's are loaded by ``register()`` before its clock starts, the decompiler's likewise), medians of
+``--runs``; peak memory is the process's high-water mark (``VmHWM``), which
 includes the interpreter, numpy and, for the import, Blender itself (its empty baseline is measured and shown).
 Then a whole VPK through ``io-ms3d-mdl decompile --jobs 2``. Needs the bpy wheel for the import column (run it with
 a pinned environment's python); Linux (``/proc``) for memory.
@@ -39,6 +40,14 @@ MODELS = [
     "goldsrc/gloeyisk__CS16/models/hostage.mdl",
 ]
 VPK = "vpk/SirPlease__L4D2-Competitive-Rework/addons/knife.vpk"
+# Models from fetched snapshots of public repositories (``fetch`` puts them in ``../.mirror``), when present:
+# (snapshot, folder taken out of it, model in that folder). A Counter-Strike: Source player whose includes hold
+# 1,446 animations (1,382 of them in zs_player_shared.mdl, 2.0 MB), and that shared file alone.
+MIRROR = Path(os.environ.get("IO_MS3D_MDL_MIRROR", ROOT.parent / ".mirror"))
+MIRRORED = [
+    ("FJH03+CSCZS_GameData", "models/player", "models/player/ct_gsg9.mdl"),
+    ("FJH03+CSCZS_GameData", "models/player", "models/player/zs_player_shared.mdl"),
+]
 
 PEAK = """
 def peak_mb():
@@ -58,10 +67,10 @@ for engine in ("source.model", "goldsrc"):  # the modules loaded first (as the i
     importlib.import_module("io_ms3d_mdl.decompile." + engine)
 decompilers()
 with tempfile.TemporaryDirectory() as out:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = decompile(sys.argv[2], out)
-    seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "peak": peak_mb(), "files": len(result.files)}))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": peak_mb(), "files": len(result.files)}))
 """
 )
 IMPORT = (
@@ -97,8 +106,30 @@ def median_of(code: str, model: Path, runs: int) -> dict:
     results = [child(code, model) for _ in range(runs)]
     best = dict(results[0])
     best["seconds"] = statistics.median(r["seconds"] for r in results)
+    if "cpu" in results[0]:
+        best["cpu"] = statistics.median(r["cpu"] for r in results)
     best["peak"] = max(r["peak"] for r in results)
     return best
+
+
+def mirrored(into: Path) -> list[Path]:
+    """The models of ``MIRRORED`` whose snapshot is on this machine, taken out into ``into``."""
+    found = []
+    for repo, folder, model in MIRRORED:
+        git_dir = MIRROR / repo / "repo"
+        target = into / repo
+        if not git_dir.is_dir():
+            continue
+        if not (target / model).is_file():
+            target.mkdir(parents=True, exist_ok=True)
+            tar = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "archive", "--format=tar", "HEAD", folder],
+                capture_output=True,
+                check=True,
+            )
+            subprocess.run(["tar", "-x", "-C", str(target)], input=tar.stdout, check=True)
+        found.append(target / model)
+    return found
 
 
 def main() -> int:
@@ -106,6 +137,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--import-runs", type=int, default=1)
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--only", nargs="*", default=[], help="model file names to measure (default: every one)")
+    parser.add_argument("--no-vpk", action="store_true", help="leave out the whole-VPK run")
     args = parser.parse_args()
     try:
         import bpy  # noqa: F401
@@ -114,16 +147,21 @@ def main() -> int:
     except ImportError:
         has_bpy = False
     rows = [
-        "| model | decompile | its peak memory | files | our import (every animation) | its peak (Blender alone) |",
-        "|---|---|---|---|---|---|",
+        "| model | decompile | its CPU time | its peak memory | files | our import (every animation) "
+        "| its peak (Blender alone) |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for relative in MODELS:
-        model = SAMPLES / relative
+    snapshots = tempfile.TemporaryDirectory()
+    for model in [*(SAMPLES / relative for relative in MODELS), *mirrored(Path(snapshots.name))]:
+        relative = model.name
+        if args.only and relative not in args.only:
+            continue
         if not model.is_file():
-            rows.append(f"| {relative} | (sample absent) | | | | |")
+            rows.append(f"| {relative} | (sample absent) | | | | | |")
             continue
         ours = median_of(DECOMPILE, model, args.runs)
-        cells = [f"{model.name}", f"{ours['seconds']:.3f} s", f"{ours['peak']:.0f} MB", str(ours["files"])]
+        cells = [model.name, f"{ours['seconds']:.3f} s", f"{ours['cpu']:.3f} s", f"{ours['peak']:.0f} MB"]
+        cells.append(str(ours["files"]))
         if has_bpy:
             imp = median_of(IMPORT, model, args.import_runs)
             cells += [
@@ -135,7 +173,7 @@ def main() -> int:
         rows.append("| " + " | ".join(cells) + " |")
         print(rows[-1], flush=True)
     vpk = SAMPLES / VPK
-    if vpk.is_file():
+    if vpk.is_file() and not args.no_vpk:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             done = subprocess.run(

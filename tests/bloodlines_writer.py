@@ -5,7 +5,8 @@ Layout (little-endian): a 424-byte header (name[128] at 12, length at 140, flags
 from 240: bones, bone controllers, hit-box sets, animations, sequences, a flag, sequence groups, textures, material
 folders, skin refs/families/table, body parts at 320, attachments ...); 160-byte bones (pos at 32, quat x,y,z,w at
 44, poseToBone 3x4 at 88); 764-byte sequences (label at 0, event count/offset at 20/24, the animation grid's
-16 × 16 int16 at 56, its size at 572) with 76-byte events (cycle, event, type, options[64]); 224-byte models
+16 × 16 int16 at 56, its size at 572) with 76-byte events (cycle, event, type, options[64]); included models'
+116-byte records (count/offset at 404/408; the name's offset, relative to the record, first); 224-byte models
 (vertex count/offset at 144/148, tangents at 152, vertex list type at 156, position offset and scale at 160/172);
 60-byte meshes (material, back offset, vertex count, first vertex); vertices of 44 (skinned), 12 (16-bit) or 8
 (8-bit) bytes. The VTX: 36-byte header (version 107), 8-byte body parts, models, 12-byte LODs, 8-byte meshes (u16
@@ -50,6 +51,7 @@ class BSpec:
     animations: list[tuple[str, int]] = field(default_factory=list)  # (name, frames ≤ 255): root slides along x
     # (name, animation, events as (cycle, event, options)): 764-byte sequences, each event table after them
     sequences: list[tuple[str, int, list[tuple[float, int, str]]]] = field(default_factory=list)
+    includes: list[str] = field(default_factory=list)  # $includemodel names: 116-byte records, count/offset at 404
 
 
 def _quat_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
@@ -147,6 +149,12 @@ def write_mdl2531(spec: BSpec) -> bytes:
         blob.put("2i", seq + 20, len(events), table - seq)  # numevents, eventindex
         blob.put("h", seq + 56, animation)  # the 16 × 16 grid's first cell
         blob.put("2i", seq + 572, 1, 1)  # groupsize
+    include_at = blob.add(b"\0" * (116 * len(spec.includes)))
+    for k, name in enumerate(spec.includes):
+        at = include_at + 116 * k
+        name_at(at, at, name)  # then 0, 0x7fffffff, 0, a bone map's offset (0 here), 24 × -1
+        blob.put("3i", at + 4, 0, 0x7FFFFFFF, 0)
+        blob.put("24i", at + 20, *([-1] * 24))
     bp_at = blob.add(b"\0" * 16)
     name_at(bp_at, bp_at, "body")
     model_at = blob.add(b"\0" * 224)
@@ -184,6 +192,7 @@ def write_mdl2531(spec: BSpec) -> bytes:
         (328, len(spec.attachments), att_at),
         (264, len(spec.animations), anim_at),
         (272, len(spec.sequences), seq_at),
+        (404, len(spec.includes), include_at),
     ]
     for at, n, off in pairs:
         struct.pack_into("<2i", header, at, n, off)

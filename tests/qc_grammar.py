@@ -218,7 +218,47 @@ def parse(data: bytes, name: str = "QC", strict: bool = True) -> list[Statement]
         raise QcError(f"{name}: {depth} brace(s) never closed (a truncated file?)")
     for statement in statements if strict else ():
         check_arity(statement, name)
+        check_eyelids(statement, name)
     return statements
+
+
+EYELID_OPTIONS = {b"lowerer": 2, b"neutral": 2, b"raiser": 2, b"split": 1, b"eyeball": 1}  # words after each
+
+
+def eyelid_lines(statement: Statement) -> list[list[Token]]:
+    """A ``$model`` block's ``eyelid`` lines, each its tokens after the word (studiomdl reads them from that line;
+    the word elsewhere on a line, as a controller in a rule's expression, is not an option)."""
+    if statement.command != "$model":
+        return []
+    args = statement.args
+    return [
+        [t for t in args[i + 1 :] if t.line == token.line]
+        for i, token in enumerate(args)
+        if not token.quoted and token.text.lower() == b"eyelid" and (i == 0 or args[i - 1].line != token.line)
+    ]
+
+
+def check_eyelids(statement: Statement, name: str) -> None:
+    """``eyelid type vta [lowerer F T] [neutral F T] [raiser F T] [split S] [eyeball name]`` (``Option_Eyelid``):
+    an unknown option stops studiomdl; frames are integers, targets and the split numbers."""
+    for words in eyelid_lines(statement):
+        where = f"{name}:{words[0].line if words else statement.line}"
+        if len(words) < 2:
+            raise QcError(f"{where}: eyelid needs its type and VTA")
+        i = 2
+        while i < len(words):
+            option = words[i].text.lower()
+            count = EYELID_OPTIONS.get(option) if not words[i].quoted else None
+            if count is None or i + count >= len(words):
+                raise QcError(f"{where}: eyelid option {words[i].text!r} unknown or short (studiomdl: unknown option)")
+            values = words[i + 1 : i + 1 + count]
+            numeric = values if option != b"eyeball" else []
+            if option in (b"lowerer", b"neutral", b"raiser") and not re.fullmatch(rb"\d+", values[0].text):
+                raise QcError(f"{where}: eyelid {option.decode()} frame {values[0].text!r} is not a frame number")
+            for token in numeric:
+                if token.quoted or not NUMBER.fullmatch(token.text):
+                    raise QcError(f"{where}: eyelid {option.decode()} value {token.text!r} is not a number")
+            i += 1 + count
 
 
 def check_arity(statement: Statement, name: str) -> None:
@@ -249,6 +289,7 @@ def named_files(statements: list[Statement]) -> list[str]:
         for before, after in itertools.pairwise(args):
             if not before.quoted and before.text.lower() in FILE_KEYWORDS:
                 found.append(after.value)
+        found += [words[1].value for words in eyelid_lines(statement) if len(words) > 1]  # eyelid type VTA
         if statement.command in ("$sequence", "$animation") and len(args) > 1:
             candidate = args[1].value
             if candidate.lower().endswith((".smd", ".vta", ".dmx")):

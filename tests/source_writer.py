@@ -29,12 +29,43 @@ class SMesh:
     vertices: list[SVertex]
     triangles: list[tuple[int, int, int]]  # counter-clockwise (Blender's winding); written clockwise as Source does
     strip_groups: int = 1  # split the triangles over this many groups, repeating shared vertices in each
+    flexes: list[SFlex] = field(default_factory=list)
+
+
+@dataclass
+class SFlex:
+    """One mstudioflex_t of a mesh: ``deltas`` (fp16 when stored) of the mesh's vertices ``indices``."""
+
+    desc: int  # index into SourceSpec.flex_names
+    indices: list[int]
+    deltas: list[tuple[float, float, float]]
+    targets: tuple[float, float, float, float] = (0.0, 1.0, 1.0, 1.0)
+    pair: int = 0
+
+
+@dataclass
+class SEyeball:
+    """One mstudioeyeball_t; the lid fields as studiomdl's ``eyelid`` lines fill them (-1: no eyelid)."""
+
+    name: str
+    bone: int
+    org: tuple[float, float, float]
+    radius: float = 0.5
+    texture: int = 0
+    iris_scale: float = 1.0
+    upper_lid: int = -1
+    upper: tuple[int, int, int] = (-1, -1, -1)  # lowerer, neutral, raiser flex descriptors
+    upper_targets: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    lower_lid: int = -1
+    lower: tuple[int, int, int] = (-1, -1, -1)
+    lower_targets: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 @dataclass
 class SModel:
     name: str
     meshes: list[SMesh] = field(default_factory=list)  # no meshes: a blank option
+    eyeballs: list[SEyeball] = field(default_factory=list)
 
 
 @dataclass
@@ -112,6 +143,7 @@ class SourceSpec:
     # own header, bones, textures and animation descriptors, with the .vtx/.vvd (and these) inside the .mdl
     vertex_colors: bool = False  # also write a .vvc (embedded in v53)
     embedded_phy: bytes = b""  # v53: physics data to embed as is
+    flex_names: list[str] = field(default_factory=list)  # flex descriptors
 
 
 class Blob:
@@ -183,7 +215,14 @@ def write_mdl(spec: SourceSpec) -> bytes:
                 meshes[i]["vertexoffset"] = offset
                 meshes[i]["modelindex"] = m_off - (meshes_off + i * S.MESH.itemsize)
                 meshes[i]["numlodvertexes"][:] = len(mesh.vertices)
+                if mesh.flexes:
+                    mesh_off = meshes_off + i * S.MESH.itemsize
+                    meshes[i]["numflexes"] = len(mesh.flexes)
+                    meshes[i]["flexindex"] = _write_flexes(blob, mesh.flexes) - mesh_off
                 offset += len(mesh.vertices)
+            if model.eyeballs:
+                rec["numeyeballs"] = len(model.eyeballs)
+                rec["eyeballindex"] = _write_eyeballs(blob, model.eyeballs) - m_off
             first_vertex += count
             if model.meshes:
                 blob.put(meshes_off, meshes.tobytes())
@@ -214,6 +253,12 @@ def write_mdl(spec: SourceSpec) -> bytes:
         groups[i]["sznameindex"] = blob.string(name) - (int(h["includemodelindex"]) + i * S.MODELGROUP.itemsize)
     blob.put(int(h["includemodelindex"]), groups.tobytes())
     _write_animations(spec, blob, h, layout.animdesc)
+    if spec.flex_names:
+        descs = np.zeros(len(spec.flex_names), S.FLEXDESC)
+        h["numflexdesc"], h["flexdescindex"] = len(descs), blob.add(bytes(descs.nbytes))
+        for i, name in enumerate(spec.flex_names):
+            descs[i]["szfacsindex"] = blob.string(name) - (int(h["flexdescindex"]) + i * S.FLEXDESC.itemsize)
+        blob.put(int(h["flexdescindex"]), descs.tobytes())
     if spec.version == 53:
         h["sznameindex"] = blob.string(spec.name)  # absolute
         embedded = {"vtx": write_vtx(spec), "vvd": write_vvd(spec), "phy": spec.embedded_phy}
@@ -228,6 +273,36 @@ def write_mdl(spec: SourceSpec) -> bytes:
 
 
 S_STATIC = 0x10
+
+
+def _write_flexes(blob: Blob, flexes: list[SFlex]) -> int:
+    """A mesh's flex records, each followed by its vertex animations (offsets from the record)."""
+    records = _records(S.FLEX, len(flexes))
+    at = blob.add(bytes(records.nbytes))
+    for k, flex in enumerate(flexes):
+        anims = _records(S.VERTANIM, len(flex.indices))
+        anims["index"] = flex.indices
+        anims["delta"] = np.asarray(flex.deltas, "<f2").reshape(-1, 3).view("<u2")
+        r = records[k]
+        r["flexdesc"], r["target"], r["flexpair"], r["numverts"] = flex.desc, flex.targets, flex.pair, len(anims)
+        r["vertindex"] = blob.add(anims.tobytes()) - (at + k * S.FLEX.itemsize)
+    blob.put(at, records.tobytes())
+    return at
+
+
+def _write_eyeballs(blob: Blob, eyes: list[SEyeball]) -> int:
+    records = _records(S.EYEBALL, len(eyes))
+    at = blob.add(bytes(records.nbytes))
+    for k, eye in enumerate(eyes):
+        r = records[k]
+        r["bone"], r["org"], r["radius"], r["texture"], r["iris_scale"] = (
+            eye.bone, eye.org, eye.radius, eye.texture, eye.iris_scale
+        )  # fmt: skip
+        r["upperlidflexdesc"], r["upperflexdesc"], r["uppertarget"] = eye.upper_lid, eye.upper, eye.upper_targets
+        r["lowerlidflexdesc"], r["lowerflexdesc"], r["lowertarget"] = eye.lower_lid, eye.lower, eye.lower_targets
+        r["sznameindex"] = blob.string(eye.name) - (at + k * S.EYEBALL.itemsize)
+    blob.put(at, records.tobytes())
+    return at
 
 
 def write_vvd(spec: SourceSpec) -> bytes:

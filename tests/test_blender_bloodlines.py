@@ -115,3 +115,20 @@ def test_convert_and_info_read_2531(tmp_path):
     out = run("convert", model, "-o", tmp_path / "guy.glb", cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (tmp_path / "guy.glb").read_bytes()[:4] == b"glTF"
+
+
+def test_a_flexed_character_gets_its_eyeballs_but_no_shape_keys(blender):
+    """Bloodlines flexes are read but their vertex deltas are not decoded (structs2531): the face imports without
+    shape keys or flex drivers rather than with wrong ones; its two eyeballs become sphere empties on the head."""
+    bpy = blender
+    path = samples_dir() / BASE / "character/npc/common/citizen/female3/female_citizen_3.mdl"
+    assert bpy.ops.import_scene.source_mdl(filepath=str(path), import_animations=False) == {"FINISHED"}
+    objects = list(bpy.data.collections[path.stem].all_objects)
+    assert all(o.data.shape_keys is None for o in objects if o.type == "MESH")
+    eyes = [o for o in objects if o.type == "EMPTY" and o.empty_display_type == "SPHERE" and "eyeball" in o.name]
+    assert len(eyes) == 2
+    assert {o.parent_bone for o in eyes} == {"Bip01 Head"}
+    assert {round(o["source_eyeball_radius"], 3) for o in eyes} == {0.5}
+    # mirrored across the face: the same height, opposite sides
+    left, right = sorted((o.matrix_world.translation for o in eyes), key=lambda v: v.x)
+    assert abs(left.z - right.z) < 1e-3 and left.x < 0 < right.x

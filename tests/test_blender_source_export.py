@@ -760,3 +760,252 @@ def test_the_export_does_not_write_through_a_link(blender, tmp_path):
         bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
     assert list(elsewhere.iterdir()) == []
     assert [p.name for p in out.iterdir()] == ["anims"]  # nothing else published either
+
+
+def texture_groups(qc: bytes) -> list[list[str]]:
+    """The rows of the QC's ``$texturegroup`` (read by the strict grammar), [] without one."""
+    import qc_grammar
+
+    rows: list[list[str]] = []
+    for statement in qc_grammar.parse(qc):
+        if statement.command != "$texturegroup":
+            continue
+        depth = 0
+        for token in statement.args[1:]:
+            brace = not token.quoted and token.text in (b"{", b"}")
+            if brace:
+                depth += 1 if token.text == b"{" else -1
+                if depth == 2 and token.text == b"{":
+                    rows.append([])
+            elif depth == 2:
+                rows[-1].append(token.text.decode("latin-1"))
+    return rows
+
+
+def _slot_of_column(model, column: int):
+    """A mesh slot that shows skin-table column ``column``."""
+    return next(
+        o.material_slots[k]
+        for o in model.all_objects
+        if o.type == "MESH"
+        for k, ref in enumerate(o.get("source_skin_refs", []))
+        if ref == column
+    )
+
+
+def test_skin_families_edited_in_blender_are_the_texturegroup(blender, tmp_path):
+    """metal_box: showing another family changes nothing; a material swapped in a slot while family 1 shows is
+    family 1's change alone (the SMDs keep family 0's names); a family added to the collection's table is a new
+    row. The QC's other lines stay the decompiler's."""
+    from io_ms3d_mdl.blender.source_switch import set_skin
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", METAL_BOX))
+    before = export(bpy, tmp_path / "before")
+    rows = texture_groups(before["metal_box.qc"])
+    assert len(rows) >= 2
+    set_skin(model, 1)
+    assert export(bpy, tmp_path / "shown") == before
+
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    gold = bpy.data.materials.new("metal_box_gold")
+    _slot_of_column(model, varying).material = gold
+    swapped = export(bpy, tmp_path / "swapped")
+    new_rows = texture_groups(swapped["metal_box.qc"])
+    assert new_rows[0] == rows[0] and new_rows[2:] == rows[2:]
+    assert [n for n in new_rows[1] if n not in rows[1]] == ["metal_box_gold"]
+    assert {n for n in swapped if swapped[n] != before[n]} == {"metal_box.qc"}
+    a, b = before["metal_box.qc"].splitlines(), swapped["metal_box.qc"].splitlines()
+    assert len(a) == len(b) and sum(x != y for x, y in zip(a, b, strict=True)) == 1
+
+    set_skin(model, 0)  # (family 1's slots back to its table, so only the added family differs below)
+    model["source_skins"] = [*families, [*families[0][:varying], "metal_box_new", *families[0][varying + 1 :]]]
+    added = export(bpy, tmp_path / "added")
+    columns = [c for c in range(len(families[0])) if len({f[c] for f in families}) > 1]  # the ones written
+    row = list(rows[0])
+    row[columns.index(varying)] = "metal_box_new"
+    assert texture_groups(added["metal_box.qc"]) == [*rows, row]
+    assert {n for n in added if added[n] != before[n]} == {"metal_box.qc"}
+
+
+def test_goldsrc_skin_families_edited_in_blender_are_the_texturegroup(blender, tmp_path):
+    """houndeye (three families): a slot of a varying column given another of the model's textures while family 2
+    shows is family 2's row in $texturegroup, by that texture's BMP; a material that is no texture of the model
+    cannot be a GoldSrc family's (it has no pixels in the file): the file's entry is kept, with a warning."""
+    from io_ms3d_mdl.blender.source_switch import set_skin
+
+    bpy = blender
+    model = imported(bpy, next(p for p in goldsrc_models() if p.stem == "houndeye"))
+    before = export(bpy, tmp_path / "before")
+    qc = next(n for n in before if n.endswith(".qc"))
+    rows = texture_groups(before[qc])
+    assert len(rows) == 3
+    families = [list(f) for f in model["source_skins"]]
+    varying = next(c for c in range(len(families[0])) if len({f[c] for f in families}) > 1)
+    set_skin(model, 2)
+    other = next(
+        m for m in bpy.data.materials if m.get("source_texture") and m.name not in {f[varying] for f in families}
+    )
+    _slot_of_column(model, varying).material = other
+    after = export(bpy, tmp_path / "after")
+    new_rows = texture_groups(after[qc])
+    assert new_rows[:2] == rows[:2] and len(new_rows) == 3
+    bmp = str(other["source_texture"])
+    assert bmp in new_rows[2] and bmp not in rows[2] and bmp in after
+    assert {n for n in after if after[n] != before[n]} == {qc}
+
+    _slot_of_column(model, varying).material = bpy.data.materials.new("not_a_texture")
+    result = bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "kept" / "model.qc"))
+    assert result == {"FINISHED"}
+    assert texture_groups(files(tmp_path / "kept")[qc]) == rows
+
+
+def _delete_bone(bpy, armature, name: str) -> None:
+    """``name`` deleted in edit mode (Blender puts its children under its parent)."""
+    bpy.context.view_layer.objects.active = armature
+    bpy.ops.object.mode_set(mode="EDIT")
+    armature.data.edit_bones.remove(armature.data.edit_bones[name])
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def _group_weights(obj, names: list[str]) -> dict[int, dict[str, float]]:
+    """Per vertex with weight in any of ``names``, its weights by group."""
+    groups = {g.index: g.name for g in obj.vertex_groups}
+    out = {}
+    for v in obj.data.vertices:
+        weights = {groups[g.group]: g.weight for g in v.groups if g.weight > 0}
+        if any(n in weights for n in names):
+            out[v.index] = weights
+    return out
+
+
+def test_a_deleted_bone_is_left_out_and_blender_source_tools_reads_the_rest_as_blender_has_it(blender, tmp_path):
+    """monster_cube: a bone with a child and weighted vertices deleted in edit mode. The reference SMD has no such
+    node, its child is under its parent, and the vertices weighted to it are weighted to that parent instead;
+    Blender Source Tools builds the skeleton Blender has, and the animation poses every surviving bone as Blender
+    does, frame by frame; the QC reads with the strict grammar."""
+    import bst_oracle
+    import qc_grammar
+    import smd_reader
+    from test_decompile_readback import unturned
+
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    body = next(o for o in model.all_objects if o.name.startswith("monster_a_model"))
+    gone, parent, child = "turret_box_leftleg_export", "left_leg_hip", "left_leg_knee"
+    assert armature.data.bones[child].parent.name == gone
+    before = _group_weights(body, [gone])
+    assert before
+    _delete_bone(bpy, armature, gone)
+    assert armature.data.bones[child].parent.name == parent
+    action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
+    keyed = [c for c in _curves(action) if c.data_path.startswith(f'pose.bones["{gone}"]')]
+    assert any(len({k.co[1] for k in c.keyframe_points}) > 1 for c in keyed)  # (it moves: its children follow it)
+    step = stored_step(action)
+    stem = str(action["source_animation"]).lstrip("@")
+    armature.animation_data.action = action
+    ours_pose = bst_oracle.pose_matrices(armature, [k * step for k in range(int(action["source_frames"]))])
+    ours_rest = bst_oracle.rest_matrices(armature)
+    co = {i: np.array(tuple(body.matrix_world @ body.data.vertices[i].co)) for i in before}
+    after = export(bpy, tmp_path / "after")
+    qc_grammar.check_file(tmp_path / "after" / "monster_cube.qc")
+    assert f'"{gone}"'.encode() not in after["monster_cube.qc"]  # (its bone follower is left out)
+
+    smd = next(n for n in after if n.startswith("monster_a_model") and n.endswith(".smd"))
+    reference = smd_reader.parse(after[smd], smd)
+    assert gone not in reference.names
+    assert reference.names[reference.parents[reference.names.index(child)]] == parent
+    scale, turn = float(model["source_import_scale"]), axis_turn(model)
+    corners = reference.vertices[:, :3]
+    for i, weights in before.items():  # each vertex's weight on the deleted bone is its parent's now
+        expected = dict(weights)
+        expected[parent] = expected.get(parent, 0.0) + expected.pop(gone)
+        total = sum(expected.values())
+        near = np.flatnonzero(np.linalg.norm(corners - (co[i] @ turn) / scale, axis=1) < 1e-3).tolist()
+        got = [{reference.names[b]: w for b, w in reference.weights[k]} for k in near]
+        assert any(set(g) == set(expected) and all(abs(g[n] - expected[n] / total) < 1e-5 for n in g) for g in got), (
+            i,
+            expected,
+            got,
+        )
+    for name in (n for n in after if n.startswith("anims/")):
+        anim = smd_reader.parse(after[name], name)
+        assert anim.names == reference.names and np.array_equal(anim.parents, reference.parents)
+
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    for made in list(bpy.data.actions):
+        bpy.data.actions.remove(made)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / "monster_cube.qc")
+    bst_oracle.compare_rest(ours_rest, bst_oracle.rest_matrices(theirs.armature), 100.0)
+    theirs.animations[stem]()
+    frames = bst_oracle.bst_frames(theirs.armature)
+    assert len(frames) == len(ours_pose[child])
+    their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+    assert set(their_poses) == set(ours_pose)
+    bst_oracle.compare_poses(unturned(ours_pose, their_poses), their_poses, 100.0, stem)
+
+
+def test_goldsrc_a_deleted_bone_is_left_out_and_its_children_posed_as_blender_poses_them(blender, tmp_path):
+    """houndeye: a bone with children and vertices deleted in edit mode. The reference SMD has no such node and its
+    vertices are on its parent; a sequence's SMD poses every surviving bone as Blender does (its children under
+    the parent now); the QC reads with the strict grammar; Blender Source Tools builds Blender's skeleton."""
+    import bst_oracle
+    import qc_grammar
+    import smd_reader
+
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    body = next(o for o in model.all_objects if o.type == "MESH" and o.name.startswith("houndeye"))
+    groups = {g.name for g in body.vertex_groups}
+    bone = next(b for b in armature.data.bones if b.parent is not None and b.children and b.name in groups)
+    gone, parent, child = bone.name, bone.parent.name, bone.children[0].name
+    before = _group_weights(body, [gone])
+    assert before and all(w == {gone: 1.0} for w in before.values())  # (GoldSrc: one bone per vertex)
+    co = {i: np.array(tuple(body.matrix_world @ body.data.vertices[i].co)) for i in before}
+    _delete_bone(bpy, armature, gone)
+    in_place = [
+        a
+        for a in bpy.data.actions
+        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
+    ]
+    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    keyed = [c for c in _curves(action) if c.data_path.startswith(f'pose.bones["{gone}"]')]
+    assert any(len({k.co[1] for k in c.keyframe_points}) > 1 for c in keyed)  # (it moves: its children follow it)
+    armature.animation_data.action = action
+    step = stored_step(action) or 1.0
+    posed = bst_oracle.pose_matrices(armature, [k * step for k in range(int(action["source_frames"]))])
+    expected = [{n: m[f] for n, m in posed.items()} for f in range(int(action["source_frames"]))]
+    ours_rest = bst_oracle.rest_matrices(armature)
+    after = export(bpy, tmp_path / "after")
+    qc = next(n for n in after if n.endswith(".qc"))
+    qc_grammar.check_file(tmp_path / "after" / qc)
+
+    smd = next(n for n in after if n.startswith("houndeye") and n.endswith(".smd") and b"triangles" in after[n])
+    reference = smd_reader.parse(after[smd], smd)
+    assert gone not in reference.names
+    assert reference.names[reference.parents[reference.names.index(child)]] == parent
+    scale, turn = float(model["source_import_scale"]), axis_turn(model)
+    corners = reference.vertices[:, :3]
+    on_parent = [(reference.names.index(parent), 1.0)]
+    for i in before:
+        near = np.flatnonzero(np.linalg.norm(corners - (co[i] @ turn) / scale, axis=1) < 1e-2).tolist()
+        assert near and all(reference.weights[k] == on_parent for k in near), i
+    sequence = smd_reader.read(tmp_path / "after" / f"{action['source_animation']}.smd")
+    assert sequence.names == reference.names
+    assert_posed_as(sequence, expected)
+
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    theirs = bst_oracle.import_qc(tmp_path / "after" / qc)
+    bst_oracle.compare_rest(ours_rest, bst_oracle.rest_matrices(theirs.armature), 100.0)

@@ -111,6 +111,52 @@ def test_channels_of_any_length_land_on_their_own_curves(blender, tmp_path):
 
 
 MONSTER_CUBE = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
+BLOODLINES = "../vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/character/npc/common/"
+KEY_FIELDS = (
+    "handle_left_type",
+    "handle_right_type",
+    "type",
+    "easing",
+    "select_control_point",
+    "select_left_handle",
+    "select_right_handle",
+    "back",
+    "amplitude",
+    "period",
+)
+
+
+def key_bits(fcurve: bpy.types.FCurve) -> tuple[np.ndarray, ...]:
+    """Everything a key holds that an import sets or leaves: co and handles as float32 bits (so -0.0 and a one-ulp
+    difference count), interpolation, handle types, key type, easing, selection."""
+    co, interpolation, left, right = curve_keys(fcurve)
+    floats = tuple(a.astype(np.float32).view(np.uint32) for a in (co, left, right))
+    enums = []
+    for name in KEY_FIELDS:
+        values = [getattr(point, name) for point in fcurve.keyframe_points]
+        enums.append(np.array(values))
+    return (*floats, interpolation, *enums)
+
+
+def plain_properties(struct: bpy.types.bpy_struct) -> dict[str, object]:
+    """A struct's own values (flags, enums, numbers, strings; not the structs and collections it points to)."""
+    out = {}
+    for prop in struct.bl_rna.properties:
+        if prop.type not in {"POINTER", "COLLECTION"} and prop.identifier != "rna_type":
+            value = getattr(struct, prop.identifier)
+            out[prop.identifier] = tuple(value) if getattr(prop, "is_array", False) else value
+    return out
+
+
+def assert_built_alike(built: bpy.types.Action, fresh: bpy.types.Action) -> int:
+    """The same curves in the same order and groups, key for key bit for bit; returns the curves compared."""
+    pairs = list(zip(fcurves(built), fcurves(fresh), strict=True))
+    for a, b in pairs:
+        assert (a.data_path, a.array_index, a.group.name) == (b.data_path, b.array_index, b.group.name)
+        assert plain_properties(a) == plain_properties(b) and plain_properties(a.group) == plain_properties(b.group)
+        for x, y in zip(key_bits(a), key_bits(b), strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=f"{built.name}: {a.data_path}[{a.array_index}]")
+    return len(pairs)
 
 
 def test_actions_sharing_their_curves_are_template_copies_equal_to_fresh_builds(blender, monkeypatch):
@@ -140,6 +186,59 @@ def test_actions_sharing_their_curves_are_template_copies_equal_to_fresh_builds(
                 np.testing.assert_array_equal(x, y)
         compared += len(pairs)
     assert compared == sum(len(fcurves(a)) for a in imported.values()) > 1000
+
+
+@pytest.mark.parametrize(
+    "relative", [BLOODLINES + "swat/swat3.mdl", BLOODLINES + "doppleganger/doppleganger_female.mdl", MONSTER_CUBE]
+)
+def test_template_copies_equal_the_builder_of_one_action(blender, relative):
+    """Each template curve holds the lone key its actions share most, so a copy skips those curves: every action
+    must still equal, bit for bit, the same action made alone (``_filled_new``: one new curve per channel, what
+    the import wrote before templates held lone keys) - values, handles, interpolation, handle and key types."""
+    from io_ms3d_mdl.blender import animation
+
+    path = samples_dir() / "source" / relative
+    if not path.is_file():
+        pytest.skip(f"{path.name} is not among the shared samples")
+    scene = load_source(str(path), SourceOptions(animations="ALL"))
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="NONE") == {"FINISHED"}
+    armature = blender.data.objects[scene.skeleton.name]
+    layouts = [animation._ActionLayout(a) for a in scene.actions]
+    assert len({layout.signature for layout in layouts}) < len(layouts)  # some actions share a template
+    lone = animation._LoneKeys([x for x in layouts if x.signature == layouts[-1].signature])
+    kinds = np.bincount(np.concatenate([lone.work(x) for x in layouts if x.signature == layouts[-1].signature]))
+    assert kinds[animation._KEPT] > 0 and kinds[animation._FILLED] > 0  # the shortcut is taken, and not only it
+    built = animation.build_actions(armature, scene.actions, scene.skeleton)
+    compared = sum(
+        assert_built_alike(action, animation.build_action(armature, data, scene.skeleton))
+        for action, data in zip(built, scene.actions, strict=True)
+    )
+    assert compared == sum(len(x.counts) for x in layouts)
+
+
+def test_lone_keys_moved_from_a_far_template_key_go_through_the_origin(blender, tmp_path):
+    """A lone key moved with ``co_ui`` from the template's key carries its handles along by the difference, which
+    float32 can round (1e8 to 1e-8 lands on 0); such keys go through (0, 0) first and end as if made anew. The
+    template holds the key three of four actions share; the fourth action's keys are far from it."""
+    from io_ms3d_mdl.blender import animation
+
+    path = write_source(character_spec(), tmp_path, "guy")
+    assert blender.ops.import_scene.source_mdl(filepath=str(path), animations="NONE") == {"FINISHED"}
+    armature = blender.data.objects["guy"]
+    skeleton = load_source(str(path), SourceOptions()).skeleton
+    shared = np.array([[1e8, -3.0, 0.5, 0.25]])
+    far = np.array([[1e-8, 3e-9, 1.0, -1e-30]])
+    actions = [
+        ActionData(name, [BoneChannels(0, np.array([frame]), keys, np.array([0.0, 2.0]), np.eye(3)[:2])], (0, 2))
+        for name, frame, keys in (("a", 5.0, shared), ("b", 5.0, shared), ("c", 5.0, shared), ("d", 1e-7, far))
+    ]
+    layouts = [animation._ActionLayout(a) for a in actions]
+    lone = animation._LoneKeys(layouts)
+    assert animation._MOVED_TWICE in lone.work(layouts[3]).tolist()
+    assert lone.work(layouts[0]).tolist().count(animation._KEPT) == 4
+    built = animation.build_actions(armature, actions, skeleton)
+    for action, data in zip(built, actions, strict=True):
+        assert assert_built_alike(action, animation.build_action(armature, data, skeleton)) == 7
 
 
 def test_a_template_whose_curves_blender_reordered_is_not_used(blender, monkeypatch):

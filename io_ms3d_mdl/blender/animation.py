@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import Counter
 from collections.abc import Callable
+from itertools import compress
 
 import bpy
 import numpy as np
@@ -92,11 +92,15 @@ def build_actions(
     """Every action of an import, its keys laid out for all its curves at once, then per curve only the RNA calls
     that set them. Actions keying the same curves (most of a character's sequences) are copies of a template with
     one key per curve: Blender copies an action in C, which spares each curve its creation, the largest per-curve
-    cost (about 4 µs in a 300-curve action, growing with the curve count), and a one-key curve needs one call."""
+    cost (about 4 µs in a 300-curve action, growing with the curve count), and a one-key curve needs one call, or
+    none when its key is the template's (each template curve holds the lone key its actions share most)."""
     layouts = [_ActionLayout(d) for d in data]
-    repeats = Counter(layout.signature for layout in layouts)
+    groups: dict[tuple, list[_ActionLayout]] = {}
+    for layout in layouts:
+        groups.setdefault(layout.signature, []).append(layout)
     taken = {d.name for d in data}
     templates: dict[tuple, bpy.types.Action | None] = {}
+    shared: dict[tuple, _LoneKeys] = {}
     names: dict[tuple, tuple[list[tuple[str, int, str]], bytes]] = {}  # per signature: its curves, made once
     actions = []
     try:
@@ -106,14 +110,15 @@ def build_actions(
                 names[layout.signature] = curves, curves_key((path, index) for path, index, _ in curves)
             curves, key = names[layout.signature]
             template = None
-            if repeats[layout.signature] > 1:
+            if len(groups[layout.signature]) > 1:
                 if layout.signature not in templates:
-                    templates[layout.signature] = _template(armature, layout, curves, taken)
+                    shared[layout.signature] = _LoneKeys(groups[layout.signature])
+                    templates[layout.signature] = _template(armature, shared[layout.signature], curves, taken)
                 template = templates[layout.signature]
             if template is None:
                 action = _filled_new(armature, info.name, layout, curves)
             else:
-                action = _filled_copy(template, info.name, layout)
+                action = _filled_copy(template, info.name, layout, shared[layout.signature])
             action[KEYS_PROPERTY] = fingerprint(keys_digest(layout.pairs, key), info.frame_step)
             armature.animation_data_create().action = action
             actions.append(action)
@@ -151,9 +156,10 @@ class _ActionLayout:
             [np.repeat(rot_counts[:, None], 4, axis=1), np.repeat(loc_counts[:, None], 3, axis=1)], axis=1
         )
         made = counts > 0
-        self.starts = (2 * first[made]).tolist()
-        self.counts = counts[made].tolist()
-        self.ends = (2 * (first[made] + counts[made])).tolist()
+        self.first_keys, self.key_counts = first[made], counts[made]  # per curve, in pairs
+        self.starts = (2 * self.first_keys).tolist()
+        self.counts = self.key_counts.tolist()
+        self.ends = (2 * (self.first_keys + self.key_counts)).tolist()
         self.bones = [c.bone for c in channels]
         self.keyed = made[:, [0, 4]].tolist()  # per channel: has rotation curves, has location curves
         self.signature = (tuple(self.bones), made[:, 0].tobytes(), made[:, 4].tobytes())
@@ -179,15 +185,15 @@ def _pairs(
     """One kind of channel (rotations or locations) of every bone: float32 (frame, value) pairs, component-major
     so that each curve's keys are contiguous ((width·N·2,) for N keys), with each channel's first key and key count.
     Keys on frames Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
-    channels = len(frames)
-    owner = np.repeat(np.arange(channels), [len(f) for f in frames])
+    counts = np.array([len(f) for f in frames], dtype=np.int64)
     frames = np.concatenate([np.zeros(0), *frames])
     values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
-    showable = np.isfinite(frames) & (np.abs(frames) <= Limits.MAX_FRAME)
-    dropped = len(frames) - int(showable.sum())
+    showable = np.abs(frames) <= Limits.MAX_FRAME  # False for NaN and infinities too
+    dropped = len(frames) - int(np.count_nonzero(showable))
     if dropped:
-        frames, values, owner = frames[showable], values[showable], owner[showable]
-    counts = np.bincount(owner, minlength=channels)
+        owner = np.repeat(np.arange(len(counts)), counts)[showable]
+        frames, values = frames[showable], values[showable]
+        counts = np.bincount(owner, minlength=len(counts))
     pairs = np.empty((width, len(frames), 2), dtype=np.float32)
     pairs[:, :, 0] = frames
     pairs[:, :, 1] = values.T
@@ -221,10 +227,71 @@ def _filled_new(
     return action
 
 
+class _LoneKeys:
+    """The key each template curve holds: the lone (frame, value) key its actions share most, so that a copy needs
+    no call for a lone key equal to it (in Bloodlines' swat3.mdl, 811 of its 1,764 curves). A curve keeps (0, 0)
+    when no action keys it once, or when the shared key saves no calls (setting it costs one, and each lone key it
+    cannot move exactly costs a second). Keys are compared as the bits of their float32 pair; all actions of the
+    template at once."""
+
+    _NONE = np.uint64(0xFFFF_FFFF_FFFF_FFFF)  # a NaN frame: never a key's (unshowable frames are left out)
+
+    def __init__(self, layouts: list[_ActionLayout]) -> None:
+        lone = np.stack(
+            [np.where(x.key_counts == 1, x.pairs.view(np.uint64)[x.first_keys], self._NONE) for x in layouts]
+        )
+        best = _most_common(lone, self._NONE)
+        work = self._work(lone, best)
+        # From (0, 0) every lone key moves in one exact call: the shared key is kept where it saves calls
+        zero = (best == self._NONE) | ((work == _KEPT).sum(axis=0) <= (work == _MOVED_TWICE).sum(axis=0) + 1)
+        self.bits = np.where(zero, np.uint64(0), best)
+        self.pairs = self.bits.view(np.float32).reshape(-1, 2)
+        work = np.where(zero, np.where(lone == 0, _KEPT, _MOVED), work)
+        work[lone == self._NONE] = _FILLED
+        self._works = {id(layout): row for layout, row in zip(layouts, work, strict=True)}
+
+    def work(self, layout: _ActionLayout) -> np.ndarray:
+        """Per curve of ``layout`` in a copy: KEPT (its lone key is the template's), MOVED (``co_ui`` moves the key
+        and its handles onto it), MOVED_TWICE (through (0, 0) first: moving handles straight from the template's
+        key would round them off the key, e.g. from frame 1e8 to 1e-8) or FILLED (several keys)."""
+        return self._works[id(layout)]
+
+    def _work(self, lone: np.ndarray, bits: np.ndarray) -> np.ndarray:
+        start, key = (b.view(np.float32).reshape(*b.shape, 2) for b in (bits, lone))
+        with np.errstate(all="ignore"):  # float32 as Blender moves handles, against 0 + key from a fresh key
+            straight, fresh = start + (key - start), np.float32(0) + key
+        exact = (straight.view(np.uint32) == fresh.view(np.uint32)).all(axis=-1)
+        kind = np.where(lone == bits, _KEPT, np.where(exact, _MOVED, _MOVED_TWICE))
+        return np.where(lone == self._NONE, _FILLED, kind)
+
+
+_KEPT, _MOVED, _MOVED_TWICE, _FILLED = range(4)
+_ORIGIN = np.zeros(2, dtype=np.float32)
+
+
+def _most_common(keys: np.ndarray, absent: np.uint64) -> np.ndarray:
+    """Per column of ``keys`` (actions × curves), its most common value other than ``absent`` (``absent`` if the
+    column holds nothing else); ties go to the lowest value. Sorted runs, no loop per curve."""
+    ordered = np.sort(keys.T, axis=1)
+    curves, actions = ordered.shape
+    if not curves:
+        return np.zeros(0, dtype=keys.dtype)
+    starts = np.ones(ordered.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    flat = starts.ravel()
+    runs = np.cumsum(flat) - 1
+    lengths = np.bincount(runs, weights=ordered.ravel() != absent)
+    values = ordered.ravel()[flat]
+    column = np.repeat(np.arange(curves), actions)[flat]
+    order = np.lexsort((-lengths, column))  # per column, longest run first (a stable sort: lowest value on ties)
+    first = order[np.r_[True, column[order][1:] != column[order][:-1]]]
+    return np.where(lengths[first] > 0, values[first], absent)
+
+
 def _template(
-    armature: bpy.types.Object, layout: _ActionLayout, names: list[tuple[str, int, str]], taken: set[str]
+    armature: bpy.types.Object, lone: _LoneKeys, names: list[tuple[str, int, str]], taken: set[str]
 ) -> bpy.types.Action | None:
-    """An action with ``layout``'s curves, each holding one LINEAR key at (0, 0) with its handles there too; None
+    """An action with the curves ``names``, each holding one LINEAR key, ``lone``'s, with its handles on it; None
     if Blender did not keep the curves in the order they were made (then every action is made anew). Its name is
     one no action of the file or the import has, so that it never pushes an imported action's name aside."""
     name, n = "io_ms3d_mdl key template", 0
@@ -233,12 +300,10 @@ def _template(
         name = f"io_ms3d_mdl key template {n}"
     template = bpy.data.actions.new(name)
     try:
-        new_curve = curve_factory(template, armature)
-        linear = layout.linear[:1]
-        for path, index, group in names:
-            points = new_curve(path, index, group).keyframe_points
-            points.add(1)
-            points.foreach_set("interpolation", linear)
+        moved = (lone.bits != 0).tolist()
+        for points, pair, move in zip(_one_key_curves(template, armature, names), lone.pairs, moved, strict=True):
+            if move:  # a new key and its handles sit at (0, 0): co_ui moves them together
+                points.foreach_set("co_ui", pair)
         in_order = [(c.data_path, c.array_index) for c in _fcurves(template)] == [(p, i) for p, i, _ in names]
     except BaseException:
         bpy.data.actions.remove(template)
@@ -249,28 +314,80 @@ def _template(
     return template
 
 
-def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout) -> bpy.types.Action:
+_SOURCE = '["io_ms3d_mdl key source"]'  # a scratch curve's path, removed before the template is used
+
+
+def _one_key_curves(
+    action: bpy.types.Action, owner: bpy.types.ID, names: list[tuple[str, int, str]]
+) -> list[bpy.types.FCurveKeyframePoints]:
+    """New curves ``names`` on ``action``, in order, each holding one LINEAR key with key and handles at (0, 0).
+    From 5.0 each is a copy of a scratch curve already holding that key (``new_from_fcurve``, one call in C for
+    creating the curve, adding its key and making it LINEAR) put into its bone's group."""
+    new_curve = curve_factory(action, owner)
+    linear = np.full(1, LINEAR, dtype=np.uint8)
+    curves = _fcurves(action)
+    if not hasattr(curves, "new_from_fcurve"):
+        out = []
+        for path, index, group in names:
+            points = new_curve(path, index, group).keyframe_points
+            points.add(1)
+            points.foreach_set("interpolation", linear)
+            out.append(points)
+        return out
+    sources = [curves.new(_SOURCE, index=index) for index in range(1 + max((i for _, i, _ in names), default=0))]
+    for source in sources:
+        source.keyframe_points.add(1)
+        source.keyframe_points.foreach_set("interpolation", linear)
+    copy, groups = curves.new_from_fcurve, _channelbag(action).groups
+    made: dict[str, bpy.types.ActionGroup] = {}
+    out = []
+    for path, index, group in names:
+        fcurve = copy(sources[index], data_path=path)
+        if group not in made:
+            made[group] = groups.new(group)
+        fcurve.group = made[group]
+        out.append(fcurve.keyframe_points)
+    for source in sources:
+        curves.remove(source)
+    return out
+
+
+def _filled_copy(template: bpy.types.Action, name: str, layout: _ActionLayout, lone: _LoneKeys) -> bpy.types.Action:
     action = template.copy()
     action.name = name
     pairs, linear = layout.pairs, layout.linear
-    runs = zip(_fcurves(action), layout.starts, layout.ends, layout.counts, strict=True)
-    for fcurve, start, end, count in runs:
+    work = lone.work(layout)
+    todo = work != _KEPT  # the loop passes over kept curves in C
+    runs = zip(
+        compress(_fcurves(action), todo.tolist()),
+        work[todo].tolist(),
+        *((2 * column[todo]).tolist() for column in (layout.first_keys, layout.first_keys + layout.key_counts)),
+        layout.key_counts[todo].tolist(),
+        strict=True,
+    )
+    for fcurve, kind, start, end, count in runs:
         points = fcurve.keyframe_points
-        if count == 1:
-            points.foreach_set("co_ui", pairs[start:end])
-        else:
+        if kind == _FILLED:
             points.add(count - 1)
             points.foreach_set("co", pairs[start:end])
             points.foreach_set("interpolation", linear[:count])
             fcurve.update()
+            continue
+        if kind == _MOVED_TWICE:
+            points.foreach_set("co_ui", _ORIGIN)
+        points.foreach_set("co_ui", pairs[start:end])
     return action
 
 
 def _fcurves(action: bpy.types.Action) -> bpy.types.bpy_prop_collection:
     """The curves of an action made by :func:`curve_factory`: its only channelbag's on 4.4+, else the legacy list."""
     if hasattr(action, "layers"):
-        return action.layers[0].strips[0].channelbags[0].fcurves
+        return _channelbag(action).fcurves
     return action.fcurves
+
+
+def _channelbag(action: bpy.types.Action) -> bpy.types.ActionChannelbag:
+    return action.layers[0].strips[0].channelbags[0]
 
 
 def stash_actions(

@@ -45,6 +45,8 @@ class ReadOptions:
     animation: str = "ACTIVE"  # "NONE", "ACTIVE" (the armature's action) or "ALL" (every action keying it)
     output_dir: str | None = None  # texture paths inside it are written relative to it
     shape_keys: bool = False  # each mesh's shape keys (world space), as MeshData.shape_keys
+    # vertex groups read as bones past the skeleton's (index len(bones) + k): a Source export's deleted bones
+    extra_groups: tuple[str, ...] = ()
 
 
 def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions()) -> SceneData:
@@ -69,13 +71,14 @@ def read_objects(
         scene.skeleton, bone_names = _skeleton(armature)
     materials: dict[str, int] = {}
     depsgraph = context.evaluated_depsgraph_get()
-    names = set(bone_names)
+    groups = bone_names + [n for n in options.extra_groups if n not in bone_names]
+    names = set(groups)
     weighted = any(g.name in names for obj in meshes for g in obj.vertex_groups)
-    tree = _weight_tree(bone_names) if weighted else None  # one for every mesh
+    tree = _weight_tree(groups) if weighted else None  # one for every mesh
     try:
         with _rest_pose(meshes), _basis_shape(meshes if options.shape_keys else []):
             for obj in meshes:
-                scene.objects.append(_object(obj, depsgraph, bone_names, tree, scene, materials, options))
+                scene.objects.append(_object(obj, depsgraph, groups, tree, scene, materials, options))
     finally:
         if tree is not None:
             bpy.data.node_groups.remove(tree)

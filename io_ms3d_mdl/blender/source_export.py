@@ -39,7 +39,7 @@ from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
 from .scene_reader import ReadOptions, read_objects
-from .source_switch import body_parts, model_collection
+from .source_switch import body_parts, model_collection, skin_refs
 
 ENGINE_VERSIONS = (10, *range(44, 60))  # GoldSrc's MDL version, then Source's
 
@@ -63,6 +63,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     known = {n for family in model.get("source_skins", []) for n in family}
     edits = SourceEdits()
     _renamed_in_skins(model, known, edits.renamed)
+    table = _skin_table(model, edits.notes)
     wanted: list[tuple[tuple[int, int, int], list[bpy.types.Object]]] = []
     for part in body_parts(model):
         b = int(part["source_bodypart"])
@@ -84,15 +85,19 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     every = [o for _, objects in wanted for o in objects]
     if not every:
         raise ExportError(f"'{model.name}' has no mesh object in its body-part collections")
+    deleted = _deleted_bones(armature) if armature is not None else []
     with _all_shown(context, model):
         animation = "ALL" if armature is not None else "NONE"
-        scene = read_objects(context, every, armature, ReadOptions(animation=animation, shape_keys=True))
+        options = ReadOptions(animation=animation, shape_keys=True, extra_groups=tuple(deleted))
+        scene = read_objects(context, every, armature, options)
     if armature is not None:
-        edits.bones = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        rig = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        edits.bones = rig + deleted  # (weights on a deleted bone's vertex group are read past the skeleton's)
+        edits.deleted = deleted
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
-        _edited_actions(scene, edits)
+        _edited_actions(scene, edits, every_own=bool(deleted))
         edits.rig = BlenderRig(
-            edits.bones,
+            rig,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
             np.array([b.matrix for b in scene.skeleton.bones], np.float64),
             turn,
@@ -105,8 +110,9 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         parts = []
         for obj in objects:
             data = _to_source(next(read), turn, float(scale))
-            parts.append((data, _slot_names(obj, known, edits.renamed)))
+            parts.append((data, _slot_names(obj, known, edits.renamed, table)))
         edits.meshes[key] = join(parts, objects[0].name)
+    edits.skins = _edited_skins(model, table, known, edits.renamed)
     return edits
 
 
@@ -122,6 +128,14 @@ def _imported_rest(armature: bpy.types.Object, names: list[str]) -> np.ndarray:
     return out
 
 
+def _deleted_bones(armature: bpy.types.Object) -> list[str]:
+    """The bones the import made that the armature no longer has (deleted in edit mode), by their names at import
+    (a bone renamed in Blender is indistinguishable: it is exported as deleted, and the renamed one as new)."""
+    bones = armature.data.bones
+    now = {b.get("source_name", b.name) for b in bones}
+    return [n for n in imported_rest(armature.data) if n not in bones and n not in now]
+
+
 def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:
     """A skin-table material no longer under its import name: renamed, found by its texture (it may be used by
     no mesh's slot, only by another family)."""
@@ -135,12 +149,17 @@ def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dic
             renamed[texture] = now[0].name
 
 
-def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
+def _edited_actions(scene: SceneData, edits: SourceEdits, every_own: bool = False) -> None:
     """The imported actions whose keys the user changed: the model's own are written from Blender (keeping the
-    sequence's events, activity and everything else from the file); a delta or an included model's is noted."""
+    sequence's events, activity and everything else from the file); a delta or an included model's is noted.
+    ``every_own``: every one of the model's own (bones were deleted: Blender poses their children without them)."""
     for data in scene.actions:
         action = bpy.data.actions.get(data.name)
-        if not data.keys_changed or not _imported(action):
+        if not _imported(action):
+            continue
+        if not data.keys_changed:
+            if every_own and not action.get("source_include") and not action.get("source_delta"):
+                edits.edited[str(action["source_animation"])] = (data, _step(action, scene))
             continue
         name = str(action["source_animation"])
         if action.get("source_include"):
@@ -155,9 +174,13 @@ def _edited_actions(scene: SceneData, edits: SourceEdits) -> None:
                 " (a copy under a new name is a new sequence)"
             )
         else:
-            fps = float(action.get("source_fps") or 0.0)
-            step = stored_step(action) or ((scene.fps or 30.0) / fps if fps > 0 else 1.0)
-            edits.edited[name] = (data, float(step))
+            edits.edited[name] = (data, _step(action, scene))
+
+
+def _step(action: bpy.types.Action, scene: SceneData) -> float:
+    """The Blender frames one of the file's frames spans in an imported action."""
+    fps = float(action.get("source_fps") or 0.0)
+    return float(stored_step(action) or ((scene.fps or 30.0) / fps if fps > 0 else 1.0))
 
 
 def _imported(action: bpy.types.Action | None) -> bool:
@@ -167,21 +190,95 @@ def _imported(action: bpy.types.Action | None) -> bool:
     return made is not None and re.fullmatch(re.escape(str(made)) + r"(\.\d{3,})?", action.name) is not None
 
 
-def _slot_names(obj: bpy.types.Object, known: set[str], renamed: dict[str, str]) -> list[str]:
-    """Each slot's material as the SMD names it: the file's texture for an imported material kept as it was, the
-    Blender name for a renamed or new one."""
+def _slot_names(
+    obj: bpy.types.Object, known: set[str], renamed: dict[str, str], table: list[list[bpy.types.Material | None]]
+) -> list[str]:
+    """Each slot's material as the SMD names it: family 0's material of the slot's skin-table column (the slot shows
+    the active family's; a $texturegroup's first row is what the meshes name), else the slot's own."""
     names = []
+    refs = skin_refs(obj)
     for i, slot in enumerate(obj.material_slots):
         mat = slot.material
         if mat is None:
             raise ExportError(f"'{obj.name}': material slot {i + 1} is empty (an SMD names a material per face)")
-        texture = mat.get("source_texture")
-        if texture is None or mat.name in known:
-            names.append(str(texture if texture is not None else mat.name))
-            continue
-        renamed[str(texture)] = mat.name
-        names.append(mat.name)
+        ref = refs[i] if i < len(refs) else -1
+        if table and 0 <= ref < len(table[0]) and table[0][ref] is not None:
+            mat = table[0][ref]
+        names.append(_smd_name(mat, known, renamed))
     return names
+
+
+def _smd_name(mat: bpy.types.Material, known: set[str], renamed: dict[str, str]) -> str:
+    """A material as the SMD and QC name it: the file's texture for an imported material kept as it was, the
+    Blender name for a renamed or new one (a renamed one recorded in ``renamed``)."""
+    texture = mat.get("source_texture")
+    if texture is None or mat.name in known:
+        return str(texture if texture is not None else mat.name)
+    renamed[str(texture)] = mat.name
+    return mat.name
+
+
+def _skin_table(model: bpy.types.Collection, notes: list[str]) -> list[list[bpy.types.Material | None]]:
+    """The skin families as Blender holds them: the collection's table of material names (a family may have been
+    added to it from Python), a renamed material found by its texture, and the active family's columns as the
+    slots now show them (a material swapped in a slot is that family's change). None: a material that is gone."""
+    names = model.get("source_skins") or []
+    textures = model.get("source_skin_textures") or []
+    by_texture: dict[str, list[bpy.types.Material]] = {}
+    for mat in bpy.data.materials:
+        if mat.get("source_texture") is not None:
+            by_texture.setdefault(str(mat["source_texture"]), []).append(mat)
+    table = []
+    for f, row in enumerate(names):
+        texture_row = list(textures[f]) if f < len(textures) else []
+        out = []
+        for c, name in enumerate(row):
+            mat = bpy.data.materials.get(str(name))
+            texture = str(texture_row[c]) if c < len(texture_row) else ""
+            if mat is None and texture and len(by_texture.get(texture, [])) == 1:
+                mat = by_texture[texture][0]  # renamed since the import
+            out.append(mat)
+        table.append(out)
+    active = int(model.get("source_skin", 0) or 0)
+    if not 0 <= active < len(table):
+        return table
+    swapped: dict[int, bpy.types.Material] = {}
+    for obj in model.all_objects:
+        for slot, ref in zip(obj.material_slots, skin_refs(obj), strict=False):
+            mat = slot.material
+            if mat is None or not 0 <= ref < len(table[active]) or mat == table[active][ref]:
+                continue
+            if swapped.setdefault(ref, mat) != mat:
+                notes.append(
+                    f"skin family {active}, column {ref}: slots show both '{swapped[ref].name}' and '{mat.name}';"
+                    f" '{swapped[ref].name}' is exported"
+                )
+    for ref, mat in swapped.items():
+        table[active][ref] = mat
+    return table
+
+
+def _edited_skins(
+    model: bpy.types.Collection,
+    table: list[list[bpy.types.Material | None]],
+    known: set[str],
+    renamed: dict[str, str],
+) -> list[list[str]] | None:
+    """The skin families by the names the QC gives them, or None when they are the file's (a renamed material
+    alone is not an edit of the table: the decompiler renames it everywhere)."""
+    textures = [[str(t) for t in row] for row in model.get("source_skin_textures") or []]
+    given = [[str(n) for n in row] for row in model.get("source_skins") or []]
+
+    def name(f: int, c: int, mat: bpy.types.Material | None) -> str:
+        if mat is not None:
+            return _smd_name(mat, known, renamed)
+        if f < len(textures) and c < len(textures[f]):
+            return textures[f][c]  # a material gone from Blender: the file's
+        return given[f][c]  # a family added from Python, naming a material Blender does not have
+
+    named = [[name(f, c, m) for c, m in enumerate(row)] for f, row in enumerate(table)]
+    file_table = [[renamed.get(t, t) for t in row] for row in textures]
+    return None if named == file_table else named
 
 
 def _to_source(obj: ObjectData, turn: np.ndarray, scale: float) -> ObjectData:

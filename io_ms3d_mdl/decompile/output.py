@@ -84,6 +84,7 @@ class Output:
         self.input_bytes = input_bytes  # the bytes read so far: what may be written is relative to it
         self.staged = staged  # files wait under their temporary names until publish()
         self.written = 0  # bytes over all files, charged before each write
+        self.granted = 0  # bytes allowed beyond the budget's output_bytes (animation text: :meth:`grant`)
         self.files: list[str] = []  # relative paths written, in order
         self._taken: set[str] = set()
         self._folders: dict[str, Folder] = {}  # reached once each (without links), kept open until close()
@@ -213,12 +214,18 @@ class Output:
         self.written += amount
         self.check(0, target)
 
+    def grant(self, amount: int) -> None:
+        """Allow ``amount`` more bytes: the animations' own allowance (``budget.animation_text_bytes``), given when
+        they are about to be written, after the meshes (which cannot spend it)."""
+        self.granted += amount
+
     def check(self, pending: int, target: Path | str) -> None:
         """Refuse when what was written plus ``pending`` bytes still being built (a QC's text) passes the budget."""
         budget = current_budget()
         read = self.input_bytes() if self.input_bytes is not None else 0
         amount = self.written + pending
-        budget.check(target, "output written by the decompile", amount, budget.output_bytes(read), "bytes")
+        limit = budget.output_bytes(read) + self.granted
+        budget.check(target, "output written by the decompile", amount, limit, "bytes")
 
     def checker(self, target: str) -> Callable[[int], None]:
         """``check`` for one file's text still being built (``QcWriter(check=...)``)."""

@@ -25,15 +25,16 @@ from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
 from ...formats.smd import SmdSkeleton, write_smd
-from ...formats.smd.writer import CORNER_BYTES, skeleton_texts, write_nodes
+from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts
 from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
 from ..registry import DecompileJob, Decompiler
 from ..source.angles import matrix_to_euler
+from ..source.deleted_bones import deleted_note, fold_frames, fold_skin, moved_note
 from ..source.edits import SourceEdits, remap_bones
 from ..source.new_actions import action_frames, edited_poses, local_pose
-from ..source.skeleton_edits import EditedSkeleton, edited_skeleton
+from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
@@ -71,6 +72,8 @@ def _run(job: DecompileJob) -> None:
     bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
     if bone_names != gs.bone_names:
         warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
+    if isinstance(job.options.edits, SourceEdits):
+        warnings.extend(job.options.edits.notes)  # (what Blender's side could not carry over)
     bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)))
     texture_files = _texture_files(gs, job)
     _check_animation_budget(gs, job.path)
@@ -86,7 +89,11 @@ def _run(job: DecompileJob) -> None:
     notes = [] if job.options.animations else ["The animation SMDs were not written (animations were turned off)."]
     qc_check = job.output.checker(model_file)
     parts = QcParts(model_file, bone_names, body_parts, texture_files, sequences, notes, new_sequences)
+    parts.skins = _edited_skins(gs, job)
+    parts.deleted = bones.deleted
     qc = write_qc(gs, parts, qc_check)
+    if parts.dropped:
+        warnings.add(f"{len(parts.dropped)} QC lines were left out: " + "; ".join(parts.dropped[:5]))
     qc_file = job.output.name(os.path.splitext(model_file)[0], ".qc")
     job.output.write(qc_file, qc.encode())
     _non_finite(warnings, qc_file, qc.non_finite)
@@ -111,6 +118,30 @@ def _texture_files(gs: GsFile, job: DecompileJob) -> list[str]:
     return files
 
 
+def _edited_skins(gs: GsFile, job: DecompileJob) -> np.ndarray | None:
+    """An export's skin families (``SourceEdits.skins``, by material name) as the file's texture indices: each
+    name a texture of the model by its name or the Blender name it was renamed to. A name that is no texture of
+    the model (GoldSrc embeds every texture a family names) keeps the file's entry, with a warning."""
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is None or edits.skins is None:
+        return None
+    index = {t.name: i for i, t in enumerate(gs.textures)}
+    index.update({new: index[old] for old, new in edits.renamed.items() if old in index})
+    width = gs.skins.shape[1] if gs.skins.ndim == 2 else 0
+    table = np.array(
+        [[index.get(n, -1) for n in [*row, *[""] * width][:width]] for row in edits.skins], np.int64
+    ).reshape(-1, width)
+    file_rows = gs.skins[np.minimum(np.arange(len(table)), len(gs.skins) - 1)] if len(gs.skins) else table
+    unknown = table < 0
+    if unknown.any():
+        names = sorted({edits.skins[f][c] for f, c in zip(*np.nonzero(unknown), strict=True)})
+        job.result.warnings.add(
+            f"skin families name materials that are no texture of the model, kept as the file's: {', '.join(names[:5])}"
+        )
+        table = np.where(unknown, file_rows, table)
+    return table
+
+
 def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSkeleton:
     """The file's bones, rest and model-space rest; in an export, with the bones moved or made in Blender."""
     world = bone_world(gs)
@@ -124,6 +155,9 @@ def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSke
             f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's sequences), e.g."
             f" '{edited.skeleton.names[-edited.new]}'"
         )
+    edited = without_deleted(edited, edits.deleted)
+    if edited.deleted is not None:
+        job.result.warnings.add(deleted_note(edited.deleted))
     return edited
 
 
@@ -151,7 +185,7 @@ def _references(
                     options.append(None)
                     continue
                 original = None if empty else model_triangles(gs, model, world, materials, sizes)[0]
-                triangles = _edited(gs, edits, entry, skeleton.names, texture_files, original)
+                triangles = _edited(gs, job, entry, bones, texture_files, original)
                 name = source_stem(model.name) if model is not None else edits.options[b][m]
                 relative = out.name(name or f"{part.name}_{m}", ".smd")
                 with out.open(relative) as stream:
@@ -192,6 +226,8 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
             try:
                 frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
                 frames = [_with_added(blend, bones) for blend in frames]
+                if bones.deleted is not None:
+                    frames = [fold_frames(blend, bones.deleted) for blend in frames]
             except BudgetExceeded:
                 raise
             except FormatError as exc:
@@ -229,10 +265,11 @@ def _write_sequences(
     warnings, out = job.result.warnings, job.output
     blocks = [] if streamed else [blend for _, frames, _ in batch if frames is not None for blend in frames]
     texts = iter(skeleton_texts(blocks))
+    nodes = nodes_text(skeleton)  # (the same in every SMD)
     for s, frames, held in batch:
         seq, label = gs.sequences[s], labels[s]
         if held:
-            names = ", ".join(skeleton.names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
+            names = ", ".join(gs.bone_names[b] for b in held[:HELD_NAMES]) + (" …" if len(held) > HELD_NAMES else "")
             warnings.add(
                 f"sequence '{label}': channels of {len(held)} bones ({names}) point past the end of their "
                 "file; written at the bones' defaults"
@@ -247,7 +284,7 @@ def _write_sequences(
                         stats = write_smd(stream, skeleton, frames[blend])
                     else:
                         text, stats = next(texts)
-                        write_nodes(stream, skeleton)
+                        stream.write(nodes)
                         stream.write(text)
                 _non_finite(warnings, relative, stats.non_finite)
             smds.append(relative[: -len(".smd")])
@@ -256,6 +293,7 @@ def _write_sequences(
 
 def _with_added(frames: np.ndarray, bones: EditedSkeleton) -> np.ndarray:
     """A blend's frames with the bones made in Blender at their rest (a blend taken from Blender has them)."""
+    bones = bones.whole
     missing = len(bones.skeleton.names) - frames.shape[1]
     if missing <= 0:
         return frames
@@ -270,10 +308,9 @@ def _edited_blends(
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
     if edits is None or not edits.edited or edits.rig is None:
         return {}
-    job.result.warnings.extend(edits.notes)
     available = offers(gs)
     names = [name for _, _, name in available]
-    poses = edited_poses(edits.edited, names, edits.rig, bones.world, bones.skeleton)
+    poses = edited_poses(edits.edited, names, edits.rig, bones.whole.world, bones.whole.skeleton)
     out: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]] = {}
     for k, pose in poses.items():
         s, blend, _ = available[k]
@@ -311,12 +348,17 @@ def _check_animation_budget(gs: GsFile, path: str) -> None:
     budget.check(path, "frames × bones over all animations", work, budget.bone_frames(data_bytes))
 
 
-def _edited(gs, edits, entry, bone_names, texture_files, original):
-    """Blender's object of one option: materials by the texture files the QC names, bones by the file's names."""
+def _edited(gs, job, entry, bones, texture_files, original):
+    """Blender's object of one option: materials by the texture files the QC names, bones by the file's names (a
+    deleted bone's weight on its nearest surviving ancestor)."""
+    edits = job.options.edits
     obj, names = entry
     file_of = {t.name: f for t, f in zip(gs.textures, texture_files, strict=True)}
     sizes = {f: (t.width, t.height) for t, f in zip(gs.textures, texture_files, strict=True)}
-    obj = remap_bones(obj, edits.bones, list(bone_names))
+    obj = remap_bones(obj, edits.bones, list(bones.whole.skeleton.names))
+    if bones.deleted is not None:
+        job.result.warnings.extend(moved_note([obj], bones.deleted))
+        obj = fold_skin(obj, bones.deleted)
     texture = {new: old for old, new in edits.renamed.items()}  # a renamed material: its texture's BMP, renamed too
     return edited_triangles(obj, [file_of.get(texture.get(n, n), n) for n in names], sizes, original)
 

@@ -29,6 +29,8 @@ from ...formats.goldsrc import structs as S
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.qc import QcWriter, Quoted, Raw
 from ...formats.text import fixed_string
+from ...scene.goldsrc.convert import bone_world
+from ..source.deleted_bones import DeletedBones
 from .activities import activity_name
 from .motion import QC_ROTATE
 
@@ -84,6 +86,9 @@ class QcParts:
     sequences: list[SequenceFiles]
     notes: list[str] = field(default_factory=list)  # comments for the head of the QC
     new_sequences: list[NewSequence] = field(default_factory=list)  # an export's actions made in Blender
+    skins: np.ndarray | None = None  # an export's skin table (families × columns of texture indices), else the file's
+    deleted: DeletedBones | None = None  # an export's bones deleted in Blender (lines re-targeted or left out)
+    dropped: list[str] = field(default_factory=list)  # what they took out of the QC
 
 
 def stored_names(gs: GsFile) -> tuple[list[str], list[str]]:
@@ -163,7 +168,7 @@ def _bodies(parts: QcParts, w: QcWriter) -> None:
 
 def _skins(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     files = parts.texture_files
-    skins = gs.skins
+    skins = gs.skins if parts.skins is None else parts.skins
     if len(skins) > 1 and skins.shape[1]:
         valid = (skins >= 0) & (skins < len(files))
         differs = np.flatnonzero(((skins != skins[0]) & valid).any(axis=0) & valid.all(axis=0))
@@ -199,7 +204,18 @@ def _bones(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
     def bone(index: int) -> Quoted:
         return Quoted(names[index] if 0 <= index < len(names) else "")
 
+    deleted = parts.deleted
+
+    def gone(index: int, what: str) -> bool:
+        if deleted is None or not 0 <= index < len(deleted.kept) or deleted.kept[index]:
+            return False
+        parts.dropped.append(f"{what} (bone '{names[index]}' was deleted in Blender)")
+        return True
+
+    world = bone_world(gs) if deleted is not None else None
     for c in gs.controllers:
+        if gone(int(c["bone"]), f"$controller {int(c['index'])}"):
+            continue
         kind = int(c["type"]) & CONTROLLER_TYPES
         control = CONTROLS.get(kind)
         if control is None:
@@ -208,8 +224,18 @@ def _bones(gs: GsFile, parts: QcParts, w: QcWriter) -> None:
         index = Raw("mouth") if int(c["index"]) == MOUTH else int(c["index"])
         w.command(Raw("$controller"), index, bone(int(c["bone"])), Raw(control), float(c["start"]), float(c["end"]))
     for i, a in enumerate(gs.attachments):
-        w.command(Raw("$attachment"), i, bone(a.bone), *a.origin.astype(np.float64).tolist())
+        at, origin = a.bone, a.origin.astype(np.float64)
+        if world is not None and 0 <= at < len(deleted.heir) and not deleted.kept[at]:
+            heir = int(deleted.heir[at])
+            if heir < 0:
+                gone(at, f"$attachment {i}")
+                continue
+            origin = (np.linalg.inv(world[heir]) @ world[at] @ np.r_[origin, 1.0])[:3]  # the same place in the model
+            at = heir
+        w.command(Raw("$attachment"), i, bone(at), *origin.tolist())
     for box in gs.hitboxes:
+        if gone(int(box["bone"]), "$hbox"):
+            continue
         corners = np.concatenate([box["bbmin"], box["bbmax"]]).astype(np.float64).tolist()
         w.command(Raw("$hbox"), int(box["group"]), bone(int(box["bone"])), *corners)
     w.blank()

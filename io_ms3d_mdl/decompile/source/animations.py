@@ -16,7 +16,8 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import FormatError, Warnings
-from ...formats.smd import SmdSkeleton, write_smd
+from ...formats.smd import SmdSkeleton
+from ...formats.smd.writer import nodes_text, skeleton_texts
 from ...formats.source.animation import SkippedAnimation, decode_animations
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
@@ -24,6 +25,7 @@ from ...scene.rotations import quaternion_to_matrix
 from ...scene.source.animation import SECTION_COST, _remap, section_count
 from ..output import Output, safe_stem
 from .angles import matrix_to_euler, quaternion_to_euler
+from .deleted_bones import DeletedBones, fold_pose
 
 BATCH_BONE_FRAMES = 1 << 18
 
@@ -49,12 +51,13 @@ def write_animations(
     folder: str = "anims",
     replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
     added: tuple[np.ndarray, np.ndarray] | None = None,
+    deleted: DeletedBones | None = None,
 ) -> dict[tuple[int, int], WrittenAnimation]:
     """``replaced``: the model's own animations an export takes from Blender (index -> positions, rotations as
     :func:`new_actions.edited_poses` gives them); each value equal to the file's within the import's storage is
     the file's, so the bones the user did not touch keep their exact frames. ``added``: bones past the file's
     (an export's, made in Blender): their local rest (positions, rotations), held on every frame (a delta holds
-    them still)."""
+    them still). ``deleted``: bones an export leaves out (``skeleton`` still has them; the SMDs do not)."""
     sources = [(mdl, ani, "")] + [(inc.mdl, inc.ani, inc.name) for inc in includes]
     taken: set[str] = set()
     chosen: list[tuple[int, int]] = []
@@ -67,6 +70,7 @@ def write_animations(
     budget = current_budget()
     data_bytes = sum(len(src.data) + (len(a[0]) if a else 0) for src, a, _ in sources)
     total = budget.bone_frames(data_bytes)
+    output.grant(budget.animation_text_bytes(data_bytes))
     spent = 0
     costs = []
     for s, i in chosen:
@@ -90,7 +94,18 @@ def write_animations(
     for (s, i), cost in zip([*chosen, (-1, -1)], [*costs, 0], strict=True):
         if batch and (s == -1 or s != batch[0][0] or weight + cost > BATCH_BONE_FRAMES):
             _write_batch(
-                sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced or {}, added
+                sources,
+                batch,
+                mappings,
+                mdl,
+                skeleton,
+                output,
+                warnings,
+                folder,
+                written,
+                replaced or {},
+                added,
+                deleted,
             )
             batch, weight = [], 0
         if s >= 0:
@@ -176,7 +191,9 @@ def settle_pose(
     return np.where(same[0][..., None], positions, edited[0]), np.where(same[1][..., None], rotations, edited[1])
 
 
-def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added) -> None:
+def _write_batch(
+    sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added, deleted
+) -> None:
     s = batch[0][0]
     source, ani, label = sources[s]
     results = decode_animations(source, [i for _, i in batch], *(ani or (None, None)))
@@ -196,22 +213,48 @@ def _write_batch(sources, batch, mappings, mdl, skeleton, output, warnings, fold
     if s:
         anims = _remap(anims, mappings[s], mdl)
     sub = f"{folder}/{safe_stem(label.replace('.mdl', ''))}" if s else folder
+    skeleton = deleted.skeleton if deleted is not None else skeleton  # (the SMDs leave the deleted bones out)
     roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     static = mdl.is_static_prop and len(mdl.bones) == 1  # a static prop's vertices are turned instead
     turn = None if static or not len(roots) else default_turn(source, ani)
+    poses = []
     for (i, _), anim in zip(good, anims, strict=True):
-        desc = source.animations[i]
         positions, rotations = anim.positions, anim.rotations
         if not s and i in replaced:
             positions, rotations = settle_pose(replaced[i], positions, rotations)
         elif added is not None:
             positions, rotations = _with_added(positions, rotations, added, bool(anim.delta))
-        frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
-        if turn is not None and not anim.delta:
-            unturn_roots(frames, rotations, roots, turn)
+        if deleted is not None:
+            positions, rotations = fold_pose(positions, rotations, deleted, bool(anim.delta))
+        poses.append((positions, rotations))
+    frames = _batch_frames(poses, [bool(a.delta) for a in anims], roots, turn)
+    nodes = nodes_text(skeleton)  # (the same in every SMD)
+    for (i, _), anim, animation_frames, (text, stats) in zip(good, anims, frames, skeleton_texts(frames), strict=True):
+        desc = source.animations[i]
         relative = output.name(desc.name.lstrip("@") or f"animation{i}", ".smd", sub)
         with output.open(relative) as stream:
-            stats = write_smd(stream, skeleton, frames)
+            stream.write(nodes)
+            stream.write(text)
         if stats.non_finite:
             warnings.add(f"animation '{desc.name}': {stats.non_finite} nan/inf values were written as 0")
-        written[(s, i)] = WrittenAnimation(s, i, desc.name, relative, len(frames), float(anim.fps), bool(anim.delta))
+        written[(s, i)] = WrittenAnimation(
+            s, i, desc.name, relative, len(animation_frames), float(anim.fps), bool(anim.delta)
+        )
+
+
+def _batch_frames(
+    poses: list[tuple[np.ndarray, np.ndarray]], deltas: list[bool], roots: np.ndarray, turn: np.ndarray | None
+) -> list[np.ndarray]:
+    """Each animation's (F, B, 6) SMD frames (positions, Euler angles; a whole animation's roots unturned), the
+    batch laid end to end so the angles and the turn are one numpy pass each rather than one per animation."""
+    counts = [len(p) for p, _ in poses]
+    positions = np.concatenate([p for p, _ in poses])
+    rotations = np.concatenate([q for _, q in poses])
+    frames = np.concatenate([positions, quaternion_to_euler(rotations)], axis=2)
+    if turn is not None:
+        whole = np.repeat(~np.array(deltas, dtype=bool), counts)
+        if whole.any():
+            turned = frames[whole]
+            unturn_roots(turned, rotations[whole], roots, turn)
+            frames[whole] = turned
+    return np.split(frames, np.cumsum(counts)[:-1])

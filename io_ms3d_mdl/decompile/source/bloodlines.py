@@ -1,7 +1,8 @@
 """The QC facts of a Bloodlines model (MDL 2531), read from its own header (``formats.source.structs2531``) where
 ``details`` reads the 44–53 header: positions and boxes, surface property, pose parameters, IK chains, the bones'
-surface properties and the included models' names; per sequence its activity weight, grid size and events
-(number and options: ``structs2531.EVENT``), which ``qc`` writes as numbered ``{ event ... }`` lines.
+surface properties; per sequence its activity weight, grid size and events (number and options:
+``structs2531.EVENT``), which ``qc`` writes as numbered ``{ event ... }`` lines. The included models are named by the
+reader (``formats.source.includes2531``), so their animations are written under this skeleton as for 44–53.
 
 What 2531 keeps differently, and is left out rather than guessed: the header's first vector (0.5, 0.5, 0.5 in
 every model looked at) is not an eye position, so no ``$eyeposition``; the key-value fields hold no text; sequence
@@ -25,9 +26,6 @@ from .details import ModelDetails, SequenceDetails, ik_chains, read_pose_paramet
 VERSION = B.VERSION
 KNOWN_FLAGS = 0x1 | 0x10  # auto-generated hit boxes, static prop
 SOLID = 0x1
-# 116 bytes in 2531 (44–53: 8, label then name): the name's offset first; the rest (0, 0x7fffffff, 0, a size, then
-# -1s) is not read. Measured on allsequences.mdl's 11 includes, each name 116 bytes further on.
-INCLUDE = np.dtype([("sznameindex", "<i4"), ("unknown", "V112")])
 
 
 def _text(cur: Cursor, offset: int) -> str:
@@ -35,20 +33,6 @@ def _text(cur: Cursor, offset: int) -> str:
         return cur.string_at(offset, "name", optional=True)
     except FormatError:
         return ""
-
-
-def name_included_models(data: bytes, path: str | None, mdl: MdlFile) -> None:
-    """The models ``mdl`` includes (``$includemodel``), which the import's reader leaves unread: named here so that
-    the decompile writes their animations under this skeleton and the QC includes them, as for 44–53."""
-    cur = Cursor(data, path)
-    with suppress(FormatError):
-        (header,) = cur.array_at(B.HEADER, 0, 1, "version 2531 studiohdr_t header")
-        count, index = int(header["numincludemodels"]), int(header["includemodelindex"])
-        if 0 < count <= 256:
-            records = cur.array_at(INCLUDE, index, count, "included models")
-            names = [_text(cur, index + k * INCLUDE.itemsize + int(r["sznameindex"])) if int(r["sznameindex"])
-                     else "" for k, r in enumerate(records)]  # fmt: skip
-            mdl.include_models[:] = [n for n in names if n]
 
 
 def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDetails:

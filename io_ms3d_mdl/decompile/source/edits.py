@@ -32,7 +32,12 @@ class SourceEdits:
     # per body part, its options' names (an option past the file's own is added to the $bodygroup)
     options: list[list[str]] = field(default_factory=list)
     renamed: dict[str, str] = field(default_factory=dict)  # the file's texture name -> the Blender material's name
+    # the skin families as Blender holds them (per family, per skin-table column, the material's name as the SMDs
+    # name it), None when they are the file's
+    skins: list[list[str]] | None = None
     bones: list[str] = field(default_factory=list)  # the skins' bone indices: these bones, by their file names
+    # the file's bones the user deleted in Blender (their weights are read too: ``bones`` ends with them)
+    deleted: list[str] = field(default_factory=list)
     lods: bool = False  # Blender holds the lower levels of detail (else the file's are written as they are)
     actions: list[ActionData] = field(default_factory=list)  # the rig's actions; new ones become sequences
     # the model's own animations the user changed: file name -> the action, the Blender frames a file frame spans

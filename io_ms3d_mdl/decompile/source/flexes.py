@@ -1,7 +1,8 @@
 """Flexes back to a VTA: frame 0 is the reference SMD's vertex list (studiomdl finds each reference vertex in it by
 position), then one frame per flex descriptor with the vertices it moves. A stereo flex was split by side at
 compile time; each side is its own descriptor in the model, and each is written whole (its side weights already
-applied), so the compiled flexes come out the same."""
+applied), so the compiled flexes come out the same. An eyelid's three shapes (one descriptor) follow the flexes,
+as its ``eyelid`` line names them (``eyelids``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ...scene.names import unique_names
 from ...scene.source.flex import BASIS
 from ...scene.types import ObjectData
 from ..output import Output
+from .eyelids import Eyelid, eyelid_shapes, knows_file_vertices
 
 VTA_SKELETON = SmdSkeleton(["root"], np.array([-1]))  # a VTA's skeleton only counts its frames
 
@@ -25,6 +27,7 @@ class FlexPart:
     vta: str
     names: list[str] = field(default_factory=list)  # flex descriptor names, frame i + 1 each
     new: list[str] = field(default_factory=list)  # of those, shape keys made in Blender (no controller in the file)
+    eyelids: list[Eyelid] = field(default_factory=list)  # their frames after the flexes'
 
 
 def write_flexes(
@@ -36,6 +39,7 @@ def write_flexes(
     output: Output,
     warnings: Warnings,
     turn: np.ndarray | None,
+    eyelids: list[Eyelid] | None = None,
 ) -> FlexPart:
     descs = sorted(
         {f.desc for m in model.meshes for f in m.flexes} | {f.pair for m in model.meshes for f in m.flexes if f.pair}
@@ -65,7 +69,15 @@ def write_flexes(
             moved_by[by_key[name]] = moved
         else:
             new.append((name, moved))
-    missing = [mdl.flex_names[d] for d in descs if d not in moved_by]
+    # an eyelid line makes its lid's flexes (from the file's shapes, on the file's vertices): not a flex of its own
+    lids = list(eyelids or []) if knows_file_vertices(obj) else []
+    if eyelids and not lids:
+        warnings.add(
+            f"'{reference}': the mesh is Blender's (its vertices are not the file's): its {len(eyelids)} eyelids are"
+            " written as plain flexes, without eyelid lines"
+        )
+    plain = [d for d in descs if d not in {lid.desc for lid in lids}]
+    missing = [mdl.flex_names[d] for d in plain if d not in moved_by]
     if missing:
         warnings.add(
             f"'{reference}': {len(missing)} flexes have no shape key (deleted or renamed in Blender) and are written"
@@ -73,15 +85,16 @@ def write_flexes(
         )
     new_names = unique_names([n for n, _ in new], "flex", taken=list(mdl.flex_names))  # never a file flex's name
     shapes = []
-    for name, moved in [(mdl.flex_names[d], moved_by.get(d, base)) for d in descs] + list(
+    for name, moved in [(mdl.flex_names[d], moved_by.get(d, base)) for d in plain] + list(
         zip(new_names, [m for _, m in new], strict=True)
     ):
         where = np.nonzero(np.any(moved != base, axis=1))[0]
         shapes.append((name, where, moved[where], normals[where]))
     names = [name for name, *_ in shapes]
+    shapes += eyelid_shapes(mdl, model, obj, lids, base, normals, turn, len(shapes) + 1)
     relative = output.name(reference.rsplit("/", 1)[-1].removesuffix(".smd"), ".vta")
     with output.open(relative) as stream:
         stats = write_vta(stream, VTA_SKELETON, base, normals, shapes)
     if stats.non_finite:
         warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
-    return FlexPart(relative, names, new_names)
+    return FlexPart(relative, names, new_names, lids)

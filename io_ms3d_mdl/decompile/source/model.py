@@ -23,14 +23,16 @@ from ..registry import DecompileJob
 from .angles import quaternion_to_euler
 from .animations import default_turn, write_animations
 from .bloodlines import VERSION as BLOODLINES
-from .bloodlines import bloodlines_details, name_included_models
+from .bloodlines import bloodlines_details
+from .deleted_bones import deleted_note, fold_skin, moved_note
 from .details import model_details
 from .edits import SourceEdits, remap_bones, settle
+from .eyelids import find_eyelids
 from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .new_actions import edited_poses, local_pose, write_new_actions
 from .qc import QcParts, bone_world, write_qc
-from .skeleton_edits import edited_skeleton
+from .skeleton_edits import edited_skeleton, without_deleted
 from .stored_names import restore_stored_names
 
 
@@ -44,8 +46,6 @@ def decompile_source(job: DecompileJob) -> None:
     vvd, vtx, notes = read_mesh_companions(mdl, sidecars, None if options.lods else 0)
     warnings.extend(notes)
     ani = load_ani(job.path, mdl)
-    if mdl.version == BLOODLINES:
-        name_included_models(job.data, job.path, mdl)
     includes = load_includes(job.path, mdl, warnings) if options.include_animations else []
     phy = None
     if options.physics:
@@ -92,15 +92,23 @@ def decompile_source(job: DecompileJob) -> None:
     parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx)
     edits = options.edits if isinstance(options.edits, SourceEdits) else None
     world = bone_world(mdl)
-    if edits is not None:  # an export: bones moved or made in Blender
+    deleted = None
+    full_skeleton, full_world = skeleton, world
+    if edits is not None:  # an export: bones moved, made or deleted in Blender
+        warnings.extend(edits.notes)  # (what Blender's side could not carry over)
         edited = edited_skeleton(skeleton, world, rest, edits.rig)
-        skeleton, world, rest = edited.skeleton, edited.world, edited.rest
-        parts.skeleton, parts.rest = skeleton, rest
         if edited.new:
             warnings.add(
                 f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's animations), e.g."
-                f" '{skeleton.names[-edited.new]}'"
+                f" '{edited.skeleton.names[-edited.new]}'"
             )
+        edited = without_deleted(edited, edits.deleted)
+        skeleton, world, rest, deleted = edited.skeleton, edited.world, edited.rest, edited.deleted
+        full_skeleton, full_world = edited.whole.skeleton, edited.whole.world
+        if deleted is not None:
+            parts.deleted = deleted
+            warnings.add(deleted_note(deleted))
+        parts.skeleton, parts.rest = skeleton, rest
 
     # reference SMDs: one per body-part option and level of detail
     textures = mdl.textures
@@ -108,6 +116,7 @@ def decompile_source(job: DecompileJob) -> None:
 
     renamed = edits.renamed if edits is not None else {}
     parts.renamed = renamed
+    parts.skins = edits.skins if edits is not None else None
 
     def material(ref: int) -> str:
         t = family0[ref] if 0 <= ref < len(family0) else ref
@@ -123,7 +132,7 @@ def decompile_source(job: DecompileJob) -> None:
     originals = {key: (obj, [material(r) for r in obj.mesh.material_refs or []]) for key, obj in by_option.items()}
     written = originals
     if edits is not None:  # Blender's objects instead, each keeping the file's values it did not change
-        bones = list(skeleton.names)
+        bones = list(full_skeleton.names)
         written = {
             key: (settle(remap_bones(obj, edits.bones, bones), by_option.get(key)), names)
             for key, (obj, names) in edits.meshes.items()
@@ -131,6 +140,9 @@ def decompile_source(job: DecompileJob) -> None:
         if not edits.lods:  # the import left the lower levels of detail out: the file's are kept
             written.update({key: v for key, v in originals.items() if key[2] > 0 and key[0] < len(edits.options)})
         parts.options = edits.options
+        if deleted is not None:
+            warnings.extend(moved_note([obj for obj, _ in written.values()], deleted))
+            written = {key: (fold_skin(obj, deleted), names) for key, (obj, names) in written.items()}
     for (b, m, k), (obj, names) in sorted(written.items()):
         model = mdl.body_parts[b].models[m] if m < len(mdl.body_parts[b].models) else None
         name = model.name if model is not None else edits.options[b][m]
@@ -144,7 +156,8 @@ def decompile_source(job: DecompileJob) -> None:
             warnings.add(f"'{relative}': {stats.non_finite} nan/inf values were written as 0")
         parts.references[(b, m, k)] = relative
         if options.flexes and k == 0 and obj.mesh.shape_keys and model is not None:
-            parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn)
+            lids = find_eyelids(mdl, details.eyeballs.get((b, m), []), warnings)
+            parts.flexes[(b, m)] = write_flexes(mdl, model, obj, relative, skeleton, output, warnings, turn, lids)
 
     # physics
     solids = [o for o in scene.objects if o.collision]
@@ -158,6 +171,7 @@ def decompile_source(job: DecompileJob) -> None:
             if turn is not None:
                 positions = positions @ turn.T
             bone = names.index(obj.bone) if obj.bone in names else 0
+            bone = int(deleted.written[bone]) if deleted is not None else bone
             t = len(tris)
             pieces.append(
                 SmdTriangles(
@@ -180,12 +194,19 @@ def decompile_source(job: DecompileJob) -> None:
     # animations
     if options.animations:
         replaced = {}
-        if edits is not None:
-            warnings.extend(edits.notes)
         if edits is not None and edits.edited and edits.rig is not None:  # animations the user changed
-            replaced = edited_poses(edits.edited, [d.name for d in mdl.animations], edits.rig, world, skeleton)
+            animations = [d.name for d in mdl.animations]
+            replaced = edited_poses(edits.edited, animations, edits.rig, full_world, full_skeleton)
         parts.animations = write_animations(
-            mdl, ani, includes, skeleton, output, warnings, replaced=replaced, added=_added_rest(world, skeleton, mdl)
+            mdl,
+            ani,
+            includes,
+            full_skeleton,
+            output,
+            warnings,
+            replaced=replaced,
+            added=_added_rest(full_world, full_skeleton, mdl),
+            deleted=deleted,
         )
     if edits is not None and edits.actions and edits.rig is not None:  # actions made in Blender
         own = {d.name for d in mdl.animations} | {q.name for q in mdl.sequences}

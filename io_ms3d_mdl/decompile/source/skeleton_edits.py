@@ -15,6 +15,7 @@ import numpy as np
 
 from ...formats.smd import SmdSkeleton
 from .angles import matrix_to_euler
+from .deleted_bones import DeletedBones, find_deleted, fold_rest
 from .new_actions import BlenderRig, local_pose, to_source
 
 MOVED = 1e-5  # relative to the model's size: a rest further from the import's is an edit (float32 holds ~1e-7)
@@ -26,6 +27,15 @@ class EditedSkeleton:
     world: np.ndarray  # (B', 4, 4) rest in model space
     rest: np.ndarray  # (1, B', 6) local rest: position, Euler angles (the reference SMD's frame)
     new: int  # bones at the end that the file does not have
+    # without the bones deleted in Blender (``deleted_bones.without_deleted``): which they were, and the skeleton
+    # with them (the file's data is indexed by it)
+    deleted: DeletedBones | None = None
+    full: EditedSkeleton | None = None
+
+    @property
+    def whole(self) -> EditedSkeleton:
+        """The skeleton with the deleted bones (itself when none was)."""
+        return self.full if self.full is not None else self
 
 
 def edited_skeleton(
@@ -70,3 +80,12 @@ def edited_skeleton(
     full[0, redo, :3] = positions[0, redo]
     full[0, redo, 3:] = matrix_to_euler(matrices[0, redo])
     return EditedSkeleton(edited, world, full, len(added))
+
+
+def without_deleted(edited: EditedSkeleton, names: list[str]) -> EditedSkeleton:
+    """``edited`` (the full skeleton) without the bones named in ``names``; itself when none is in it."""
+    deleted = find_deleted(edited.skeleton, names)
+    if deleted is None:
+        return edited
+    world, rest = fold_rest(edited.world, edited.rest, deleted)
+    return EditedSkeleton(deleted.skeleton, world, rest, edited.new, deleted=deleted, full=edited)

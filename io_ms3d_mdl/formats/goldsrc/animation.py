@@ -25,7 +25,6 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import FormatError
-from ..binary import run_layout
 from . import structs as S
 from .model import GsFile, GsSequence
 
@@ -220,16 +219,22 @@ class _Walk:
         length = np.minimum(total, frames - start)
         keep = (length > 0) & ~self.broken[channel]
         channel, start, valid, at, length = channel[keep], start[keep], valid[keep], at[keep], length[keep]
-        run, place = run_layout(length)
+        # per frame of every span (the spans laid end to end): its place in the span, and from that the byte it
+        # reads and its cell in ``out``; each span's own numbers spread by ``repeat`` (cheaper than gathering)
+        element = np.arange(int(length.sum()), dtype=np.int64)
+        place = element - np.repeat(np.cumsum(length) - length, length)
         # frame k of a span: its k-th value while k < valid, else the last (index ``valid``; with no values at all
         # that is the span header itself, as the engine reads it)
-        index = np.where(place < valid[run], place + 1, valid[run])
-        byte = at[run] + 2 * index
+        byte = np.minimum(place + 1, np.repeat(valid, length))
+        byte *= 2
+        byte += np.repeat(at, length)
+        cell = element + np.repeat(channel * frames + start - (np.cumsum(length) - length), length)
         past = byte + 2 > size
         if past.any():
+            run = np.repeat(np.arange(len(length)), length)
             self.broken[channel[run[past]]] = True
             fine = ~self.broken[channel[run]]
-            run, place, byte = run[fine], place[fine], byte[fine]
-        shorts = (raw[byte].astype(np.uint16) | (raw[byte + 1].astype(np.uint16) << 8)).view(np.int16)
-        out[channel[run], start[run] + place] = shorts
+            byte, cell = byte[fine], cell[fine]
+        shorts = (raw.take(byte).astype(np.uint16) | (raw.take(byte + 1).astype(np.uint16) << 8)).view(np.int16)
+        out.ravel()[cell] = shorts
         return out

@@ -68,9 +68,14 @@ def smd_name(name: str) -> str:
 
 
 def write_nodes(out: BinaryIO, skeleton: SmdSkeleton) -> None:
+    out.write(nodes_text(skeleton))
+
+
+def nodes_text(skeleton: SmdSkeleton) -> bytes:
+    """The ``version`` line and ``nodes`` section (a caller writing many SMDs of one skeleton makes it once)."""
     parents = np.asarray(skeleton.parents, dtype=np.int64).tolist()
     rows = [f'{i} "{smd_name(n)}" {p}\n' for i, (n, p) in enumerate(zip(skeleton.names, parents, strict=True))]
-    out.write(("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED))
+    return ("version 1\nnodes\n" + "".join(rows) + "end\n").encode(*STORED)
 
 
 def int_chars(values: np.ndarray) -> np.ndarray:
@@ -88,9 +93,9 @@ def _column(n: int, text: bytes) -> np.ndarray:
 
 
 def _compact(table: np.ndarray) -> bytes:
-    """The bytes of a NUL-padded table, row after row, with the padding taken out."""
-    flat = table.astype(np.uint8, copy=False).ravel()
-    return flat[flat != 0].tobytes()
+    """The bytes of a NUL-padded table, row after row, with the padding taken out (``bytes.translate`` deletes
+    them in one C loop: 11 ms where a boolean mask took 21 on a 1.7 MB table, 40 % of it padding)."""
+    return table.astype(np.uint8, copy=False).tobytes().translate(None, b"\0")
 
 
 def _number_table(first: np.ndarray, numbers: np.ndarray, stats: SmdStats) -> np.ndarray:
@@ -159,31 +164,35 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
 def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndarray]:
     """``time N`` (``numbers``) then one line per bone, for each frame of ``values`` (finite float32, (F, B, 6)),
     and each frame's length in bytes. A value equal to the same channel's in the frame before reuses its text: an
-    animation's channels mostly hold still, and formatting numbers is the writer's cost."""
+    animation's channels mostly hold still, and formatting numbers is the writer's cost.
+
+    Every piece of text the frames are made of is one NUL-padded cell of a table: each fresh value after its
+    space, each frame's ``time`` line with the first bone's number, and each line end with the next bone's
+    number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each)
+    with the padding taken out: no table of the frames' lines is filled piece by piece."""
     n, bones = values.shape[:2]
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
     np.not_equal(channels[:, 1:], channels[:, :-1], out=fresh[:, 1:])
     chars, _ = float_chars(channels[fresh], dedupe=False)  # (fresh values seldom repeat enough to pay a sort)
-    width = chars.shape[1] + 1
-    cells = np.empty((len(chars), width), dtype=np.uint8)  # each value's text after its space
-    cells[:, 0] = ord(" ")
-    cells[:, 1:] = chars
+    count = len(chars)
+    ends = np.concatenate([_column(bones, b"\n"), int_chars(np.arange(1, bones + 1))], axis=1)
+    ends[bones - 1 :, 1:] = 0  # (the last bone's line end has no bone after it)
+    head = np.concatenate([_column(n, b"time "), int_chars(numbers), _column(n, b"\n0" if bones else b"\n")], axis=1)
+    first_head = count + bones
+    cells = np.zeros((first_head + n, max(chars.shape[1] + 1, ends.shape[1], head.shape[1])), dtype=np.uint8)
+    cells[:count, 0] = ord(" ")
+    cells[:count, 1 : chars.shape[1] + 1] = chars
+    cells[count:first_head, : ends.shape[1]] = ends
+    cells[first_head:, : head.shape[1]] = head
+    ids = np.empty((n, 1 + bones * 7), dtype=np.intp)  # per frame: its time line, then per bone 7 cells
+    ids[:, 0] = np.arange(first_head, first_head + n)
+    lines = ids[:, 1:].reshape(n, bones, 7)
     # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
-    latest = (np.cumsum(fresh.ravel()) - 1).reshape(bones, 6, n).transpose(2, 0, 1)
-    index = int_chars(np.arange(bones))
-    line = index.shape[1] + 6 * width + 1
-    head = np.concatenate([_column(n, b"time "), int_chars(numbers), _column(n, b"\n")], axis=1)
-    table = np.empty((n, bones + 1, max(line, head.shape[1])), dtype=np.uint8)
-    table[:, 0, : head.shape[1]] = head
-    table[:, 0, head.shape[1] :] = 0
-    body = table[:, 1:]  # (F, B, line): the bone lines of each frame
-    body[:, :, : index.shape[1]] = index
-    body[:, :, index.shape[1] : line - 1] = cells[latest].reshape(n, bones, 6 * width)
-    body[:, :, line - 1] = ord("\n")
-    body[:, :, line:] = 0
-    kept = table.reshape(n, -1) != 0
-    return table.reshape(n, -1)[kept].tobytes(), kept.sum(axis=1)
+    lines[:, :, :6] = (np.cumsum(fresh.ravel()) - 1).reshape(bones, 6, n).transpose(2, 0, 1)
+    lines[:, :, 6] = np.arange(count, first_head)
+    table = cells.view(f"V{cells.shape[1]}").ravel().take(ids).view(np.uint8).reshape(n, -1)
+    return _compact(table), table.shape[1] - (table == 0).sum(axis=1)
 
 
 def _name_table(names: list[str]) -> np.ndarray:

@@ -13,6 +13,7 @@ from .model import MdlFile
 from .sidecars import find_ani
 
 MAX_DEPTH = 8
+NAMES_SHOWN = 8  # missing includes a warning names (a Bloodlines character from a patch alone misses 23)
 
 
 @dataclass
@@ -36,13 +37,14 @@ def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]
     roots = confinement.lookup or ((root,) if root else ())
     out: list[Included] = []
     seen = {os.path.normcase(os.path.abspath(path))}
+    missing: list[str] = []
 
     def visit(model: MdlFile, depth: int) -> None:
         for name in model.include_models:
             found = confinement.find_first(roots, name)
             if found is None:
-                where = "under the game folder" if roots else "(the model is not inside a models/ folder)"
-                warnings.add(f"included model '{shown(name)}' was not found {where}; its animations are missing")
+                if f"'{shown(name)}'" not in missing:  # (several included models may name the same one)
+                    missing.append(f"'{shown(name)}'")
                 continue
             key = os.path.normcase(os.path.abspath(found))
             if key in seen:
@@ -64,4 +66,14 @@ def load_includes(path: str, mdl: MdlFile, warnings: Warnings) -> list[Included]
             visit(included, depth + 1)
 
     visit(mdl, 0)
+    if missing:  # one warning, however many
+        where = "under the game folder" if roots else "(the model is not inside a models/ folder)"
+        if len(missing) == 1:
+            warnings.add(f"included model {missing[0]} was not found {where}; its animations are missing")
+        else:
+            more = len(missing) - NAMES_SHOWN
+            names = ", ".join(missing[:NAMES_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            warnings.add(
+                f"{len(missing)} included models were not found {where}; their animations are missing: {names}"
+            )
     return out

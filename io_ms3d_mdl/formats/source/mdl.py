@@ -17,6 +17,7 @@ import numpy as np
 from ...access import read_file
 from ...budget import current_budget
 from ..binary import Cursor
+from . import faces
 from . import structs as S
 from . import structs2531 as S2531
 from .animation_values import half_to_float
@@ -26,10 +27,8 @@ from .model import (
     MdlAnimation,
     MdlBodyPart,
     MdlEvent,
-    MdlEyeball,
     MdlFile,
     MdlFlex,
-    MdlFlexRule,
     MdlHitbox,
     MdlMesh,
     MdlModel,
@@ -95,18 +94,15 @@ def read_mdl_bytes(data: bytes, path: str | None = None) -> MdlFile:
         include_models=_includes(cur, header),
         animations=_animations(cur, header, layout.animdesc),
         sequences=_sequences(cur, header, layout.seqdesc_size),
-        flex_names=[
-            cur.string_at(_rel(cur, int(header["flexdescindex"]) + 4 * i, r["szfacsindex"]), "flex name")
-            for i, r in enumerate(_records(cur, header, "numflexdesc", "flexdescindex", S.FLEXDESC, "flexes"))
-        ],
+        flex_names=faces.flex_names(cur, header),
         anim_block_name=cur.string_at(int(header["szanimblocknameindex"]), "animation block file name"),
         num_anim_blocks=int(header["numanimblocks"]),
         anim_blocks=_records(cur, header, "numanimblocks", "animblockindex", np.dtype(("<i4", 2)), "animation blocks")
         if int(header["numanimblocks"]) > 0
         else np.zeros((0, 2), dtype=np.int32),
         data=bytes(data),
-        flex_controllers=_flex_controllers(cur, header),
-        flex_rules=_flex_rules(cur, header),
+        flex_controllers=faces.flex_controllers(cur, header),
+        flex_rules=faces.flex_rules(cur, header),
         embedded=_embedded(cur, raw) if version == 53 else {},
     )
     if int(header["length"]) != cur.size:
@@ -192,7 +188,7 @@ def _body_parts(cur: Cursor, header: np.ndarray) -> list[MdlBodyPart]:
                     int(rec["vertexindex"]) // S.VERTEX_SIZE,
                     meshes,
                     int(rec["numeyeballs"]),
-                    _eyeballs(cur, m_off, rec),
+                    faces.eyeballs(cur, m_off, rec),
                 )
             )
         parts.append(MdlBodyPart(name, max(int(bp["base"]), 1), models))
@@ -216,55 +212,9 @@ def _flexes(cur: Cursor, mesh_off: int, mesh: np.ndarray) -> list[MdlFlex]:
                 verts["index"].astype(np.int64),
                 half_to_float(verts["delta"]).astype(np.float32).reshape(-1, 3),
                 (verts["side"].astype(np.float32) / 255.0),
+                flex["target"].astype(np.float32),
             )
         )
-    return out
-
-
-def _eyeballs(cur: Cursor, model_off: int, model: np.ndarray) -> list[MdlEyeball]:
-    return [
-        MdlEyeball(
-            cur.string_at(_rel(cur, off, e["sznameindex"]), "eyeball name", optional=True),
-            int(e["bone"]),
-            e["org"].astype(np.float64),
-            float(e["radius"]),
-        )
-        for off, e in _records_at(cur, model, "numeyeballs", "eyeballindex", S.EYEBALL, "eyeballs", model_off)
-    ]
-
-
-def _flex_controllers(cur: Cursor, header: np.ndarray) -> list[tuple[str, str, float, float]]:
-    out = []
-    for off, c in _records_at(
-        cur, header, "numflexcontrollers", "flexcontrollerindex", S.FLEXCONTROLLER, "flex controllers"
-    ):
-        out.append(
-            (
-                cur.string_at(_rel(cur, off, c["sznameindex"]), "controller name"),
-                cur.string_at(_rel(cur, off, c["sztypeindex"]), "controller type", optional=True),
-                float(c["min"]),
-                float(c["max"]),
-            )
-        )
-    return out
-
-
-def _flex_rules(cur: Cursor, header: np.ndarray) -> list[MdlFlexRule]:
-    """Rules that share one table of operations (as a compiler may, and a crafted file will thousands of times)
-    share one program: it is read once, and the interpreter works it through once (scene/source/flex.py)."""
-    out = []
-    programs: dict[tuple[int, int], list[tuple[int, float]]] = {}
-    for off, r in _records_at(cur, header, "numflexrules", "flexruleindex", S.FLEXRULE, "flex rules"):
-        where = (off + int(r["opindex"]), int(r["numops"]))
-        program = programs.get(where)
-        if program is None:
-            ops = _records(cur, r, "numops", "opindex", S.FLEXOP, "flex rule operations", off)
-            codes = ops["op"].astype(np.int64)
-            values = np.where(codes == 1, ops["value"].view("<f4").astype(np.float64), ops["value"]).tolist()
-            program = programs[where] = [
-                (o, v if o == 1 else int(v)) for o, v in zip(codes.tolist(), values, strict=True)
-            ]
-        out.append(MdlFlexRule(int(r["flex"]), program))
     return out
 
 

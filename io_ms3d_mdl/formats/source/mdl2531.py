@@ -4,8 +4,10 @@ Bloodlines has no ``.vvd``: each model keeps its own vertices, so the reader dec
 a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene assembly) works as for later Source.
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
 ``mdl``. Animations and sequences (with their events: ``structs2531.EVENT``) are listed here, animations decoded
-on demand (``animation2531``); eyeballs, flexes and included models of this version are not read (their layouts
-differ; none is guessed).
+on demand (``animation2531``); the included models are named (``includes2531``) and loaded as 44–49's are
+(``includes``). Flex descriptors, controllers and rules, eyeballs and each mesh's flexes with their
+vertex lists are read (``structs2531``); the flexes' 6-byte vertex deltas are kept as stored (``MdlPackedFlex``),
+not decoded, since their encoding is not known, so they make no shape keys.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import numpy as np
 
 from ...budget import current_budget
 from ..binary import Cursor
+from . import faces
 from . import structs as S
 from . import structs2531 as B
 from .attachments import read_attachments
+from .includes2531 import include_names
 from .model import (
     MdlAnimation,
     MdlBodyPart,
@@ -25,6 +29,7 @@ from .model import (
     MdlHitbox,
     MdlMesh,
     MdlModel,
+    MdlPackedFlex,
     MdlSequence,
     VvdFile,
 )
@@ -56,7 +61,8 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
     moved = _skinned_bind_pose(bones)
     pool: list[np.ndarray] = []
     tangents: list[np.ndarray] = []
-    body_parts = _body_parts(cur, raw, len(bones), pool, tangents)
+    flex_names = faces.flex_names(cur, raw)
+    body_parts = _body_parts(cur, raw, len(bones), len(flex_names), pool, tangents)
     vertices = np.concatenate(pool) if pool else np.zeros(0, B.POOL_VERTEX)
     mdl = MdlFile(
         path=path,
@@ -81,11 +87,13 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         include_models=[],
         animations=_animations(cur, raw),
         sequences=_sequences(cur, raw),
-        flex_names=[],
+        flex_names=flex_names,
         anim_block_name="",
         num_anim_blocks=0,
         anim_blocks=np.zeros((0, 2), dtype=np.int32),
         data=bytes(data),
+        flex_controllers=faces.flex_controllers(cur, raw),
+        flex_rules=faces.flex_rules(cur, raw),
         own_vertices=VvdFile(
             path,
             int(raw["checksum"]),
@@ -95,6 +103,7 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
             np.concatenate(tangents) if tangents else np.zeros((0, 4), np.float32),
         ),
     )
+    mdl.include_models = include_names(cur, raw, mdl.warnings)
     if len(moved):
         names = ", ".join(f"'{bone_names[i]}'" for i in moved[:5].tolist())
         mdl.warnings.add(
@@ -103,6 +112,12 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         )
     if int(raw["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(raw['length'])} bytes but it is {cur.size}")
+    packed = [f for p in body_parts for m in p.models for me in m.meshes for f in me.packed_flexes]
+    if packed:
+        mdl.warnings.add(
+            f"{len(packed)} Bloodlines flexes ({len({f.desc for f in packed})} shapes) were read but not imported "
+            "as shape keys: the encoding of their vertex deltas is not known"
+        )
     return mdl
 
 
@@ -190,9 +205,15 @@ def _matrix_quaternion(m: np.ndarray) -> np.ndarray:
 
 
 def _body_parts(
-    cur: Cursor, header: np.void, num_bones: int, pool: list[np.ndarray], tangents: list[np.ndarray]
+    cur: Cursor,
+    header: np.void,
+    num_bones: int,
+    num_flexes: int,
+    pool: list[np.ndarray],
+    tangents: list[np.ndarray],
 ) -> list[MdlBodyPart]:
     parts = []
+    flexes_read = [0]  # over all meshes, against the shape key budget
     first = 0  # where the next model's vertices start in the pool
     for b, (bp_off, bp) in enumerate(
         records_at(cur, header, "numbodyparts", "bodypartindex", S.BODYPART, "body parts")
@@ -214,6 +235,7 @@ def _body_parts(
                         f"mesh {k} of {what} holds vertices {start}..{start + size - 1} of the model's {count}",
                         me_off + 8,
                     )
+                flexes = _packed_flexes(cur, me_off, r, num_flexes, f"mesh {k} of {what}", flexes_read)
                 meshes.append(
                     MdlMesh(
                         int(r["material"]),
@@ -221,8 +243,9 @@ def _body_parts(
                         start,
                         int(r["materialtype"]),
                         int(r["materialparam"]),
-                        0,
+                        len(flexes),
                         np.zeros(8, dtype=np.int32),
+                        packed_flexes=flexes,
                     )
                 )
             if count < 0:
@@ -239,12 +262,70 @@ def _body_parts(
                     count,
                     first,
                     meshes,
-                    0,
+                    int(rec["numeyeballs"]),
+                    faces.eyeballs(cur, m_off, rec, B.EYEBALL),
                 )
             )
             first += count
         parts.append(MdlBodyPart(name, max(int(bp["base"]), 1), models))
     return parts
+
+
+FLEX_COUNT_AT = B.MESH.fields["numflexes"][1]
+FLEX_DESC_AT = B.FLEX.fields["flexdesc"][1]
+FLEX_SIZE_AT = B.FLEX.fields["numverts"][1]
+
+
+def _packed_flexes(
+    cur: Cursor, mesh_off: int, mesh: np.void, num_flexes: int, what: str, read: list[int]
+) -> list[MdlPackedFlex]:
+    """A mesh's flexes with their vertex lists (offsets relative to each flex), every descriptor and vertex index
+    checked; their count over all meshes is held to the shape key budget (each would be one). Compilers lay the
+    lists back to back: such a run is read as one table (a crafted file's scattered lists are read one by one)."""
+    count = int(mesh["numflexes"])
+    if count < 0:
+        raise cur.error(f"{what} declares {count} flexes", mesh_off + FLEX_COUNT_AT)
+    if not count:
+        return []
+    read[0] += count
+    budget = current_budget()
+    budget.check(cur.path, "flexes over all meshes", read[0], budget.shape_keys, offset=mesh_off + FLEX_COUNT_AT)
+    first = mesh_off + int(mesh["flexindex"])
+    flexes = cur.array_at(B.FLEX, first, count, f"flexes of {what}")
+    at = first + B.FLEX.itemsize * np.arange(count)
+    descs = flexes["flexdesc"]
+    bad = np.flatnonzero((descs < 0) | (descs >= num_flexes))
+    if len(bad):
+        k = int(bad[0])
+        raise cur.error(
+            f"a flex of {what} names flex descriptor {int(descs[k])}; the model has {num_flexes}",
+            int(at[k]) + FLEX_DESC_AT,
+        )
+    sizes = flexes["numverts"].astype(np.int64)
+    if (sizes < 0).any():
+        k = int(np.flatnonzero(sizes < 0)[0])
+        raise cur.error(f"a flex of {what} declares {int(sizes[k])} vertices", int(at[k]) + FLEX_SIZE_AT)
+    starts = at + flexes["vertindex"]
+    ends = np.cumsum(sizes)
+    if (starts[1:] == starts[:-1] + B.VERTANIM.itemsize * sizes[:-1]).all():
+        tables = np.split(
+            cur.array_at(B.VERTANIM, int(starts[0]), int(ends[-1]), f"vertices of flexes of {what}"), ends[:-1]
+        )
+    else:
+        tables = [
+            cur.array_at(B.VERTANIM, int(s), int(n), f"vertices of a flex of {what}")
+            for s, n in zip(starts.tolist(), sizes.tolist(), strict=True)
+        ]
+    size = int(mesh["numvertices"])
+    for k, verts in enumerate(tables):
+        if len(verts) and int(verts["index"].max()) >= size:
+            raise cur.error(
+                f"a flex of {what} moves vertex {int(verts['index'].max())} of a {size}-vertex mesh", int(starts[k])
+            )
+    return [
+        MdlPackedFlex(int(d), t, v["index"].astype(np.int64), v["delta"])
+        for d, t, v in zip(descs.tolist(), flexes["target"], tables, strict=True)
+    ]
 
 
 def _vertices(cur: Cursor, model_off: int, model: np.void, num_bones: int, what: str) -> np.ndarray:

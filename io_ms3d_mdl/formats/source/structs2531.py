@@ -16,6 +16,37 @@ a whole frame (9/40, 9/172, 27/37: studiomdl's frame / (frames − 1)) but in on
 on 320 frames: the cycle of rookied_cop's 461-frame animation of that name); the numbers are Source's (1003 a scripted
 sequence's script event with options "1"/"2", 3002 a weapon event, 5001 a muzzle flash, 6001 brass) or Bloodlines'
 own (4100/4101 naming the walkie-talkie model a cop takes and puts away, 5105 naming a view-model activity).
+
+Faces (measured on the 60 models of the patch with flex descriptors; ``tests/test_source_bloodlines_flex.py``).
+The header's flex descriptor (4 bytes: a name offset relative to the record), controller (20 bytes: type and name
+offsets, local-to-global, min, max) and rule tables (12 bytes, each pointing at 8-byte operations) are 44–49's:
+in the 59 files with controllers the three tables lie back to back (65 × 4, then 44 × 20 bytes), every name
+resolves to text and every rule's flex and every FETCH1/FETCH2 operand is in range (59 models of 65 descriptors,
+44 controllers and 60 rules; the 60th, female_raver_1, has a lone descriptor and no controllers or rules). As
+Crowbar and SourceIO read them.
+
+A flex is 32 bytes: 44–49's descriptor, four targets, vertex count and vertex offset (relative to the flex),
+then one int that is 1 in all 5,401 flexes; there is no flex pair and no vertex-animation type. Its vertex
+animations are 8 bytes each (SourceIO's ``VertAnimV2531``): a mesh-relative u16 vertex index and 6 bytes of
+delta. Evidence: in 286 meshes the 5,401 tables follow one another with no gap at 8 bytes a vertex (5,115 of
+5,115 neighbours), every index is below its mesh's vertex count, and the indices of ``upper_right`` land on the
+right eyelid. The 6 delta bytes are NOT decoded: SourceIO reads them as three int16 / 32767 in model space, but
+so read, each of over 100 mirrored vertex pairs of the right and left smiles (AU12R/AU12L) moves sideways the same
+way, where mirrored shapes move opposite ways; they are not fp16 either (NaNs). What the
+bytes show (for a future decoder): the low 2 bits of bytes 0 and 2 and the top 2 bits of byte 4 are always 0
+(three 14-bit fields: bytes 0–1 >> 2, bytes 2–3 >> 2, byte 4 · 256 + byte 5); the high parts (bytes 1, 3, 4)
+vary smoothly over the face, the low ones do not. No linear or spherical reading tried (SourceIO's; the fields as
+signed or unsigned components; two of them as angles in either order, over π or 2π, as elevation or polar angle,
+with the third or byte 4 as length) made the deltas of vertices sharing a triangle agree as a deformation's do: over
+female_citizen_3's face flexes they differ by a median 0.5–1.1 of the deltas' spread (shuffled: 1.5–2.0). One
+lead: on that model's lower teeth, which the jaw flex AU27Z turns about a sideways hinge, byte 4 is linear in the
+distance from one hinge line (R² > 0.99), as a rotation's motion length is, and mirrored vertices share all six
+bytes (no sideways motion); byte 5 there is largest on the midline (45) and falls sideways (to 15).
+
+An eyeball is 140 bytes: 44–49's up to ``lowerlidflexdesc``, then four floats (Crowbar's min/max pitch and yaw;
+all 0 here) without 44–49's tail; in 58 of the flexed models' 60 model records with eyeballs the next table
+starts 280 bytes after their two eyeballs (no table follows in the other two), whose lid descriptors name
+``upper_right``/``lower_right`` and ``upper_left``/``lower_left``.
 """
 
 from __future__ import annotations
@@ -102,10 +133,30 @@ SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16),
 # 76 bytes: the 44–49 event without its name offset (cycle = frame / (frames - 1), event, type, options[64]).
 EVENT = np.dtype(fields_between(S.EVENT, "cycle", "options"))
 
+FLEX = np.dtype([*fields_between(S.FLEX, "flexdesc", "vertindex"), ("unknown", "<i4")])  # unknown: always 1
+VERTANIM = np.dtype([("index", "<u2"), ("delta", "u1", 6)])  # the delta's encoding is not known
+EYEBALL = np.dtype(
+    [*fields_between(S.EYEBALL, "sznameindex", "lowerlidflexdesc"), ("pitch", "<f4", 2), ("yaw", "<f4", 2)]
+)
+
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
-# (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a one-byte normal
-# code (an index into a table of directions this reader does not know: normals are left to Blender), 16-bit UVs.
+# (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a normal code, 16-bit
+# UVs. The codes are not decoded: normals are left to Blender. What the codes are, measured against area-weighted
+# vertex normals of the geometry over every model of the VTMB-Unofficial-Patch snapshot using them (31 files):
+# - Compressed (10 models, 2,120 vertices): the byte indexes a 202-entry table of directions: code 0 is -Z, 201 is
+#   +Z, and between them 11 rings of 8, 12, 20, 24, 24, 24, 24, 24, 20, 12, 8 entries, each starting at +X and
+#   turning towards +Y (exactly 4·ceil(24·sin(polar)/4) entries on rings 15° apart, which makes 202). With the
+#   rings at 165°, 150° ... 15° from +Z, the decoded direction agrees with the geometry to a median 6.6° (65% within
+#   10°; 3.5° on flat areas), as closely as the skinned layout's float normals agree with theirs (5.6°, 59%); the
+#   same table shuffled gives 86°. The 15° spacing is inferred (rings measured at 137°, 116°, 108°, 90°, 73°, 62°,
+#   47° where 135° ... 45° was expected) and vertices at a pole are sometimes coded on its nearest ring.
+# - Unskinned (21 models, 19,560 vertices): the normal is the little-endian 16-bit word at offset 6 (the byte
+#   named "normal" and the one after it); every value is a multiple of 12, so it looks like a byte offset into a
+#   table of 12-byte float vectors: index = word / 12, from 0 (-Z) to 5,313 (+Z), rings from -Z of 8, 16, 20, 28,
+#   32, 40, 44, 52, 56, 60, 68 ... entries starting at +X, a 128-entry equator from index 2,593. The rings' angles
+#   and sizes further on do not follow the compressed table's rule (no spacing and size rule tried gives 5,314).
+# Public readers (SourceIO, Crowbar) read these bytes as raw components or leave them unread.
 VERTEX_SKINNED = np.dtype(
     [
         ("weights", "u1", 3),
@@ -168,6 +219,9 @@ for _dtype, _size in (
     (ANIMDESC, 72),
     (SEQDESC, 764),
     (EVENT, 76),
+    (FLEX, 32),
+    (VERTANIM, 8),
+    (EYEBALL, 140),
     (VERTEX_SKINNED, 44),
     (VERTEX_UNSKINNED, 12),
     (VERTEX_COMPRESSED, 8),
