@@ -189,5 +189,18 @@ def rows_times(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``rows @ m`` for many (..., 3) rows and one small matrix, through einsum's own loop instead of BLAS. numpy
     gives ``@`` with a long left operand to OpenBLAS, whose worker threads sleep between calls: waking them took
     57–92 ms on a busy 2-core machine (3 ms warm) and their spinning is charged to our CPU time; einsum does the
-    whole product in about 5 ms of one core for 194,400 corners."""
-    return np.einsum("...j,jk->...k", np.asarray(rows, dtype=np.float64), np.asarray(m, dtype=np.float64))
+    whole product in about 5 ms of one core for 194,400 corners.
+
+    A matrix that only reorders, flips and scales the axes (one non-zero a column: every axis conversion, times a
+    scale) takes each output column from one input column, a column at a time (0.8-0.95 ms instead of 2.6-3.3 ms
+    for 194,400 corners); the values are einsum's to the bit: the one product, plus einsum's zero start (so -0.0
+    comes out +0.0). Rows with an infinity or NaN go through einsum (its 0 · inf is NaN)."""
+    rows = np.asarray(rows, dtype=np.float64)
+    m = np.asarray(m, dtype=np.float64)
+    if m.shape == (3, 3) and ((m != 0).sum(axis=0) == 1).all() and np.isfinite(rows).all():
+        out = np.empty(rows.shape)
+        for k, j in enumerate(np.argmax(m != 0, axis=0).tolist()):
+            np.multiply(rows[..., j], m[j, k], out=out[..., k])
+            out[..., k] += 0.0
+        return out
+    return np.einsum("...j,jk->...k", rows, m)
