@@ -1,6 +1,6 @@
 """Benchmarks, always side by side with a peer in the same process and run; reports ratios (medians).
 
-    python scripts/bench.py [--runs 9] [--output FILE.md] [--import-only | --animation-only]
+    python scripts/bench.py [--runs 9] [--output FILE.md] [--import-only | --animation-only | --export-only]
 
 (a) MilkShape parse: our reader (and reader + scene conversion) against Assimp's MS3D loader (``assimp-py``)
     on every shared sample and a large synthetic grid.
@@ -14,8 +14,12 @@
 (e) Animations: Source models imported with every animation, ours against the code before vectorising (copies
     of it kept here and in ``tests/test_keys_*.py``): decode + convert, curves, and the whole import
     (``--animation-only`` runs just this).
-(e) VTF textures per format: our numpy decoder, srctools' compiled one, and the import's path through Blender's own
+(f) VTF textures per format: our numpy decoder, srctools' compiled one, and the import's path through Blender's own
     DDS decoder (packed as DDS; and with its first decode forced), against the old numpy-and-PNG import.
+
+(g) Export: File > Export > MilkShape 3D and > Source Model Sources against Blender's C++ OBJ exporter
+    (``wm.obj_export``) on the same objects, and MilkShape keys per second (``bench_export.py``;
+    ``--export-only`` runs just this).
 
 Runs A and B alternate so drift hits both; ratios are ours / peer (below 1.0 means we are faster).
 """
@@ -753,6 +757,7 @@ def main() -> int:
     parser.add_argument("--output", help="also write the markdown tables to this file")
     parser.add_argument("--animation-only", action="store_true", help="only (e): animations, ours vs before")
     parser.add_argument("--import-only", action="store_true", help="only (c): imports against the OBJ importer")
+    parser.add_argument("--export-only", action="store_true", help="only (g): exports against the OBJ exporter")
     args = parser.parse_args()
     if importlib.util.find_spec("bpy") is None:
         import bootstrap
@@ -765,6 +770,9 @@ def main() -> int:
     if args.animation_only:
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
         return report_tables(out + animation_tables(args.runs), args.output)
+    if args.export_only:
+        out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
+        return report_tables(out + export_table(args.runs), args.output)
     if args.import_only:
         out.append(f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs\n")
         with tempfile.TemporaryDirectory() as tmp:
@@ -841,7 +849,15 @@ def main() -> int:
             finally:
                 unregister()
         out += animation_tables(args.runs)
+        out += export_table(args.runs)
     return report_tables(out, args.output)
+
+
+def export_table(runs: int) -> list[str]:
+    """(g): ``bench_export.py``'s tables (it builds its own scenes; the factory settings are read first)."""
+    import bench_export
+
+    return bench_export.export_tables(runs)
 
 
 SMALL_SOURCE = (  # Source models under 500 triangles (physics hulls included), next to the rigged civilian

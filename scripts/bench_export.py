@@ -1,12 +1,14 @@
 """Export benchmark, side by side in one process: File > Export > MilkShape 3D against Blender's own C++ OBJ
 exporter (``wm.obj_export``) on the same mesh, and the keys' rate. Reports medians and ratios.
 
-    python scripts/bench_export.py [--runs 7] [--cpu]
+    python scripts/bench_export.py [--runs 7] [--cpu] [--output FILE.md]   (also: bench.py --export-only)
 
 (a) A grid of 64,800 triangles (the most MilkShape 3D holds is 65,534) with UVs, smooth normals, one material,
     and, in a second case, an armature of 64 bones weighting every vertex: our export (the operator, file written)
     against ``wm.obj_export`` of the same objects (UVs, normals, materials; the OBJ writes no weights).
-(b) Keys: 64 bones keyed on every frame of 2,000 (rotation and location; 256,000 MilkShape keys): the export's
+(b) Source: metal_box and the rigged civilian imported, then File > Export > Source Model Sources (QC, reference,
+    physics and animation SMDs, every file written) against ``wm.obj_export`` of the model's meshes.
+(c) Keys: 64 bones keyed on every frame of 2,000 (rotation and location; 256,000 MilkShape keys): the export's
     time with them minus its time without, as MilkShape keys per second.
 Runs alternate so drift hits both; ratio = ours / OBJ (below 1.0 means we are faster).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import os
 import statistics
 import sys
 import tempfile
@@ -22,10 +25,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = Path(os.environ.get("IO_MS3D_MDL_SHARED", ROOT.parent / "shared")) / "samples"
 sys.path.insert(0, str(ROOT))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_report import report_tables  # noqa: E402
 
 from io_ms3d_mdl import blender as addon  # noqa: E402
 
@@ -100,27 +105,63 @@ def timed(call) -> float:
     return CLOCK() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--cpu", action="store_true", help="time CPU used by this process instead of wall time")
-    args = parser.parse_args()
-    global CLOCK
-    if args.cpu:
-        CLOCK = time.process_time
+SOURCE_MODELS = (  # imported, then exported to QC + SMD against the OBJ exporter on the same objects
+    "Igrium__portal_nrtx/models/props/metal_box.mdl",
+    "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl",
+)
+
+
+def export_tables(runs: int) -> list[str]:
+    """(a), (b) and the Source export (an imported model's File > Export > Source Model Sources, every file
+    written, against ``wm.obj_export`` of its meshes) as markdown lines."""
     addon.register()
     folder = Path(tempfile.mkdtemp())
     ours_file, obj_file = str(folder / "g.ms3d"), str(folder / "g.obj")
+    out = [
+        "\n### Export: ours / `wm.obj_export` on the same objects\n",
+        "| what | triangles | ours ms | OBJ ms | ours ÷ OBJ |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for rigged in (False, True):
         grid(rigged)
-        ours, theirs = [], []
-        for _ in range(args.runs):
-            ours.append(timed(lambda: bpy.ops.export_scene.ms3d(filepath=ours_file, animation="NONE")))
-            theirs.append(timed(lambda: bpy.ops.wm.obj_export(filepath=obj_file, export_materials=True)))
-        a, b = statistics.median(ours), statistics.median(theirs)
-        label = f"grid 64,800 triangles{' + 64 bones, 2 weights a vertex' if rigged else ''}"
-        print(f"{label}: ours {a * 1000:.1f} ms, OBJ {b * 1000:.1f} ms, ratio {a / b:.2f}")
-    keys = animate()
+        a, b = _pair(lambda: bpy.ops.export_scene.ms3d(filepath=ours_file, animation="NONE"), obj_file, runs)
+        label = f"MilkShape 3D, grid{' + 64 bones, 2 weights a vertex' if rigged else ''}"
+        out.append(f"| {label} | 64,800 | {a * 1000:.1f} | {b * 1000:.1f} | {a / b:.2f} |")
+    for relative in SOURCE_MODELS:
+        path = SAMPLES / "source" / relative
+        if not path.is_file():
+            continue
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        bpy.ops.import_scene.source_mdl(filepath=str(path), import_physics=False)
+        model = next(c for c in bpy.data.collections if "source_version" in c)
+        meshes = [o for o in model.all_objects if o.type == "MESH"]
+        bpy.context.view_layer.objects.active = next((o for o in model.all_objects if o.type == "ARMATURE"), meshes[0])
+        for o in bpy.context.view_layer.objects:
+            o.select_set(o in meshes)
+        triangles = sum(len(o.data.loop_triangles) or len(o.data.polygons) for o in meshes)
+        target = folder / path.stem / f"{path.stem}.qc"
+        target.parent.mkdir(exist_ok=True)
+        a, b = _pair(lambda t=str(target): bpy.ops.export_scene.source_qc(filepath=t, overwrite=True), obj_file, runs)
+        label = f"Source QC + SMD, {path.name} (unedited)"
+        out.append(f"| {label} | {triangles:,} | {a * 1000:.1f} | {b * 1000:.1f} | {a / b:.2f} |")
+    grid(True)
+    out += ["", _keys_line(runs, animate())]
+    addon.unregister()
+    return out
+
+
+def _pair(ours, obj_file: str, runs: int) -> tuple[float, float]:
+    """Medians of our export and the OBJ exporter's (selected objects), alternating, after one warm-up each."""
+    theirs = lambda: bpy.ops.wm.obj_export(filepath=obj_file, export_materials=True, export_selected_objects=True)  # noqa: E731
+    ours(), theirs()
+    a, b = [], []
+    for _ in range(runs):
+        a.append(timed(ours))
+        b.append(timed(theirs))
+    return statistics.median(a), statistics.median(b)
+
+
+def _keys_line(runs: int, keys: int) -> str:
     curves_points = BONES * 7 * FRAMES
     from io_ms3d_mdl.blender import scene_reader
     from io_ms3d_mdl.formats.ms3d.writer import write_ms3d_bytes
@@ -130,7 +171,7 @@ def main() -> None:
     rig = next(o for o in bpy.data.objects if o.type == "ARMATURE")
     options = scene_reader.ReadOptions(animation="ACTIVE")
     reads, converts, writes = [], [], []
-    for _ in range(args.runs):  # the key path alone: read the curves, convert, write (mesh and rig read once)
+    for _ in range(runs):  # the key path alone: read the curves, convert, write (mesh and rig read once)
         scene = scene_reader.read_scene(bpy.context, scene_reader.ReadOptions(animation="NONE"))
         names = [b.name for b in scene.skeleton.bones]
         reads.append(timed(lambda: scene_reader._animation(bpy.context, rig, scene, names, options)))  # noqa: B023
@@ -142,12 +183,24 @@ def main() -> None:
         writes.append(timed(lambda: write_ms3d_bytes(model)))  # noqa: B023
     r, c, w = (statistics.median(t) for t in (reads, converts, writes))
     total = r + c + w
-    print(
-        f"keys: {curves_points:,} F-curve points read in {r * 1000:.1f} ms, {keys:,} MilkShape keys converted in "
-        f"{c * 1000:.1f} ms, written (with the mesh) in {w * 1000:.1f} ms: {keys / total / 1e6:.2f} M MilkShape "
-        f"keys/s, {curves_points / total / 1e6:.2f} M F-curve points/s"
+    return (
+        f"MilkShape keys: {curves_points:,} F-curve points (64 bones × 2,000 frames) read in {r * 1000:.1f} ms, "
+        f"{keys:,} MilkShape keys converted in {c * 1000:.1f} ms, written (with the mesh) in {w * 1000:.1f} ms: "
+        f"**{keys / total / 1e6:.2f} M MilkShape keys/s**, {curves_points / total / 1e6:.2f} M F-curve points/s."
     )
-    addon.unregister()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--cpu", action="store_true", help="time CPU used by this process instead of wall time")
+    parser.add_argument("--output", help="also write the markdown tables to this file")
+    args = parser.parse_args()
+    global CLOCK
+    if args.cpu:
+        CLOCK = time.process_time
+    out = [f"Blender {bpy.app.version_string}, Python {sys.version.split()[0]}, median of {args.runs} runs"]
+    return report_tables(out + export_tables(args.runs), args.output)
 
 
 if __name__ == "__main__":
