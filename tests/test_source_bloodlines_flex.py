@@ -36,6 +36,17 @@ def _i(data: bytes, at: int, n: int = 1):
     return values if n > 1 else values[0]
 
 
+def _model_records(data: bytes):
+    """Each model record's offset, with its mesh count and the meshes' offset relative to it (224-byte models
+    under 16-byte body parts)."""
+    parts, bp_at = _i(data, 320, 2)
+    for b in range(parts):
+        bp = bp_at + 16 * b
+        for m in range(_i(data, bp + 4)):
+            mo = bp + _i(data, bp + 12) + 224 * m
+            yield (mo, *_i(data, mo + 136, 2))
+
+
 def _string(data: bytes, at: int) -> str:
     return data[at : data.index(b"\0", at)].decode("latin-1")
 
@@ -85,42 +96,37 @@ def faces(data: bytes) -> RefFaces:
             ops.append((op, struct.unpack_from("<f", data, at + ops_at + 8 * k + 4)[0] if op == CONST else value))
         rules.append((flex, ops))
     meshes, eyeballs, eyeball_tables = [], [], []
-    parts, bp_at = _i(data, 320, 2)
-    for b in range(parts):
-        bp = bp_at + 16 * b
-        for m in range(_i(data, bp + 4)):
-            mo = bp + _i(data, bp + 12) + 224 * m
-            num_meshes, mesh_rel = _i(data, mo + 136, 2)
-            num_eyes, eye_rel = _i(data, mo + 192, 2)
-            for e in range(num_eyes):
-                at = mo + eye_rel + 140 * e
-                name = _i(data, at)
-                eyeballs.append(
-                    (
-                        _string(data, at + name) if name else "",
-                        _i(data, at + 4),
-                        struct.unpack_from("<3f", data, at + 8),
-                        struct.unpack_from("<f", data, at + 24)[0],
-                        *_i(data, at + 116, 2),
-                    )
+    for mo, num_meshes, mesh_rel in _model_records(data):
+        num_eyes, eye_rel = _i(data, mo + 192, 2)
+        for e in range(num_eyes):
+            at = mo + eye_rel + 140 * e
+            name = _i(data, at)
+            eyeballs.append(
+                (
+                    _string(data, at + name) if name else "",
+                    _i(data, at + 4),
+                    struct.unpack_from("<3f", data, at + 8),
+                    struct.unpack_from("<f", data, at + 24)[0],
+                    *_i(data, at + 116, 2),
                 )
-            if num_eyes:
-                starts = [mo + v for v in _i(data, mo + 140, 3) if v] + [mo + v for v in _i(data, mo + 200, 6) if v]
-                after = [s for s in starts if s > mo + eye_rel]
-                eyeball_tables.append((num_eyes, mo + eye_rel, min(after) if after else -1))
-            for k in range(num_meshes):
-                me = mo + mesh_rel + 60 * k
-                mesh = RefMesh(_i(data, me + 8))
-                count, flex_rel = _i(data, me + 16, 2)
-                for f in range(count):
-                    at = me + flex_rel + 32 * f
-                    desc = _i(data, at)
-                    targets = struct.unpack_from("<4f", data, at + 4)
-                    nverts, vert_rel, unknown = _i(data, at + 20, 3)
-                    raw = np.frombuffer(data, np.uint8, 8 * nverts, at + vert_rel).reshape(-1, 8)
-                    indices = raw[:, 0].astype(np.int64) | (raw[:, 1].astype(np.int64) << 8)
-                    mesh.flexes.append(RefFlex(desc, targets, unknown, at + vert_rel, indices, raw[:, 2:]))
-                meshes.append(mesh)
+            )
+        if num_eyes:
+            starts = [mo + v for v in _i(data, mo + 140, 3) if v] + [mo + v for v in _i(data, mo + 200, 6) if v]
+            after = [s for s in starts if s > mo + eye_rel]
+            eyeball_tables.append((num_eyes, mo + eye_rel, min(after) if after else -1))
+        for k in range(num_meshes):
+            me = mo + mesh_rel + 60 * k
+            mesh = RefMesh(_i(data, me + 8))
+            count, flex_rel = _i(data, me + 16, 2)
+            for f in range(count):
+                at = me + flex_rel + 32 * f
+                desc = _i(data, at)
+                targets = struct.unpack_from("<4f", data, at + 4)
+                nverts, vert_rel, unknown = _i(data, at + 20, 3)
+                raw = np.frombuffer(data, np.uint8, 8 * nverts, at + vert_rel).reshape(-1, 8)
+                indices = raw[:, 0].astype(np.int64) | (raw[:, 1].astype(np.int64) << 8)
+                mesh.flexes.append(RefFlex(desc, targets, unknown, at + vert_rel, indices, raw[:, 2:]))
+            meshes.append(mesh)
     return RefFaces(names, controllers, rules, (od, oc, orr), meshes, eyeballs, eyeball_tables)
 
 
@@ -260,16 +266,11 @@ def test_what_the_undecoded_delta_bytes_show(flexed):
 
 def _first_flexed_mesh(data: bytes) -> tuple[int, int]:
     """(mesh record offset, first flex record offset)."""
-    parts, bp_at = _i(data, 320, 2)
-    for b in range(parts):
-        bp = bp_at + 16 * b
-        for m in range(_i(data, bp + 4)):
-            mo = bp + _i(data, bp + 12) + 224 * m
-            num_meshes, mesh_rel = _i(data, mo + 136, 2)
-            for k in range(num_meshes):
-                me = mo + mesh_rel + 60 * k
-                if _i(data, me + 16):
-                    return me, me + _i(data, me + 20)
+    for mo, num_meshes, mesh_rel in _model_records(data):
+        for k in range(num_meshes):
+            me = mo + mesh_rel + 60 * k
+            if _i(data, me + 16):
+                return me, me + _i(data, me + 20)
     raise AssertionError("no flexed mesh")
 
 
