@@ -27,7 +27,7 @@ from conftest import ROOT, samples_dir
 from io_ms3d_mdl.budget import Budget, using_budget
 from io_ms3d_mdl.errors import BudgetExceeded, FormatError
 from io_ms3d_mdl.formats.source import find_sidecars, read_mdl, read_mdl_bytes, read_mesh_companions, read_vtx_bytes
-from io_ms3d_mdl.formats.source.animation import decode_animation
+from io_ms3d_mdl.formats.source.animation import decode_animation, decode_animations
 from io_ms3d_mdl.formats.source.tth import tth_to_vtf
 from io_ms3d_mdl.scene.load import load_source, load_source_animation
 from io_ms3d_mdl.scene.source.convert import SourceOptions, _bone_world
@@ -338,6 +338,30 @@ def test_first_frames_match_the_test_decoder(relative):
         wxyz /= np.linalg.norm(wxyz, axis=1, keepdims=True)
         np.testing.assert_allclose(np.abs(np.einsum("bi,bi->b", decoded.rotations[0], wxyz)), 1.0, atol=1e-6)
         assert decoded.rotations.shape == (mdl.animations[index].num_frames, len(mdl.bones), 4)
+
+
+def test_animations_decoded_together_equal_each_decoded_alone_and_damage_stays_with_its_own():
+    """The model's animations are decoded in one pass (their value streams walked together); each equals its
+    decode alone, and a stream pointing past the end fails only its own animation, with the error it has alone."""
+    data = bytearray(shared_model(SHARED[1]).read_bytes())
+    mdl = read_mdl_bytes(bytes(data), "swat3.mdl")
+    together = decode_animations(mdl, list(range(len(mdl.animations))))
+    for index, decoded in enumerate(together):
+        alone = decode_animation(mdl, index)
+        assert decoded.name == alone.name and decoded.fps == alone.fps
+        for a, b in ((decoded.positions, alone.positions), (decoded.rotations, alone.rotations)):
+            assert a.tobytes() == b.tobytes()
+    anim = mdl.animations[2]
+    entry = anim.offset + anim.anim_index + 32 * 5  # bone 5's entry: a float, then seven stream offsets
+    struct.pack_into("<i", data, entry + 4, len(data))
+    damaged = read_mdl_bytes(bytes(data), "swat3.mdl")
+    results = decode_animations(damaged, list(range(len(mdl.animations))))
+    assert isinstance(results[2], FormatError) and "past the end" in str(results[2])
+    with pytest.raises(FormatError) as alone:
+        decode_animation(damaged, 2)
+    assert str(alone.value) == str(results[2])
+    for index in (0, 1, 3):
+        assert results[index].positions.tobytes() == together[index].positions.tobytes()
 
 
 def test_animations_build_as_actions_and_on_demand():

@@ -26,7 +26,7 @@ from ...errors import BudgetExceeded, FormatError
 from ..binary import Cursor, run_layout
 from . import structs as S
 from .animation53 import decode_v53_animation
-from .animation2531 import decode_2531_animation
+from .animation2531 import decode_2531_animations
 from .animation_streams import gather, value_streams
 from .animation_values import euler_to_quaternion, half_to_float, quaternion48_words, quaternion64_words
 from .decoded_animation import (
@@ -97,7 +97,7 @@ def decode_animations(
     if mdl.version == 53:  # Respawn's own per-bone headers
         return [_caught(decode_v53_animation, mdl, index) for index in indices]
     if mdl.version == 2531:  # Bloodlines: seven value streams per bone, quaternions stored as such
-        return [_caught(decode_2531_animation, mdl, index) for index in indices]
+        return list(decode_2531_animations(mdl, indices))
     batch = _Batch(mdl, indices, ani_data, ani_path)
     alone = [k for k, result in enumerate(batch.results) if result is None and not batch.locate(k)]
     together = [k for k, result in enumerate(batch.results) if result is None and k not in alone]
