@@ -8,7 +8,7 @@ import re
 
 import pytest
 from conftest import sample_path
-from test_blender_source_export import MONSTER, export, goldsrc_models, imported
+from test_blender_source_export import MONSTER, UNEDITED, differences, export, goldsrc_models, imported
 
 pytestmark = pytest.mark.blender
 
@@ -31,16 +31,18 @@ def _rename(bpy, armature, old: str, new: str) -> None:
     assert new in armature.data.bones
 
 
-def assert_only_renamed(before: dict[str, bytes], after: dict[str, bytes], old: str, new: str) -> None:
-    """Every file of ``after`` is ``before``'s with the quoted name ``old`` written ``new`` (SMD nodes, every QC
-    line), and nothing else differs: the same files, node count and order, weights and frames."""
+def assert_only_renamed(before: dict[str, bytes], after: dict[str, bytes], renames: dict[str, str]) -> None:
+    """Every file of ``after`` is ``before``'s with each quoted old name written new (SMD nodes, every QC line; a
+    solid's mass in a QC comment), and nothing else differs: the same files, node count and order, weights and
+    frames."""
     assert set(after) == set(before)
     for name, data in before.items():
-        if not name.endswith((".qc", ".smd", ".vta")):
-            assert after[name] == data, name
-            continue
-        assert after[name] == data.replace(f'"{old}"'.encode(), f'"{new}"'.encode()), name
-        assert f'"{old}"'.encode() not in after[name], name
+        if name.endswith((".qc", ".smd", ".vta")):
+            for old, new in renames.items():
+                data = data.replace(f'"{old}"'.encode(), f'"{new}"'.encode())
+                data = data.replace(f"// {old}: ".encode(), f"// {new}: ".encode())
+                assert f'"{old}"'.encode() not in after[name], name
+        assert after[name] == data, differences({name: data}, {name: after[name]})
 
 
 def _nodes(smd: bytes) -> list[str]:
@@ -80,7 +82,7 @@ def test_a_renamed_bone_exports_under_its_new_name_and_blender_source_tools_read
         tris.materials = [str(bpy.data.materials[m].get("source_texture", m)) for m in tris.materials]
 
     after = export(bpy, tmp_path / "after")
-    assert_only_renamed(before, after, old, NEW)
+    assert_only_renamed(before, after, {old: NEW})
     smds = [n for n in after if n.endswith(".smd")]
     assert any(n.startswith("anims/") for n in smds)
     for name in smds:  # (an animation SMD may list fewer nodes: the same ones)
@@ -103,9 +105,33 @@ def test_a_renamed_bone_exports_under_its_new_name_and_blender_source_tools_read
         bst_oracle.compare_meshes(tris, bst_oracle.triangles([mesh]), 100.0)
 
 
+def test_renamed_bones_are_renamed_in_every_qc_command_and_the_included_models_animations(blender, tmp_path):
+    """civilian: two bones renamed at once, the root (``$rootbone``, ``$bonemerge``, ``$hbox``) and a foot
+    (``$ikchain``, ``$attachment``, ``$hbox``, ``$jointconstrain``, ``$jointmassbias``, the collision model's and
+    the included model's animations, matched to the model's bones by their file names)."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", UNEDITED[4]))
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    before = export(bpy, tmp_path / "before")
+    renames = {"bip_pelvis": "hips_renamed", "bip_foot_L": "left_foot_renamed"}
+    for old, new in renames.items():
+        _rename(bpy, armature, old, new)
+    after = export(bpy, tmp_path / "after")
+    assert_only_renamed(before, after, renames)
+    qc = after[_qc(after)].decode()
+    for line in (
+        '$rootbone "hips_renamed"',
+        '$ikchain "lfoot" "left_foot_renamed"',
+        '$jointconstrain "left_foot_renamed"',
+    ):
+        assert line in qc, line
+    included = [n for n in after if n.startswith("anims/civilian_animations/")]
+    assert included and all("left_foot_renamed" in _nodes(after[n]) for n in included)
+
+
 def test_a_renamed_bone_whose_parent_is_deleted_and_that_was_moved_keeps_its_new_name(blender, tmp_path):
-    """monster_cube: a bone renamed, moved, and its parent deleted: the SMDs name it under its grandparent by its
-    new name, and the QC's lines name only the new name."""
+    """monster_cube: a bone moved and its parent deleted, then renamed: the export is the one before the rename,
+    with the new name (under its grandparent, at its new rest, with its parent's frames folded in)."""
     import smd_reader
 
     bpy = blender
@@ -117,16 +143,17 @@ def test_a_renamed_bone_whose_parent_is_deleted_and_that_was_moved_keeps_its_new
     bpy.ops.object.mode_set(mode="EDIT")
     bones = armature.data.edit_bones
     bones.remove(bones[gone])
-    bones[old].name = NEW
-    bones[NEW].head.z += 0.5
-    bones[NEW].tail.z += 0.5
+    bones[old].head.z += 0.5
+    bones[old].tail.z += 0.5
     bpy.ops.object.mode_set(mode="OBJECT")
+    unrenamed = export(bpy, tmp_path / "unrenamed")
+    _rename(bpy, armature, old, NEW)
     after = export(bpy, tmp_path / "after")
-    for name in (n for n in after if n.endswith(".smd")):
-        smd = smd_reader.parse(after[name], name)
-        assert old not in smd.names and gone not in smd.names, name
-        assert smd.names[smd.parents[smd.names.index(NEW)]] == grandparent, name
-    assert f'"{old}"'.encode() not in after[_qc(after)]
+    assert_only_renamed(unrenamed, after, {old: NEW})
+    reference = smd_reader.parse(after["monster_a_model.smd"], "monster_a_model.smd")
+    assert gone not in reference.names
+    assert reference.names[reference.parents[reference.names.index(NEW)]] == grandparent
+    assert any(n.startswith("anims/") and NEW in _nodes(d) for n, d in after.items())
 
 
 def test_a_rename_onto_another_bones_name_is_refused_and_leaves_nothing(blender, tmp_path):
@@ -156,7 +183,7 @@ def test_goldsrc_a_renamed_bone_exports_under_its_new_name(blender, tmp_path):
     assert armature.data.bones[old].children
     _rename(bpy, armature, old, NEW)
     after = export(bpy, tmp_path / "after")
-    assert_only_renamed(before, after, old, NEW)
+    assert_only_renamed(before, after, {old: NEW})
     assert sum(n.endswith(".smd") for n in after) > 2
 
 
