@@ -37,11 +37,13 @@ def assert_only_renamed(before: dict[str, bytes], after: dict[str, bytes], renam
     frames."""
     assert set(after) == set(before)
     for name, data in before.items():
-        if name.endswith((".qc", ".smd", ".vta")):
-            for old, new in renames.items():
-                data = data.replace(f'"{old}"'.encode(), f'"{new}"'.encode())
-                data = data.replace(f"// {old}: ".encode(), f"// {new}: ".encode())
-                assert f'"{old}"'.encode() not in after[name], name
+        if name.endswith((".qc", ".smd", ".vta")):  # (all at once: two bones may swap names)
+            pattern = "|".join(re.escape(old) for old in renames)
+            data = re.sub(
+                f'(?<=")({pattern})(?=")|(?<=// )({pattern})(?=: )'.encode(),
+                lambda m: renames[m.group(0).decode()].encode(),
+                data,
+            )
         assert after[name] == data, differences({name: data}, {name: after[name]})
 
 
@@ -156,6 +158,20 @@ def test_a_renamed_bone_whose_parent_is_deleted_and_that_was_moved_keeps_its_new
     assert any(n.startswith("anims/") and NEW in _nodes(d) for n, d in after.items())
 
 
+def test_two_bones_that_swap_names_swap_them_in_the_export(blender, tmp_path):
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    before = export(bpy, tmp_path / "before")
+    a, b = "left_leg_knee", "right_leg_knee"
+    _rename(bpy, armature, a, "swapping")
+    _rename(bpy, armature, b, a)
+    _rename(bpy, armature, "swapping", b)
+    after = export(bpy, tmp_path / "after")
+    assert after != before
+    assert_only_renamed(before, after, {a: b, b: a})
+
+
 def test_a_rename_onto_another_bones_name_is_refused_and_leaves_nothing(blender, tmp_path):
     """Blender allows a name differing only in case; studiomdl does not tell them apart."""
     bpy = blender
@@ -181,6 +197,7 @@ def test_goldsrc_a_renamed_bone_exports_under_its_new_name(blender, tmp_path):
     before = export(bpy, tmp_path / "before")
     old = _most_named(before[_qc(before)], armature)
     assert armature.data.bones[old].children
+    assert re.search(rf'^\$(hbox|attachment|controller) .*"{old}"', before[_qc(before)].decode("latin-1"), re.M)
     _rename(bpy, armature, old, NEW)
     after = export(bpy, tmp_path / "after")
     assert_only_renamed(before, after, {old: NEW})
