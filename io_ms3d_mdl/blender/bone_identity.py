@@ -22,10 +22,6 @@ class BoneIdentities:
     made: dict[str, str] = field(default_factory=dict)  # each bone the import made: its name now -> its name then
     guessed: set[str] = field(default_factory=set)  # names now of the bones matched by rest (an unstamped import)
 
-    def renamed(self) -> dict[str, str]:
-        """The import-time name -> the name now, of each bone renamed since."""
-        return {then: now for now, then in self.made.items() if then != now}
-
 
 def bone_identities(armature: bpy.types.Armature, tolerance: float) -> BoneIdentities:
     """``tolerance``: how far (armature space) a rest may be from the import's and still be the same bone's."""

@@ -9,7 +9,7 @@ only if the bone's parent is the file's; otherwise it is what it looks like, a d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,11 +23,14 @@ class RenamedBones:
     names: list[str]  # the file's bones as the export writes them
     renames: dict[str, str]  # file name -> new name
     deleted: list[str]  # the file's bones left out: ``edits.deleted``, and a guessed rename not confirmed
+    _lower: dict[str, str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._lower = {old.lower(): new for old, new in self.renames.items()}
 
     def name(self, file_name: str) -> str:
         """A bone the file's text names (matched as studiomdl does, whatever the case), as it is written."""
-        lower = {old.lower(): new for old, new in self.renames.items()}
-        return self.renames.get(file_name, lower.get(file_name.lower(), file_name))
+        return self.renames.get(file_name, self._lower.get(file_name.lower(), file_name))
 
 
 def rename_bones(names: list[str], parents: np.ndarray, edits: SourceEdits | None) -> RenamedBones:
