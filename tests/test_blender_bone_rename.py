@@ -131,6 +131,20 @@ def test_renamed_bones_are_renamed_in_every_qc_command_and_the_included_models_a
     assert included and all("left_foot_renamed" in _nodes(after[n]) for n in included)
 
 
+def test_a_renamed_bone_in_a_model_with_flexes(blender, tmp_path):
+    """scout: the bone the QC names most renamed; the VTA (its skeleton is a placeholder root: only its frames
+    count) stays as it was, and its flexes' vertices keep their weights on the renamed bone."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", UNEDITED[3]))
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    before = export(bpy, tmp_path / "before")
+    old = _most_named(before[_qc(before)], armature)
+    _rename(bpy, armature, old, NEW)
+    after = export(bpy, tmp_path / "after")
+    assert_only_renamed(before, after, {old: NEW})
+    assert any(n.endswith(".vta") for n in after)
+
+
 def test_a_renamed_bone_whose_parent_is_deleted_and_that_was_moved_keeps_its_new_name(blender, tmp_path):
     """monster_cube: a bone moved and its parent deleted, then renamed: the export is the one before the rename,
     with the new name (under its grandparent, at its new rest, with its parent's frames folded in)."""

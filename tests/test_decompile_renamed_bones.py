@@ -3,6 +3,8 @@ stand, which are refused, and how the file's other text finds a renamed bone."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -60,3 +62,21 @@ def test_a_rename_found_by_rest_stands_only_under_the_files_parent():
     )
     renamed = rename_bones(NAMES, PARENTS, moved)
     assert renamed.renames == {} and renamed.names == NAMES and renamed.deleted == ["arm"]
+
+
+def test_definebone_and_the_collision_model_name_a_renamed_bone(tmp_path):
+    """civilian, through the decompiler alone: ``$definebone`` (its own line and its children's parent), the
+    collision model's ``$rootbone`` and joint limits (names from the .phy's text) all write the new name."""
+    from conftest import sample_path
+
+    from io_ms3d_mdl.decompile import DecompileOptions, decompile
+
+    path = sample_path("source", "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl")
+    edits = SourceEdits(renamed_bones={"bip_pelvis": "hips", "bip_foot_L": "left_foot"})
+    result = decompile(str(path), str(tmp_path), DecompileOptions(definebone=True, edits=edits))
+    qc = (tmp_path / result.qc).read_text("latin-1")
+    assert '"bip_pelvis"' not in qc and '"bip_foot_L"' not in qc
+    assert re.search(r'^\$definebone "hips" ""', qc, re.M)
+    assert re.search(r'^\$definebone "bip_spine_0" "hips"', qc, re.M)
+    assert re.search(r'^\$definebone "left_foot" "bip_knee_L"', qc, re.M)
+    assert '$rootbone "hips"' in qc and '$jointconstrain "left_foot" x limit' in qc
