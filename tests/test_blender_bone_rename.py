@@ -172,6 +172,25 @@ def test_a_renamed_bone_whose_parent_is_deleted_and_that_was_moved_keeps_its_new
     assert any(n.startswith("anims/") and NEW in _nodes(d) for n, d in after.items())
 
 
+def test_a_renamed_bone_keeps_the_keys_edited_in_blender(blender, tmp_path):
+    """monster_cube: an imported action's keys edited for one bone (so the animation is written from Blender), then
+    that bone renamed: the export is the one before the rename, with the new name."""
+    from test_blender_source_export import _edit_bone_keys
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    before = export(bpy, tmp_path / "before")
+    action = max((a for a in bpy.data.actions if "source_animation" in a), key=lambda a: int(a["source_frames"]))
+    moved, _ = _edit_bone_keys(bpy, armature, action)
+    old = moved.name
+    edited = export(bpy, tmp_path / "edited")
+    assert edited != before
+    _rename(bpy, armature, old, NEW)
+    after = export(bpy, tmp_path / "after")
+    assert_only_renamed(edited, after, {old: NEW})
+
+
 def test_two_bones_that_swap_names_swap_them_in_the_export(blender, tmp_path):
     bpy = blender
     model = imported(bpy, sample_path("source", MONSTER), animations="OWN")
