@@ -14,7 +14,10 @@ MIN_BONE_LENGTH = 1e-4  # Blender deletes zero-length bones when leaving edit mo
 # The bones' rest matrices (armature space, as Blender stores them) and names at import: an export tells a bone
 # the user moved from one left as imported, and takes a moved bone's change to the file's own bone frame.
 REST_PROPERTY = "io_ms3d_mdl_rest"
-REST_BONES = "io_ms3d_mdl_rest_bones"
+REST_BONES = "io_ms3d_mdl_rest_bones"  # (in the file's order since bones carry BONE_INDEX)
+# Each bone's index in the file (and in REST_BONES): a custom property, which Blender keeps when the bone is renamed,
+# so an export writes a renamed bone as the file's bone under its new name.
+BONE_INDEX = "io_ms3d_mdl_index"
 
 
 def _drawable_length(bone) -> float:
@@ -48,8 +51,9 @@ def build_armature(
         finally:
             _mode_set("OBJECT")
 
-    for data, name in zip(skeleton.bones, names, strict=True):
+    for i, (data, name) in enumerate(zip(skeleton.bones, names, strict=True)):
         bone = armature.bones[name]
+        bone[BONE_INDEX] = i
         for key, value in data.props.items():
             bone[key] = value
         if data.color is not None:
@@ -59,8 +63,9 @@ def build_armature(
             bone.color.custom.active = (1.0, 1.0, 1.0)
     rest = np.empty(len(armature.bones) * 16, np.float32)
     armature.bones.foreach_get("matrix_local", rest)
-    armature[REST_PROPERTY] = rest.tolist()
-    armature[REST_BONES] = [b.name for b in armature.bones]
+    order = {b.name: k for k, b in enumerate(armature.bones)}  # (Blender lists bones parent by parent)
+    armature[REST_PROPERTY] = rest.reshape(-1, 16)[[order[n] for n in names]].ravel().tolist()
+    armature[REST_BONES] = names
     return obj
 
 

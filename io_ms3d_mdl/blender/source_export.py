@@ -29,12 +29,14 @@ from bpy_extras.io_utils import ExportHelper
 from ..decompile import DecompileOptions, decompile
 from ..decompile.source.edits import SourceEdits, join
 from ..decompile.source.new_actions import BlenderRig
+from ..decompile.source.skeleton_edits import MOVED
 from ..errors import FormatError
 from ..scene.axes import axis_conversion_matrix
 from ..scene.ms3d.export import ExportError
 from ..scene.types import MeshData, ObjectData, SceneData, SkinData
 from .action_keys import stored_step
 from .armature import imported_rest
+from .bone_identity import BoneIdentities, bone_identities
 from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
@@ -85,13 +87,14 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     every = [o for _, objects in wanted for o in objects]
     if not every:
         raise ExportError(f"'{model.name}' has no mesh object in its body-part collections")
-    deleted = _deleted_bones(armature) if armature is not None else []
+    ids = _identities(armature, float(scale)) if armature is not None else BoneIdentities()
+    deleted = _deleted_bones(armature, ids) if armature is not None else []
     with _all_shown(context, model):
         animation = "ALL" if armature is not None else "NONE"
         options = ReadOptions(animation=animation, shape_keys=True, extra_groups=tuple(deleted))
         scene = read_objects(context, every, armature, options)
     if armature is not None:
-        rig = [armature.data.bones[b.name].get("source_name", b.name) for b in scene.skeleton.bones]
+        rig = _rig_names(armature, ids, [b.name for b in scene.skeleton.bones], edits)
         edits.bones = rig + deleted  # (weights on a deleted bone's vertex group are read past the skeleton's)
         edits.deleted = deleted
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
@@ -103,7 +106,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             turn,
             float(scale),
             float(scene.fps or 30.0),
-            _imported_rest(armature, [b.name for b in scene.skeleton.bones]),
+            _imported_rest(armature, [ids.made.get(b.name, "") for b in scene.skeleton.bones]),
         )
     read = iter(scene.objects)
     for key, objects in wanted:
@@ -128,12 +131,38 @@ def _imported_rest(armature: bpy.types.Object, names: list[str]) -> np.ndarray:
     return out
 
 
-def _deleted_bones(armature: bpy.types.Object) -> list[str]:
+def _identities(armature: bpy.types.Object, scale: float) -> BoneIdentities:
+    """The bones the import made, under their names now; a rest within the tolerance of a moved bone's is the
+    import's (``skeleton_edits.MOVED``, of the model's size)."""
+    made = imported_rest(armature.data)
+    reach = max((float(np.abs(m[:3, 3]).max()) for m in made.values()), default=0.0)
+    return bone_identities(armature.data, MOVED * max(reach, scale))
+
+
+def _deleted_bones(armature: bpy.types.Object, ids: BoneIdentities) -> list[str]:
     """The bones the import made that the armature no longer has (deleted in edit mode), by their names at import
-    (a bone renamed in Blender is indistinguishable: it is exported as deleted, and the renamed one as new)."""
-    bones = armature.data.bones
-    now = {b.get("source_name", b.name) for b in bones}
-    return [n for n in imported_rest(armature.data) if n not in bones and n not in now]
+    (a renamed bone is still the import's: ``bone_identity``)."""
+    kept = set(ids.made.values())
+    now = {str(b["source_name"]) for b in armature.data.bones if "source_name" in b}  # (a repeated file name)
+    return [n for n in imported_rest(armature.data) if n not in kept and n not in now]
+
+
+def _rig_names(armature: bpy.types.Object, ids: BoneIdentities, names: list[str], edits: SourceEdits) -> list[str]:
+    """Each bone by the name the export gives it: its file's name (``source_name`` where Blender's differs), or,
+    renamed in Blender, its new name (``edits.renamed_bones`` maps the file's name to it)."""
+    out = []
+    for name in names:
+        bone = armature.data.bones[name]
+        then = ids.made.get(name)
+        file_name = str(bone.get("source_name", then if then is not None else name))
+        if then is None or then == name:
+            out.append(file_name)
+            continue
+        edits.renamed_bones[file_name] = name
+        if name in ids.guessed:
+            edits.guessed_bones.append(file_name)
+        out.append(name)
+    return out
 
 
 def _renamed_in_skins(model: bpy.types.Collection, known: set[str], renamed: dict[str, str]) -> None:

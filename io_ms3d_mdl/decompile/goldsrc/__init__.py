@@ -34,6 +34,7 @@ from ..source.angles import matrix_to_euler
 from ..source.deleted_bones import deleted_note, fold_frames, fold_skin, moved_note
 from ..source.edits import SourceEdits, remap_bones
 from ..source.new_actions import action_frames, edited_poses, local_pose
+from ..source.renamed_bones import rename_bones
 from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
@@ -72,9 +73,12 @@ def _run(job: DecompileJob) -> None:
     bone_names = unique_names(gs.bone_names, "bone", limit=NAME_LIMIT)
     if bone_names != gs.bone_names:
         warnings.add("bone names that were empty or repeated were made unique (SMD nodes need one name each)")
-    if isinstance(job.options.edits, SourceEdits):
-        warnings.extend(job.options.edits.notes)  # (what Blender's side could not carry over)
-    bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)))
+    edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
+    if edits is not None:
+        warnings.extend(edits.notes)  # (what Blender's side could not carry over)
+    renamed = rename_bones(bone_names, gs.bones["parent"], edits)  # an export's, renamed in Blender
+    bone_names = renamed.names
+    bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)), renamed.deleted)
     texture_files = _texture_files(gs, job)
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
@@ -142,8 +146,9 @@ def _edited_skins(gs: GsFile, job: DecompileJob) -> np.ndarray | None:
     return table
 
 
-def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSkeleton:
-    """The file's bones, rest and model-space rest; in an export, with the bones moved or made in Blender."""
+def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton, deleted: list[str]) -> EditedSkeleton:
+    """The file's bones, rest and model-space rest; in an export, with the bones moved or made in Blender, and
+    without those ``deleted`` there."""
     world = bone_world(gs)
     rest = gs.bones["value"].astype(np.float64)[None]  # (1, bones, 6): a reference SMD's one frame
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -155,7 +160,7 @@ def _skeleton(gs: GsFile, job: DecompileJob, skeleton: SmdSkeleton) -> EditedSke
             f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's sequences), e.g."
             f" '{edited.skeleton.names[-edited.new]}'"
         )
-    edited = without_deleted(edited, edits.deleted)
+    edited = without_deleted(edited, deleted)
     if edited.deleted is not None:
         job.result.warnings.add(deleted_note(edited.deleted))
     return edited

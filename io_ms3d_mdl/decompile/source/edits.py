@@ -38,6 +38,10 @@ class SourceEdits:
     bones: list[str] = field(default_factory=list)  # the skins' bone indices: these bones, by their file names
     # the file's bones the user deleted in Blender (their weights are read too: ``bones`` ends with them)
     deleted: list[str] = field(default_factory=list)
+    # the file's bones the user renamed in Blender: file name -> the new name, which ``bones``, ``rig`` and the
+    # written files give it (``renamed_bones``); those matched by rest alone (an older import) are in ``guessed``
+    renamed_bones: dict[str, str] = field(default_factory=dict)
+    guessed_bones: list[str] = field(default_factory=list)
     lods: bool = False  # Blender holds the lower levels of detail (else the file's are written as they are)
     actions: list[ActionData] = field(default_factory=list)  # the rig's actions; new ones become sequences
     # the model's own animations the user changed: file name -> the action, the Blender frames a file frame spans

@@ -32,6 +32,7 @@ from .flexes import write_flexes
 from .geometry import STATIC_TURN, face_normals, merge, object_triangles
 from .new_actions import edited_poses, local_pose, write_new_actions
 from .qc import QcParts, bone_world, write_qc
+from .renamed_bones import rename_bones
 from .skeleton_edits import edited_skeleton, without_deleted
 from .stored_names import restore_stored_names
 
@@ -78,6 +79,12 @@ def decompile_source(job: DecompileJob) -> None:
     else:
         details = model_details(job.data, job.path, len(mdl.sequences), mdl.bones, tuple(mdl.animations))
     restore_stored_names(mdl, details)  # from here on, names carry the bytes the model stored
+    edits = options.edits if isinstance(options.edits, SourceEdits) else None
+    bone_names = rename_bones(list(mdl.bone_names), mdl.bones["parent"], edits)  # an export's, renamed in Blender
+    if bone_names.renames:
+        mdl.bone_names[:] = bone_names.names
+        for inc in includes:  # (their animations find the model's bones by name)
+            inc.mdl.bone_names[:] = [bone_names.name(n) for n in inc.mdl.bone_names]
     static = mdl.is_static_prop and len(mdl.bones) == 1
     turn = STATIC_TURN if static else None
     stem = safe_stem(os.path.splitext(os.path.basename(job.path))[0], "model")
@@ -89,8 +96,7 @@ def decompile_source(job: DecompileJob) -> None:
         ],
         axis=1,
     )[None]
-    parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx)
-    edits = options.edits if isinstance(options.edits, SourceEdits) else None
+    parts = QcParts(mdl=mdl, details=details, stem=stem, turn=turn, vtx=vtx, bone_names=bone_names)
     world = bone_world(mdl)
     deleted = None
     full_skeleton, full_world = skeleton, world
@@ -102,7 +108,7 @@ def decompile_source(job: DecompileJob) -> None:
                 f"{edited.new} bones made in Blender are in the SMDs (at their rest in the file's animations), e.g."
                 f" '{edited.skeleton.names[-edited.new]}'"
             )
-        edited = without_deleted(edited, edits.deleted)
+        edited = without_deleted(edited, bone_names.deleted)
         skeleton, world, rest, deleted = edited.skeleton, edited.world, edited.rest, edited.deleted
         full_skeleton, full_world = edited.whole.skeleton, edited.whole.world
         if deleted is not None:

@@ -23,6 +23,7 @@ from .details import ModelDetails
 from .eyelids import eye_names, eyelid_lines
 from .geometry import STATIC_TURN
 from .masses import mass_biases, solid_volumes
+from .renamed_bones import RenamedBones
 
 STUDIO_LOOPING, STUDIO_SNAP, STUDIO_DELTA, STUDIO_AUTOPLAY, STUDIO_POST = 0x1, 0x2, 0x4, 0x8, 0x10
 STUDIO_CYCLEPOSE, STUDIO_REALTIME, STUDIO_LOCAL, STUDIO_HIDDEN = 0x80, 0x100, 0x200, 0x400
@@ -68,8 +69,14 @@ class QcParts:
     skeleton: SmdSkeleton | None = None  # an export's bones (moved or made in Blender), else the file's
     rest: np.ndarray | None = None  # (1, B, 6) their local rest, position and Euler angles
     deleted: DeletedBones | None = None  # an export's bones deleted in Blender (QC lines re-targeted or dropped)
+    bone_names: RenamedBones | None = None  # an export's bones renamed in Blender (for names from the file's text)
     dropped: list[str] = field(default_factory=list)  # what a deleted bone took out of the QC, for the warnings
     dropped_chains: set[str] = field(default_factory=set)  # $ikchain left out (their ikrules too)
+
+
+def _bone_name(parts: QcParts, name: str) -> str:
+    """A bone the file's text names (not the skeleton: the collision model's, a key value's), as it is written."""
+    return parts.bone_names.name(name) if parts.bone_names is not None else name
 
 
 def _heir(parts: QcParts, bone: int) -> int:
@@ -403,6 +410,8 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
         if parts.deleted is not None and root in parts.deleted.names:  # the nearest surviving ancestor
             heir = _heir(parts, list(parts.mdl.bone_names).index(root))
             root = parts.mdl.bone_names[heir] if heir >= 0 else None
+        elif isinstance(root, str):
+            root = _bone_name(parts, root)
         if isinstance(root, str) and root:
             qc.line("$rootbone", Quoted(root))
         if any(o.props.get("source_phy_pieces", 1) > 1 for o in parts.solids) or str(edit.get("concave", "")) == "1":
@@ -414,6 +423,7 @@ def _collision(qc: QcWriter, parts: QcParts) -> None:
                 if parts.deleted is not None and str(obj.bone) in parts.deleted.names:
                     parts.dropped.append(f"$jointconstrain of '{bone}' (deleted in Blender: its solid is its heir's)")
                     continue
+                bone = _bone_name(parts, str(bone))
                 for axis in "xyz":
                     lo = obj.props.get(f"source_constraint_{axis}min")
                     hi = obj.props.get(f"source_constraint_{axis}max")
@@ -710,6 +720,8 @@ def _keyvalues(qc: QcWriter, text: str, warnings: Warnings, parts: QcParts) -> N
                 if len(line) == 2:
                     if line[0].lower() == "bone" and line[1] in gone:
                         parts.dropped.append(f'$keyvalues "bone" "{line[1]}" (deleted in Blender)')
+                    elif line[0].lower() == "bone":
+                        qc.line(line[0], Quoted(_bone_name(parts, line[1])))
                     else:
                         qc.line(*line)
                     line = []
