@@ -4,6 +4,7 @@ to the decompiler's QC and SMD/VTA files, with everything Blender does not show 
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -768,6 +769,38 @@ def test_goldsrc_a_renamed_material_renames_its_bmp_and_every_use(blender, tmp_p
     for name in set(after) - {new}:
         assert after[name].replace(new.encode(), texture.encode()) == before[name], name
     assert any(after[n] != before[n] for n in set(after) - {new})
+
+
+@pytest.mark.parametrize("kind", ["bone", "material", "sequence"])
+def test_goldsrc_a_name_past_its_field_is_refused_naming_it_and_nothing_is_written(blender, tmp_path, kind):
+    """houndeye: GoldSrc keeps names in fixed fields that studiomdl fills with strncpy (a bone's and a sequence's
+    32 bytes, a texture's 64, the last one a NUL): a longer name from Blender is refused, named, before any file."""
+    bpy = blender
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    imported(bpy, path)
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    if kind == "bone":
+        name, limit = "b" * 32, 31
+        armature.data.bones[1].name = name
+    elif kind == "material":
+        name, limit = "m" * 61, 63  # (Blender's own limit is 63 bytes; the SMD names the texture's BMP file)
+        next(m for m in bpy.data.materials if m.get("source_texture")).name = name
+        name += ".bmp"
+    else:
+        name, limit = "s" * 40, 31
+        armature.animation_data.action = None
+        bone = armature.pose.bones[0]
+        for frame in (1, 2):
+            bone.location = (0.0, 0.0, frame * 0.1)
+            bone.keyframe_insert(data_path="location", frame=frame)
+        armature.animation_data.action.name = name
+    out = tmp_path / "out"
+    out.mkdir()
+    bpy.context.view_layer.objects.active = armature
+    expected = rf"{kind} '{re.escape(name)}' is {len(name)} bytes long; GoldSrc holds at most {limit}"
+    with pytest.raises(RuntimeError, match=expected):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert not list(out.iterdir()) and {p.name for p in tmp_path.iterdir()} == {"out"}
 
 
 def test_the_export_does_not_write_through_a_link(blender, tmp_path):

@@ -39,6 +39,7 @@ from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_del
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
 from .motion import sequence_frames
+from .name_limits import check_name_lengths
 from .qc import NewSequence, QcParts, SequenceFiles, stored_names, write_qc
 
 HELD_NAMES = 8  # bones a warning names
@@ -80,6 +81,7 @@ def _run(job: DecompileJob) -> None:
     bone_names = renamed.names
     bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)), renamed.deleted)
     texture_files = _texture_files(gs, job)
+    check_name_lengths(edits, list(bones.skeleton.names), texture_files)
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
     body_parts = _references(gs, job, bones, texture_files, part_names)
