@@ -78,10 +78,14 @@ def _run(job: DecompileJob) -> None:
     if edits is not None:
         warnings.extend(edits.notes)  # (what Blender's side could not carry over)
     renamed = rename_bones(bone_names, gs.bones["parent"], edits)  # an export's, renamed in Blender
-    bone_names = renamed.names
+    file_bones, bone_names = set(bone_names), renamed.names
     bones = _skeleton(gs, job, SmdSkeleton(bone_names, gs.bones["parent"].astype(np.int64)), renamed.deleted)
     texture_files = _texture_files(gs, job)
-    check_name_lengths(edits, list(bones.skeleton.names), texture_files)
+    check_name_lengths(  # (the names Blender brings: renamed or new bones, renamed textures)
+        edits,
+        [n for n in bones.skeleton.names if n not in file_bones],
+        [f for f, t in zip(texture_files, gs.textures, strict=True) if edits is not None and t.name in edits.renamed],
+    )
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
     body_parts = _references(gs, job, bones, texture_files, part_names)

@@ -20,8 +20,9 @@ FIELDS = {
 
 
 def check_name_lengths(edits: SourceEdits | None, bones: list[str], textures: list[str]) -> None:
-    """``bones``: the skeleton the SMDs write (renamed and new ones included); ``textures``: the BMP names the SMDs
-    give each texture of the file. The rest comes from ``edits``: new actions, new materials, body-part options."""
+    """``bones``: the bones renamed or made in Blender, as the SMDs name them; ``textures``: the BMP names the SMDs
+    give the file's textures renamed there. The rest comes from ``edits``: new actions, the meshes' materials, the
+    body-part options (the file's own names among them fit)."""
     if edits is None:
         return
     names = [("bone", n) for n in bones]
