@@ -128,3 +128,24 @@ def model_entries(folder: Path, prefix: str = "") -> list[tuple[str, bytes]]:
     return [
         (prefix + p.relative_to(folder).as_posix(), p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()
     ]
+
+
+def troika_bytes(
+    files: dict[str, bytes],
+    offsets: dict[str, int] | None = None,
+    name_lengths: dict[str, int] | None = None,
+    count: int | None = None,
+    extra: bytes = b"",
+) -> bytes:
+    """A Troika (Bloodlines) pack: the files' data, a directory of (name length, name, offset, size), ``extra``
+    bytes, then the trailer (count, directory offset, 0). ``offsets``, ``name_lengths`` and ``count`` replace what
+    the writer would store."""
+    data, records = b"", b""
+    for name, body in files.items():
+        raw = name.encode()
+        offset = (offsets or {}).get(name, len(data))
+        records += struct.pack("<I", (name_lengths or {}).get(name, len(raw))) + raw
+        records += struct.pack("<II", offset, len(body))
+        data += body
+    trailer = struct.pack("<IIB", len(files) if count is None else count, len(data), 0)
+    return data + records + extra + trailer

@@ -306,8 +306,10 @@ def _goldsrc_parts(counts: bool = False) -> Parts:
 
 
 def archive_seeds() -> list[Seed]:
-    """The character (with a material and texture) packed in a two-part VPK v2 with preload bytes, and in a GMA."""
-    from archive_writer import EMBEDDED, GEntry, WEntry, gma_bytes, vpk_bytes
+    """The character (with a material and texture) packed in a two-part VPK v2 with preload bytes, and in a GMA;
+    a Bloodlines character in a Troika pack."""
+    from archive_writer import EMBEDDED, GEntry, WEntry, gma_bytes, troika_bytes, vpk_bytes
+    from bloodlines_writer import character_spec2531, write_mdl2531, write_vtx107
     from hostile import vtf
     from source_writer import character_spec, write_mdl, write_vtx, write_vvd
 
@@ -331,10 +333,14 @@ def archive_seeds() -> list[Seed]:
     ]
     crowd += [WEntry("readme", b"r"), WEntry("a.b", b""), WEntry("d" * 200 + "/e/f.vtf", b"f" * 40, preload=40)]
     tree, _ = vpk_bytes([*(WEntry(n, d) for n, d in files[:3]), *crowd])
+    guy = character_spec2531()
+    troika = {"models/test/guy.mdl": write_mdl2531(guy), "models/test/guy.dx80.vtx": write_vtx107(guy)}
+    troika.update({f"dlg/{c}/x {i}.dlg": bytes(i) for i, c in enumerate("abcab")})
     return [
         Seed("synthetic archive.vpk", check_archive, {"dir": directory, "part": archive_parts[0]}),
         Seed("synthetic addon.gma", check_archive, {"gma": gma_bytes([GEntry(n, d) for n, d in files])}),
         Seed("synthetic many-folder tree.vpk", check_archive, {"dir": tree}),
+        Seed("synthetic bloodlines pack.vpk", check_archive, {"dir": troika_bytes(troika)}),
     ]
 
 

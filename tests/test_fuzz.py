@@ -38,6 +38,7 @@ CASES = {
     "phoenixprojectsoftware__halflifeclassic/models/islave.mdl": 100,
     "synthetic archive.vpk": 400,
     "synthetic addon.gma": 300,
+    "synthetic bloodlines pack.vpk": 300,
     "knife.vpk": 300,
     "synthetic gameinfo.txt": 300,  # issue 31: links beside a mutated gameinfo.txt never widen the roots
 }

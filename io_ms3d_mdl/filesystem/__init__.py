@@ -1,4 +1,5 @@
-"""Models where users keep them: VPK and GMA archives, games mounted through ``gameinfo.txt``, Steam libraries.
+"""Models where users keep them: VPK (Valve's, and Troika's for Bloodlines) and GMA archives, games mounted
+through ``gameinfo.txt`` (or, for Bloodlines, their packs), Steam libraries.
 
 The bottom layer beside ``access``, ``budget`` and ``errors`` (no ``bpy``, imports nothing above it). ``access``
 asks it about every path that passes through an archive; everything else asks ``access``.

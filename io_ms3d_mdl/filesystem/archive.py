@@ -56,6 +56,66 @@ def folder_runs(keys: list[str]) -> tuple[dict[str, int], np.ndarray]:
     return folders, run_next
 
 
+def flat_archive(
+    path: str,
+    kind: str,
+    names: list[str],
+    where: list[int],
+    offset: np.ndarray,
+    length: np.ndarray,
+    crc: np.ndarray | None = None,
+) -> Archive:
+    """The index of an archive that lists each file's whole path with its data in the archive file itself (GMA,
+    Troika's VPK): runs of files in a row in one folder, as a VPK's tree groups them. ``where``: each name's
+    offset in the file, for the error that refuses a name climbing out or absolute. ``crc``: None when the format
+    keeps none (then none is checked)."""
+    base_names: list[bytes] = []  # joined below into one text, as a VPK's tree holds its names
+    spellings: list[bytes] = []  # each run's folder, joined below
+    run_first: list[int] = []
+    keys: list[str] = []
+    last = None
+    for i, name in enumerate(names):
+        if unsafe(name):
+            raise FormatError(path, where[i], f"file '{printable(name, 120)}' climbs out or is absolute")
+        folder, _, base = name.replace("\\", "/").rpartition("/")
+        if folder != last:  # a run: files in a row in one folder
+            run_first.append(i)
+            keys.append(folder_key(folder))
+            spellings.append(folder.encode("utf-8", "surrogateescape") or b" ")
+            last = folder
+        base_names.append(base.encode("utf-8", "surrogateescape"))
+    count, runs = len(names), len(run_first)
+    lengths = np.asarray([len(b) for b in base_names], dtype=np.int64)
+    name_end = np.cumsum(lengths + 1) - 1 if count else np.zeros(0, np.int64)
+    folder_lengths = np.asarray([len(b) for b in spellings], dtype=np.int64)
+    folder_end = np.cumsum(folder_lengths + 1) - 1 if runs else np.zeros(0, np.int64)
+    first = np.asarray(run_first, dtype=np.int64)
+    folders, run_next = folder_runs(keys)
+    return Archive(
+        path=path,
+        kind=kind,
+        text=b"\0".join(base_names),
+        name_at=name_end - lengths,
+        name_end=name_end,
+        run_first=first,
+        run_end=np.append(first[1:], count).astype(np.int64) if runs else first,
+        run_suffix=np.zeros(runs, np.uint16),
+        run_next=run_next,
+        folder_at=folder_end - folder_lengths,
+        folder_end=folder_end,
+        folder_text=b"\0".join(spellings),
+        suffixes=[""],
+        folders=folders,
+        crc=crc if crc is not None else np.zeros(count, dtype=np.uint32),
+        part=np.full(count, EMBEDDED, dtype=np.uint16),
+        offset=np.asarray(offset, dtype=np.int64),
+        length=np.asarray(length, dtype=np.int64),
+        preload_at=np.zeros(count, dtype=np.int64),
+        preload_len=np.zeros(count, dtype=np.int64),
+        check_zero_crc=False,
+    )
+
+
 @dataclass(eq=False)
 class Archive:
     """One mounted archive's directory. ``path`` is the archive file (a VPK's ``_dir.vpk``, a GMA).

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..budget import current_budget
 from ..errors import FormatError, printable
-from .archive import EMBEDDED, Archive, folder_key, folder_runs, unsafe
+from .archive import Archive, flat_archive
 from .files import open_regular, read_at
 
 MAGIC = b"GMAD"
@@ -114,48 +114,4 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
             f"addon ({file_size:,} bytes)",
         )
     offset = pos + ends - length
-    base_names: list[bytes] = []  # joined below into one text, as a VPK's tree holds its names
-    spellings: list[bytes] = []  # each run's folder, joined below
-    run_first: list[int] = []
-    keys: list[str] = []
-    last = None
-    for i, name in enumerate(names):
-        if unsafe(name):
-            raise FormatError(path, where[i], f"file '{printable(name, 120)}' climbs out or is absolute")
-        folder, _, base = name.replace("\\", "/").rpartition("/")
-        if folder != last:  # a run: files in a row in one folder
-            run_first.append(i)
-            keys.append(folder_key(folder))
-            spellings.append(folder.encode("utf-8", "surrogateescape") or b" ")
-            last = folder
-        base_names.append(base.encode("utf-8", "surrogateescape"))
-    count, runs = len(names), len(run_first)
-    lengths = np.asarray([len(b) for b in base_names], dtype=np.int64)
-    name_end = np.cumsum(lengths + 1) - 1 if count else np.zeros(0, np.int64)
-    folder_lengths = np.asarray([len(b) for b in spellings], dtype=np.int64)
-    folder_end = np.cumsum(folder_lengths + 1) - 1 if runs else np.zeros(0, np.int64)
-    first = np.asarray(run_first, dtype=np.int64)
-    folders, run_next = folder_runs(keys)
-    return Archive(
-        path=path,
-        kind=f"GMA v{version}",
-        text=b"\0".join(base_names),
-        name_at=name_end - lengths,
-        name_end=name_end,
-        run_first=first,
-        run_end=np.append(first[1:], count).astype(np.int64) if runs else first,
-        run_suffix=np.zeros(runs, np.uint16),
-        run_next=run_next,
-        folder_at=folder_end - folder_lengths,
-        folder_end=folder_end,
-        folder_text=b"\0".join(spellings),
-        suffixes=[""],
-        folders=folders,
-        crc=np.asarray(crcs, dtype=np.uint32),
-        part=np.full(count, EMBEDDED, dtype=np.uint16),
-        offset=offset.astype(np.int64),
-        length=length,
-        preload_at=np.zeros(count, dtype=np.int64),
-        preload_len=np.zeros(count, dtype=np.int64),
-        check_zero_crc=False,
-    )
+    return flat_archive(path, f"GMA v{version}", names, where, offset, length, np.asarray(crcs, dtype=np.uint32))

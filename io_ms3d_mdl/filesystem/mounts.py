@@ -21,6 +21,7 @@ from .archive import Archive
 from .files import walk
 from .gameinfo import GameInfo, game_folder, has_gameinfo, read_gameinfo, vpk_directory
 from .gma import read_gma
+from .troika_game import troika_game_folder, troika_packs
 from .vpk import read_vpk
 
 ARCHIVE_SUFFIXES = (".vpk", ".gma")
@@ -140,16 +141,18 @@ def mount_roots(mounts: Iterable[str]) -> tuple[str, ...]:
                 out[mount] = None
         elif os.path.isdir(mount):
             out[mount] = None
+            out.update(dict.fromkeys(troika_packs(mount)))  # (a Bloodlines game folder: its packs after it)
     return tuple(out)
 
 
 def model_game_roots(model_path: str) -> tuple[str, ...]:
     """The ``game`` search paths of the game a model lies in (the nearest folder above it, or above its archive,
-    holding gameinfo.txt), or () outside any game."""
+    holding gameinfo.txt; else a Bloodlines game folder and its packs: ``troika_game``), or () outside any game."""
     where = split(model_path)
     folder = game_folder(where[0] if where else model_path)
     if folder is None:
-        return ()
+        troika = troika_game_folder(where[0] if where else model_path)  # Bloodlines: packs, no gameinfo.txt
+        return (troika, *troika_packs(troika)) if troika is not None else ()
     try:
         return read_gameinfo(folder).roots()
     except FormatError:

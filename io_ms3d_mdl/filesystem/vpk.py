@@ -26,6 +26,7 @@ from ..budget import current_budget
 from ..errors import FormatError, printable
 from .archive import EMBEDDED, Archive, folder_key, folder_runs, unsafe
 from .files import open_regular, read_at
+from .troika_vpk import TRAILER, read_troika_vpk, troika_trailer
 
 SIGNATURE = 0x55AA1234
 RECORD = 18
@@ -42,32 +43,49 @@ def is_vpk_name(name: str) -> bool:
 
 
 def read_vpk(path: str) -> Archive:
-    """The index of the VPK directory file at ``path`` (entry data is read later, on demand)."""
+    """The index of the VPK directory file at ``path`` (entry data is read later, on demand); a file without
+    Valve's signature whose end is a Troika directory trailer is read as Troika's (``troika_vpk``)."""
     fd, info = open_regular(path)
     try:
         head = read_at(fd, 0, min(28, info.st_size), path)
-        if len(head) < 12:
-            raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
-        signature, version, tree_size = struct.unpack_from("<III", head)
+        signature = struct.unpack_from("<I", head)[0] if len(head) >= 4 else None
         if signature != SIGNATURE:
-            raise FormatError(path, 0, f"not a VPK (signature {signature:#010x}, expected {SIGNATURE:#010x})")
-        if version not in (1, 2):
-            raise FormatError(path, 4, f"VPK version {version} is not supported (1 and 2 are)")
-        header = 12 if version == 1 else 28
-        if len(head) < header:
-            raise FormatError(path, 0, f"a VPK v2 header needs 28 bytes, the file has {info.st_size}")
-        if header + tree_size > info.st_size:
-            raise FormatError(
-                path, 8, f"the directory tree of {tree_size:,} bytes runs past the end of the file ({info.st_size:,})"
-            )
-        budget = current_budget()
-        budget.check(
-            path, "VPK directory tree", tree_size, min(budget.file_bytes, int(MAX_TREE * budget.scale)), "bytes", 8
-        )
-        tree = read_at(fd, header, tree_size, path)
+            tail = read_at(fd, max(0, info.st_size - TRAILER), min(TRAILER, info.st_size), path)
+            if troika_trailer(tail, info.st_size) is None:
+                if len(head) < 12:
+                    raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
+                raise FormatError(
+                    path, 0, f"not a VPK (signature {signature:#010x}, expected {SIGNATURE:#010x}; nor Troika's)"
+                )
+            head = b""  # (Troika's: read below, once this file is closed)
+        else:
+            if len(head) < 12:
+                raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
+            tree, version, header = _valve_tree(path, fd, head, info.st_size)
     finally:
         os.close(fd)
+    if not head:
+        return read_troika_vpk(path)
     return parse_tree(path, tree, version, header, info.st_size)
+
+
+def _valve_tree(path: str, fd: int, head: bytes, size: int) -> tuple[bytes, int, int]:
+    """The directory tree's bytes, the version and the header's size, each checked against the file."""
+    _, version, tree_size = struct.unpack_from("<III", head)
+    if version not in (1, 2):
+        raise FormatError(path, 4, f"VPK version {version} is not supported (1 and 2 are)")
+    header = 12 if version == 1 else 28
+    if len(head) < header:
+        raise FormatError(path, 0, f"a VPK v2 header needs 28 bytes, the file has {size}")
+    if header + tree_size > size:
+        raise FormatError(
+            path, 8, f"the directory tree of {tree_size:,} bytes runs past the end of the file ({size:,})"
+        )
+    budget = current_budget()
+    budget.check(
+        path, "VPK directory tree", tree_size, min(budget.file_bytes, int(MAX_TREE * budget.scale)), "bytes", 8
+    )
+    return read_at(fd, header, tree_size, path), version, header
 
 
 def parse_tree(path: str, tree: bytes, version: int, header: int, file_size: int) -> Archive:
