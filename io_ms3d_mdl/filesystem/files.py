@@ -99,6 +99,19 @@ def walk(top: str, onerror: Callable[[OSError], None] | None = None) -> Iterator
         stack.extend(os.path.join(folder, d) for d in reversed(dirs))
 
 
+def nearest_folder_holding(path: str, name: str) -> str | None:
+    """The nearest folder at or above ``path``'s folder that holds a file ``name`` (a game's ``gameinfo.txt``,
+    Bloodlines' ``pack000.vpk``), or None."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isfile(os.path.join(folder, name)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def kind(mode: int) -> str:
     for test, name in (
         (stat.S_ISDIR, "a folder"),

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 from ..errors import FormatError
 from . import keyvalues
-from .files import read_regular, real_path, refused_name
+from .files import nearest_folder_holding, read_regular, real_path, refused_name
 
 GAMEINFO = "gameinfo.txt"
 MAX_GAMEINFO = 1 << 20
@@ -82,14 +82,7 @@ def has_gameinfo(folder: str) -> bool:
 def game_folder(path: str) -> str | None:
     """The nearest folder at or above ``path``'s folder holding ``gameinfo.txt`` (for a path inside an archive,
     starting from the archive's folder, since no archive holds one that counts), or None."""
-    folder = os.path.dirname(os.path.abspath(path))
-    while True:
-        if has_gameinfo(folder):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return nearest_folder_holding(path, GAMEINFO)
 
 
 def read_gameinfo(folder: str) -> GameInfo:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 
-from .files import real_path
+from .files import nearest_folder_holding, real_path
 
 FIRST_PACK = "pack000.vpk"
 PACK = re.compile(r"pack\d{3}\.vpk\Z", re.IGNORECASE)
@@ -19,14 +19,7 @@ PACK = re.compile(r"pack\d{3}\.vpk\Z", re.IGNORECASE)
 def troika_game_folder(path: str) -> str | None:
     """The nearest folder at or above ``path``'s folder holding ``pack000.vpk`` (for a path inside a pack, from the
     pack's folder), or None."""
-    folder = os.path.dirname(os.path.abspath(path))
-    while True:
-        if os.path.isfile(os.path.join(folder, FIRST_PACK)):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return nearest_folder_holding(path, FIRST_PACK)
 
 
 def troika_packs(folder: str) -> tuple[str, ...]:

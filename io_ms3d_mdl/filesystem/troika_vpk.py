@@ -6,12 +6,12 @@ then a directory of one record per file (a 32-bit name length, the name without 
 spaces allowed; a 32-bit offset and size of its data), then a 9-byte trailer: the file count, the directory's
 offset and a zero byte. The directory ends where the trailer starts, and every file's data ends before the
 directory. There is no magic: a file is taken for one only when its trailer and directory agree exactly like that.
-The directory is read once when mounted, bounded by the budget; the data on demand.
+The directory is read once when mounted (``vpk.read_vpk`` tells a pack from Valve's by its trailer), bounded by the
+budget; the data on demand.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from ..budget import current_budget
 from ..errors import FormatError, printable
 from .archive import Archive, flat_archive
-from .files import open_regular, read_at
+from .files import read_at
 
 TRAILER = 9
 RECORD = 12  # a record's fixed bytes: name length, offset, size
@@ -38,30 +38,13 @@ def troika_trailer(tail: bytes, size: int) -> tuple[int, int] | None:
     return count, at
 
 
-def read_troika_vpk(path: str) -> Archive:
-    fd, info = open_regular(path)
-    try:
-        size = info.st_size
-        found = troika_trailer(read_at(fd, max(0, size - TRAILER), min(TRAILER, size), path), size)
-        if found is None:
-            raise FormatError(
-                path, max(0, size - TRAILER), "not a Troika VPK (its last 9 bytes are no directory trailer)"
-            )
-        count, at = found
-        budget = current_budget()
-        budget.check(
-            path,
-            "Troika VPK directory",
-            size - TRAILER - at,
-            min(budget.file_bytes, int(MAX_DIRECTORY * budget.scale)),
-            "bytes",
-            size - TRAILER,
-        )
-        budget.check(path, "Troika VPK entries", count, budget.archive_entries, "entries", size - TRAILER)
-        directory = read_at(fd, at, size - TRAILER - at, path)
-    finally:
-        os.close(fd)
-    return _parse(path, directory, count, at)
+def read_troika_directory(path: str, fd: int, size: int, count: int, at: int) -> Archive:
+    """The index, from the open pack whose trailer (``troika_trailer``) gave ``count`` files listed at ``at``."""
+    budget = current_budget()
+    directory_limit = min(budget.file_bytes, int(MAX_DIRECTORY * budget.scale))
+    budget.check(path, "Troika VPK directory", size - TRAILER - at, directory_limit, "bytes", size - TRAILER)
+    budget.check(path, "Troika VPK entries", count, budget.archive_entries, "entries", size - TRAILER)
+    return _parse(path, read_at(fd, at, size - TRAILER - at, path), count, at)
 
 
 def _parse(path: str, directory: bytes, count: int, at: int) -> Archive:

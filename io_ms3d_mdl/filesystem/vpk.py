@@ -26,7 +26,7 @@ from ..budget import current_budget
 from ..errors import FormatError, printable
 from .archive import EMBEDDED, Archive, folder_key, folder_runs, unsafe
 from .files import open_regular, read_at
-from .troika_vpk import TRAILER, read_troika_vpk, troika_trailer
+from .troika_vpk import TRAILER, read_troika_directory, troika_trailer
 
 SIGNATURE = 0x55AA1234
 RECORD = 18
@@ -48,24 +48,22 @@ def read_vpk(path: str) -> Archive:
     fd, info = open_regular(path)
     try:
         head = read_at(fd, 0, min(28, info.st_size), path)
-        signature = struct.unpack_from("<I", head)[0] if len(head) >= 4 else None
-        if signature != SIGNATURE:
+        valve = head[:4] == struct.pack("<I", SIGNATURE)
+        if not valve:
             tail = read_at(fd, max(0, info.st_size - TRAILER), min(TRAILER, info.st_size), path)
-            if troika_trailer(tail, info.st_size) is None:
-                if len(head) < 12:
-                    raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
-                raise FormatError(
-                    path, 0, f"not a VPK (signature {signature:#010x}, expected {SIGNATURE:#010x}; nor Troika's)"
-                )
-            head = b""  # (Troika's: read below, once this file is closed)
-        else:
-            if len(head) < 12:
-                raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
-            tree, version, header = _valve_tree(path, fd, head, info.st_size)
+            found = troika_trailer(tail, info.st_size)
+            if found is not None:
+                return read_troika_directory(path, fd, info.st_size, *found)
+        if len(head) < 12:
+            raise FormatError(path, 0, f"a VPK header needs 12 bytes, the file has {info.st_size}")
+        if not valve:
+            (signature,) = struct.unpack_from("<I", head)
+            raise FormatError(
+                path, 0, f"not a VPK (signature {signature:#010x}, expected {SIGNATURE:#010x}; nor Troika's)"
+            )
+        tree, version, header = _valve_tree(path, fd, head, info.st_size)
     finally:
         os.close(fd)
-    if not head:
-        return read_troika_vpk(path)
     return parse_tree(path, tree, version, header, info.st_size)
 
 
