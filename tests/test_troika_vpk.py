@@ -180,3 +180,18 @@ def test_its_files_are_charged_to_the_budget(tmp_path):
     with using_budget(FewEntries()), pytest.raises(BudgetExceeded, match="Troika VPK entries"):
         mounts.mount_archive(str(path))
     assert len(mounts.mount_archive(str(path))) == 4
+
+
+def test_a_pack_listing_more_files_than_an_index_of_lists_holds_is_refused_in_time(tmp_path):
+    """2,000,000 one-letter files pass the entry budget but would take over 1 GB as Python lists (as GMA's cap)."""
+    import struct
+    import time
+
+    from io_ms3d_mdl.filesystem.archive import MAX_FLAT_FILES
+
+    count = MAX_FLAT_FILES + 1
+    path = tmp_path / "pack000.vpk"
+    path.write_bytes((struct.pack("<I", 1) + b"a" + bytes(8)) * count + struct.pack("<IIB", count, 0, 0))
+    start = time.perf_counter()
+    _refused(path, f"{count:,} files, more than {MAX_FLAT_FILES:,}")
+    assert time.perf_counter() - start < 1.0

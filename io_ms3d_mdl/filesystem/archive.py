@@ -22,6 +22,9 @@ from ..errors import FormatError, printable
 from .files import open_regular, read_at
 
 EMBEDDED = 0x7FFF  # a VPK entry whose data follows the tree in the directory file itself
+# Files one archive indexed through Python lists may list (``flat_archive``: GMA, Troika; a name and a few numbers
+# a file, about 500 bytes each on the way): real ones hold a few thousand; 2 M would pass 1 GB.
+MAX_FLAT_FILES = 200_000
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 

@@ -16,12 +16,11 @@ import numpy as np
 
 from ..budget import current_budget
 from ..errors import FormatError, printable
-from .archive import Archive, flat_archive
+from .archive import MAX_FLAT_FILES, Archive, flat_archive
 from .files import open_regular, read_at
 
 MAGIC = b"GMAD"
 FIRST_WINDOW = 1 << 16
-MAX_FILES = 200_000  # real addons hold a few thousand files
 MAX_TABLE = 64 << 20  # bytes of header and file table (× the Work Limit): 200,000 long names fit
 
 
@@ -96,8 +95,8 @@ def _parse(path: str, data: bytes, file_size: int) -> Archive:
                 f"file '{printable(raw.decode('utf-8', 'replace'), 120)}' has size {size:,}: it runs past the end "
                 f"of the addon ({file_size:,} bytes)",
             )
-        if len(names) >= MAX_FILES:
-            raise FormatError(path, pos, f"the addon lists more than {MAX_FILES:,} files")
+        if len(names) >= MAX_FLAT_FILES:
+            raise FormatError(path, pos, f"the addon lists more than {MAX_FLAT_FILES:,} files")
         names.append(raw.decode("utf-8", "surrogateescape"))
         sizes.append(size)
         crcs.append(crc)

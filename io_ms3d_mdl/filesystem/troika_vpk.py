@@ -18,7 +18,7 @@ import numpy as np
 
 from ..budget import current_budget
 from ..errors import FormatError, printable
-from .archive import Archive, flat_archive
+from .archive import MAX_FLAT_FILES, Archive, flat_archive
 from .files import read_at
 
 TRAILER = 9
@@ -44,6 +44,8 @@ def read_troika_directory(path: str, fd: int, size: int, count: int, at: int) ->
     directory_limit = min(budget.file_bytes, int(MAX_DIRECTORY * budget.scale))
     budget.check(path, "Troika VPK directory", size - TRAILER - at, directory_limit, "bytes", size - TRAILER)
     budget.check(path, "Troika VPK entries", count, budget.archive_entries, "entries", size - TRAILER)
+    if count > MAX_FLAT_FILES:
+        raise FormatError(path, size - TRAILER, f"the pack lists {count:,} files, more than {MAX_FLAT_FILES:,}")
     return _parse(path, read_at(fd, at, size - TRAILER - at, path), count, at)
 
 
