@@ -52,6 +52,9 @@ class BSpec:
     # (name, animation, events as (cycle, event, options)): 764-byte sequences, each event table after them
     sequences: list[tuple[str, int, list[tuple[float, int, str]]]] = field(default_factory=list)
     includes: list[str] = field(default_factory=list)  # $includemodel names: 116-byte records, count/offset at 404
+    # (V,) the stored normal code of each vertex of the quantised layouts (type 1: a byte offset into the 5,314-entry
+    # table, a multiple of 12; type 2: an entry of the 202-entry one); 0 (-Z) when not given
+    normal_codes: np.ndarray | None = None
 
 
 def _quat_matrix(q: tuple[float, float, float, float]) -> np.ndarray:
@@ -214,12 +217,15 @@ def _vertices(spec: BSpec) -> tuple[bytes, tuple, tuple]:
         return out, (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
     lo, hi = pos.min(0), pos.max(0)
     extent = np.where(hi > lo, hi - lo, 1.0)
+    codes = np.zeros(len(pos), int) if spec.normal_codes is None else np.asarray(spec.normal_codes, int)
     if spec.vertex_type == 1:
         q = np.round((pos - lo) / extent * 65535).astype("<u2")
-        rows = [struct.pack("<3H2B2H", *a, 0, 0, *u) for a, u in zip(q.tolist(), uv16.tolist(), strict=True)]
+        rows = [
+            struct.pack("<3HH2H", *a, c, *u) for a, c, u in zip(q.tolist(), codes.tolist(), uv16.tolist(), strict=True)
+        ]
         return b"".join(rows), tuple(lo), tuple(extent / 65535)
     q = np.round((pos - lo) / extent * 255).astype("u1")
-    rows = [struct.pack("<3BB2H", *a, 0, *u) for a, u in zip(q.tolist(), uv16.tolist(), strict=True)]
+    rows = [struct.pack("<3BB2H", *a, c, *u) for a, c, u in zip(q.tolist(), codes.tolist(), uv16.tolist(), strict=True)]
     return b"".join(rows), tuple(lo), tuple(extent)
 
 

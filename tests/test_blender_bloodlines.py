@@ -117,14 +117,26 @@ def test_convert_and_info_read_2531(tmp_path):
     assert (tmp_path / "guy.glb").read_bytes()[:4] == b"glTF"
 
 
-def test_a_flexed_character_gets_its_eyeballs_but_no_shape_keys(blender):
-    """Bloodlines flexes are read but their vertex deltas are not decoded (structs2531): the face imports without
-    shape keys or flex drivers rather than with wrong ones; its two eyeballs become sphere empties on the head."""
+def test_a_flexed_character_gets_its_face_and_eyeballs(blender):
+    """Bloodlines flexes become shape keys driven by the face's controllers, as for later Source: the jaw_drop
+    controller opens the mouth (the chin goes down); its two eyeballs become sphere empties on the head."""
     bpy = blender
     path = samples_dir() / BASE / "character/npc/common/citizen/female3/female_citizen_3.mdl"
     assert bpy.ops.import_scene.source_mdl(filepath=str(path), import_animations=False) == {"FINISHED"}
     objects = list(bpy.data.collections[path.stem].all_objects)
-    assert all(o.data.shape_keys is None for o in objects if o.type == "MESH")
+    (face,) = [o for o in objects if o.type == "MESH" and o.data.shape_keys is not None]
+    keys = face.data.shape_keys
+    assert len(keys.key_blocks) == 46 and {"AU27Z", "AU12R", "upper_right"} <= set(keys.key_blocks.keys())
+    assert len(keys.animation_data.drivers) >= 40
+    rest = np.array([v.co[:] for v in face.evaluated_get(bpy.context.evaluated_depsgraph_get()).data.vertices])
+    face["flex:jaw_drop"] = 1.0
+    face.update_tag()
+    bpy.context.view_layer.update()
+    evaluated = face.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh()
+    moved = np.array([v.co[:] for v in evaluated.vertices]) - rest
+    face.evaluated_get(bpy.context.evaluated_depsgraph_get()).to_mesh_clear()
+    deepest = int(np.argmax(np.linalg.norm(moved, axis=1)))
+    assert np.linalg.norm(moved[deepest]) > 0 and moved[deepest, 2] < -0.5 * np.linalg.norm(moved[deepest])
     eyes = [o for o in objects if o.type == "EMPTY" and o.empty_display_type == "SPHERE" and "eyeball" in o.name]
     assert len(eyes) == 2
     assert {o.parent_bone for o in eyes} == {"Bip01 Head"}

@@ -7,6 +7,7 @@ animations, with a warning."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -252,3 +253,41 @@ def test_every_included_model_is_named(tmp_path):
     assert [c[1] for c in commands if c[0] == "$includemodel"] == expected
     lost = [w for w in result.warnings if "were not found" in w]  # only this file was copied: one warning for all
     assert len(lost) == 1 and lost[0].startswith(f"{len(expected)} included models"), result.warnings
+
+
+def test_a_bloodlines_face_decompiles_to_its_eyes_lids_and_flexes(tmp_path):
+    """female_citizen_3's face: its $model block holds both eyeballs, the four eyelid lines with the targets its
+    eyeball records keep, its mouth and a flex file of every other flex, then its 44 controllers and its rules;
+    the VTA reads strictly, and the jaw flex's frame moves its vertices by the lengths its shape key does in our
+    import."""
+    path = shared_or_skip("character/npc/common/citizen/female3/female_citizen_3.mdl")
+    result = decompiled(path, tmp_path, animations=False, lods=False)
+    check_output(result, tmp_path)
+    block = [shlex.split(line) for line in (tmp_path / result.qc).read_text("utf-8").splitlines() if line.strip()]
+    words = [c for c in block if c[0] in ("eyeball", "eyelid", "mouth", "flex", "flexcontroller")]
+    lids = {c[1]: c for c in words if c[0] == "eyelid"}
+    assert [c[0] for c in words].count("eyeball") == 2 and sorted(lids) == sorted(
+        ["upper_right", "lower_right", "upper_left", "lower_left"]
+    )
+    upper = lids["upper_right"]
+    assert [float(upper[upper.index(role) + 2]) for role in ("lowerer", "neutral", "raiser")] == pytest.approx(
+        [-0.287, 0.021, 0.121], abs=1e-6
+    )
+    assert [c for c in words if c[0] == "mouth"] == [["mouth", "0", "mouth", "Bip01 Head", "0", "-1", "0"]]
+    flexes = [c[1] for c in words if c[0] == "flex"]
+    assert len(flexes) == 41 and "AU27Z" in flexes and not set(lids) & set(flexes)
+    assert len([c for c in words if c[0] == "flexcontroller"]) == 44
+    vta_name = upper[2]
+    smd_reader.read(tmp_path / vta_name)
+    vta = read_smd((tmp_path / vta_name).read_bytes())
+    base = {i: np.array(v[:3]) for i, v in vta.vertex_frames[0].items()}
+    frame = {c[1]: int(c[3]) for c in block if c[0] == "flex"}["AU27Z"]
+    moved = np.array(sorted(np.linalg.norm(np.array(v[:3]) - base[i]) for i, v in vta.vertex_frames[frame].items()))
+    scene = load_source(str(path), SourceOptions(scale=1.0, find_materials=False))
+    (face,) = [o for o in scene.objects if o.mesh is not None and o.mesh.shape_keys]
+    key = dict(face.mesh.shape_keys)["AU27Z"]
+    ours = np.linalg.norm(key - face.mesh.positions, axis=1)
+    ours = np.sort(ours[ours > 0])
+    # a delta's length is a whole number of 1/32 units: the same numbers on both sides
+    np.testing.assert_allclose(moved * 32, np.round(moved * 32), atol=2e-3)
+    assert set(np.round(moved * 32).astype(int)) == set(np.round(ours * 32).astype(int))

@@ -1,7 +1,7 @@
 """Eyelids (issue 32): a model's eyelids come back as ``eyelid`` lines in its ``$model`` block, their shapes as VTA
-frames. No shared sample can show them: scout's eyeballs point at a ``dummy_eyelid`` (a DMX compile's), the one
-model with eyelid descriptors (Bloodlines' female_citizen_3) is MDL 2531, whose eyeballs and flexes are not read,
-and no original QC in ../shared/samples/decompile has an eyelid line. So the models are synthetic
+frames. Among the shared samples only Bloodlines' female_citizen_3 (MDL 2531, tests/test_decompile_bloodlines.py)
+has eyelids, with no neutral shape: scout's eyeballs point at a ``dummy_eyelid`` (a DMX compile's) and no original
+QC in ../shared/samples/decompile has an eyelid line. So the models here are synthetic
 (tests/source_writer.py), laid out as studiomdl's ``Option_Eyelid`` stores a line: a lid descriptor named by the
 type, three named ``<type>_lowerer/_neutral/_raiser``, the lid's three flexes with targets ``(-11, -10, L, N)``,
 ``(L, N, N, R)``, ``(N, R, 10, 11)``, and the targets L, N, R in the eyeball record."""

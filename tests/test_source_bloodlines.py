@@ -5,6 +5,7 @@ the hostile corners and the three vertex layouts."""
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 import subprocess
@@ -190,11 +191,25 @@ def test_without_vtx_the_skeleton_comes_with_a_warning():
     assert any("teeth" in w and "poseToBone" in w for w in scene.warnings)
 
 
-def test_compressed_prop_positions_uvs_and_no_stored_normals():
+def _angles_to_geometry(mesh) -> np.ndarray:
+    """Degrees between each vertex's stored normal and the area-weighted normal of the triangles using it."""
+    p = mesh.positions.astype(np.float64)
+    tris = mesh.triangles
+    face = np.cross(p[tris[:, 1]] - p[tris[:, 0]], p[tris[:, 2]] - p[tris[:, 0]])
+    summed = np.zeros_like(p)
+    for k in range(3):
+        np.add.at(summed, tris[:, k], face)
+    summed /= np.maximum(np.linalg.norm(summed, axis=1, keepdims=True), 1e-12)
+    return np.degrees(np.arccos(np.clip((summed * mesh.vertex_normals).sum(1), -1, 1)))
+
+
+def test_compressed_prop_positions_uvs_and_normals():
+    """The compressed layout's normal byte, decoded through the 202-entry table, agrees with the geometry: this box
+    of a diary has a vertex per face corner, and the median decoded normal is within 2° of its face's."""
     path = shared_model(SHARED[3])
     scene = load_source(str(path), ONE)
     (obj,) = [o for o in scene.objects if o.mesh is not None and "source_option" in o.props]
-    assert obj.mesh.vertex_normals is None  # the one-byte normal code is not decoded: Blender computes them
+    assert float(np.median(_angles_to_geometry(obj.mesh))) < 2.0
     hull = np.frombuffer(path.read_bytes(), "<f4", 6, 180).reshape(2, 3)
     np.testing.assert_allclose(obj.mesh.positions.min(0), hull[0], atol=2e-3)
     np.testing.assert_allclose(obj.mesh.positions.max(0), hull[1], atol=2e-3)
@@ -205,6 +220,8 @@ def test_compressed_prop_positions_uvs_and_no_stored_normals():
 @pytest.mark.parametrize("kind", [0, 1, 2])
 def test_synthetic_props_of_each_vertex_layout(tmp_path, kind):
     spec = prop_spec(kind)
+    if kind:
+        spec.normal_codes = np.array([c for c, *_ in EXPECTED_NORMALS[kind]])[np.arange(len(spec.positions)) % 4]
     path = write_bloodlines(spec, tmp_path / "models" / "test", f"box{kind}")
     scene = load_source(str(path), ONE)
     (obj,) = [o for o in scene.objects if o.mesh is not None]
@@ -213,7 +230,19 @@ def test_synthetic_props_of_each_vertex_layout(tmp_path, kind):
     np.testing.assert_allclose(obj.mesh.positions, spec.positions[obj.mesh.source_vertices], atol=tolerance)
     ours = ref.canonical(obj.mesh.source_vertices[obj.mesh.triangles])
     np.testing.assert_array_equal(ours, ref.canonical(spec.triangles[:, ::-1]))
-    assert (obj.mesh.vertex_normals is None) == (kind != 0)
+    if kind:
+        expected = np.array(EXPECTED_NORMALS[kind])[:, 1:]
+        np.testing.assert_allclose(obj.mesh.vertex_normals, expected[obj.mesh.source_vertices % 4], atol=1e-6)
+
+
+# Normal codes and the directions they name, from the layout facts (directions2531): rings of latitude from -Z, each
+# starting at +X and turning towards +Y. Bytes: rings 15° apart (ring 1: 8 entries from code 1). Words (byte
+# offsets of 12-byte entries): rings 180°/64 apart, the 128-entry equator from entry 2,593, +Z the last (5,313).
+_S15, _C15 = math.sin(math.radians(15)), math.cos(math.radians(15))
+EXPECTED_NORMALS = {
+    2: [(0, 0, 0, -1), (1, _S15, 0, -_C15), (3, 0, _S15, -_C15), (201, 0, 0, 1)],
+    1: [(0, 0, 0, -1), (12 * 2593, 1, 0, 0), (12 * (2593 + 32), 0, 1, 0), (12 * 5313, 0, 0, 1)],
+}
 
 
 def test_synthetic_character_skeleton_weights_attachment_hitbox(tmp_path):
@@ -427,3 +456,14 @@ def test_winding_agrees_with_the_stored_normals(relative):
     face = np.cross(p[t[:, 1]] - p[t[:, 0]], p[t[:, 2]] - p[t[:, 0]])
     along = np.einsum("ti,ti->t", face, obj.mesh.vertex_normals[t].sum(axis=1))
     assert (along > 0).mean() > 0.95
+
+
+@pytest.mark.parametrize(("kind", "code"), [(1, 13), (1, 12 * 5314), (2, 202)])
+def test_a_normal_code_that_names_no_direction_is_refused(tmp_path, kind, code):
+    """A quantised vertex's normal code past its table (or, for the 16-bit kind, not the byte offset of an entry)
+    is refused with the vertex and where its code is, not read as some other direction."""
+    spec = prop_spec(kind)
+    spec.normal_codes = np.full(len(spec.positions), code)
+    path = write_bloodlines(spec, tmp_path / "models" / "test", "box")
+    with pytest.raises(FormatError, match=f"vertex 0 of .* has normal code {code}, which names no direction"):
+        read_mdl(str(path))

@@ -4,9 +4,10 @@ surface properties; per sequence its activity weight, grid size and events (numb
 ``structs2531.EVENT``), which ``qc`` writes as numbered ``{ event ... }`` lines. The included models are named by the
 reader (``formats.source.includes2531``), so their animations are written under this skeleton as for 44–53.
 
-What 2531 keeps differently, and is left out rather than guessed: the header's first vector (0.5, 0.5, 0.5 in
-every model looked at) is not an eye position, so no ``$eyeposition``; the key-value fields hold no text; sequence
-fades, blends and transitions, jiggle bones, flexes, eyeballs and mouths are not read; header flags other
+Flexes (their deltas decoded by the reader), eyeballs, eyelids and mouths are written as for 44–53, from the
+version's own model and eyeball records. What 2531 keeps differently, and is left out rather than guessed: the
+header's first vector (0.5, 0.5, 0.5 in every model looked at) is not an eye position, so no ``$eyeposition``; the
+key-value fields hold no text; sequence fades, blends and transitions and jiggle bones are not read; header flags other
 than the static prop and auto-generated hit boxes have no known meaning in this version, so no flag command is
 written from them (their bits would name other commands in 44–53)."""
 
@@ -21,7 +22,7 @@ from ...formats.binary import Cursor
 from ...formats.source import structs2531 as B
 from ...formats.source.mdl2531 import event_options, sequence_events
 from ...formats.source.model import MdlFile
-from .details import ModelDetails, SequenceDetails, ik_chains, read_pose_parameters
+from .details import ModelDetails, SequenceDetails, ik_chains, read_eyeballs, read_mouths, read_pose_parameters
 
 VERSION = B.VERSION
 KNOWN_FLAGS = 0x1 | 0x10  # auto-generated hit boxes, static prop
@@ -77,5 +78,7 @@ def bloodlines_details(data: bytes, path: str | None, mdl: MdlFile) -> ModelDeta
         nodes=[],
         keyvalues="",
         ik_chains=chains,
+        eyeballs=read_eyeballs(cur, header, B.MODEL, B.EYEBALL, text),
+        mouths=read_mouths(cur, header),
         bone_surface_props=surface_props,
     )

@@ -264,30 +264,8 @@ def model_details(
                 at = int(header["boneindex"]) + i * bone_size + proc
                 with suppress(FormatError):
                     (jiggles[i],) = cur.array_at(JIGGLE, at, 1, "jiggle")
-    eyeballs: dict[tuple[int, int], list[tuple[str, np.void]]] = {}
-    mouths = []
-    if version != 53:
-        with suppress(FormatError):
-            count, index = int(header["numbodyparts"]), int(header["bodypartindex"])
-            for b, part in enumerate(cur.array_at(S.BODYPART, index, max(min(count, 4096), 0), "body parts")):
-                part_at = index + b * S.BODYPART.itemsize
-                models_at = part_at + int(part["modelindex"])
-                models = cur.array_at(S.MODEL, models_at, max(min(int(part["nummodels"]), 4096), 0), "models")
-                for m, model in enumerate(models):
-                    n = int(model["numeyeballs"])
-                    if not 0 < n <= 64:
-                        continue
-                    at = models_at + m * S.MODEL.itemsize + int(model["eyeballindex"])
-                    records = cur.array_at(S.EYEBALL, at, n, "eyeballs")
-                    eyeballs[(b, m)] = [
-                        (text(at + k * S.EYEBALL.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else "", r)
-                        for k, r in enumerate(records)
-                    ]
-        count, index = int(header["nummouths"]), int(header["mouthindex"])
-        if 0 < count <= 64:
-            with suppress(FormatError):
-                for r in cur.array_at(MOUTH, index, count, "mouths"):
-                    mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
+    eyeballs = read_eyeballs(cur, header, S.MODEL, S.EYEBALL, text) if version != 53 else {}
+    mouths = read_mouths(cur, header) if version != 53 else []
     ik_rules: dict[int, list[IkRule]] = {}
     if version != 53:
         for a, desc in enumerate(animations):
@@ -326,6 +304,42 @@ def model_details(
         directional_light_dot=int(header["constdirectionallightdot"]),
         jiggles=jiggles,
     )
+
+
+def read_eyeballs(
+    cur: Cursor, header: np.void, model_layout: np.dtype, eyeball_layout: np.dtype, text: Callable[[int], str]
+) -> dict[tuple[int, int], list[tuple[str, np.void]]]:
+    """Each model's eyeball records with their names, by (body part, option); none where they cannot be read.
+    The layouts differ by version (Bloodlines' models and eyeballs are shorter), the fields read do not."""
+    eyeballs: dict[tuple[int, int], list[tuple[str, np.void]]] = {}
+    with suppress(FormatError):
+        count, index = int(header["numbodyparts"]), int(header["bodypartindex"])
+        for b, part in enumerate(cur.array_at(S.BODYPART, index, max(min(count, 4096), 0), "body parts")):
+            part_at = index + b * S.BODYPART.itemsize
+            models_at = part_at + int(part["modelindex"])
+            models = cur.array_at(model_layout, models_at, max(min(int(part["nummodels"]), 4096), 0), "models")
+            for m, model in enumerate(models):
+                n = int(model["numeyeballs"])
+                if not 0 < n <= 64:
+                    continue
+                at = models_at + m * model_layout.itemsize + int(model["eyeballindex"])
+                records = cur.array_at(eyeball_layout, at, n, "eyeballs")
+                eyeballs[(b, m)] = [
+                    (text(at + k * eyeball_layout.itemsize + int(r["sznameindex"])) if int(r["sznameindex"]) else "", r)
+                    for k, r in enumerate(records)
+                ]
+    return eyeballs
+
+
+def read_mouths(cur: Cursor, header: np.void) -> list[tuple[int, np.ndarray, int]]:
+    """The header's mouths (bone, forward, flex descriptor); none where they cannot be read."""
+    mouths = []
+    count, index = int(header["nummouths"]), int(header["mouthindex"])
+    if 0 < count <= 64:
+        with suppress(FormatError):
+            for r in cur.array_at(MOUTH, index, count, "mouths"):
+                mouths.append((int(r["bone"]), r["forward"].astype(np.float64), int(r["flexdesc"])))
+    return mouths
 
 
 def read_pose_parameters(cur: Cursor, header: np.void, text: Callable[[int], str]) -> list[PoseParameter]:

@@ -105,7 +105,6 @@ def write_qc(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     qc.blank()
     _body(qc, parts, warnings)
     _lods(qc, parts)
-    _mouths(qc, parts)
     qc.blank()
     if mdl.is_static_prop:
         qc.command("$staticprop")
@@ -187,6 +186,8 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
         if flex is None:
             return
         eyelid_lines(qc, mdl, flex.eyelids, flex.vta, eye_names(parts.details.eyeballs.get((b, 0), [])))
+        if b == min(part for part, _option in parts.flexes):
+            _mouths(qc, parts)
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
             for i, n in enumerate(flex.names, start=1):
@@ -242,11 +243,13 @@ def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
 
 
 def _mouths(qc: QcWriter, parts: QcParts) -> None:
+    """The header's mouths as ``mouth`` lines: an option of a ``$model`` block in studiomdl (there is no ``$mouth``
+    command), numbered model-wide, so written once, in the first flexed model's block."""
     mdl = parts.mdl
     for k, (bone, forward, flex) in enumerate(parts.details.mouths):
         if 0 <= bone < len(mdl.bone_names) and 0 <= flex < len(mdl.flex_names) and _heir(parts, bone) >= 0:
             bone = _heir(parts, bone)
-            qc.command("$mouth", k, Quoted(mdl.flex_names[flex]), Quoted(mdl.bone_names[bone]), *forward.tolist())
+            qc.line("mouth", k, Quoted(mdl.flex_names[flex]), Quoted(mdl.bone_names[bone]), *forward.tolist())
 
 
 def _lods(qc: QcWriter, parts: QcParts) -> None:

@@ -5,9 +5,10 @@ a VVD's (``MdlFile.own_vertices``) and everything after it (VTX strips, scene as
 Offsets are relative to the struct that holds them and every table is bounds-checked before it is read, as in
 ``mdl``. Animations and sequences (with their events: ``structs2531.EVENT``) are listed here, animations decoded
 on demand (``animation2531``); the included models are named (``includes2531``) and loaded as 44–49's are
-(``includes``). Flex descriptors, controllers and rules, eyeballs and each mesh's flexes with their
-vertex lists are read (``structs2531``); the flexes' 6-byte vertex deltas are kept as stored (``MdlPackedFlex``),
-not decoded, since their encoding is not known, so they make no shape keys.
+(``includes``). Flex descriptors, controllers and rules, eyeballs and each mesh's flexes are read
+(``structs2531``); a flex vertex's delta is a direction in a table and a length (``directions2531``), decoded here
+into the deltas 44–49 store, so flexes become shape keys and VTA frames as theirs do. The quantised layouts' normal
+codes are decoded with the same tables.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 
 from ...budget import current_budget
 from ..binary import Cursor
+from . import directions2531 as directions
 from . import faces
 from . import structs as S
 from . import structs2531 as B
@@ -26,10 +28,10 @@ from .model import (
     MdlBodyPart,
     MdlEvent,
     MdlFile,
+    MdlFlex,
     MdlHitbox,
     MdlMesh,
     MdlModel,
-    MdlPackedFlex,
     MdlSequence,
     VvdFile,
 )
@@ -112,12 +114,6 @@ def read_mdl2531_bytes(data: bytes, path: str | None = None) -> MdlFile:
         )
     if int(raw["length"]) != cur.size:
         mdl.warnings.add(f"the header says the file is {int(raw['length'])} bytes but it is {cur.size}")
-    packed = [f for p in body_parts for m in p.models for me in m.meshes for f in me.packed_flexes]
-    if packed:
-        mdl.warnings.add(
-            f"{len(packed)} Bloodlines flexes ({len({f.desc for f in packed})} shapes) were read but not imported "
-            "as shape keys: the encoding of their vertex deltas is not known"
-        )
     return mdl
 
 
@@ -235,7 +231,7 @@ def _body_parts(
                         f"mesh {k} of {what} holds vertices {start}..{start + size - 1} of the model's {count}",
                         me_off + 8,
                     )
-                flexes = _packed_flexes(cur, me_off, r, num_flexes, f"mesh {k} of {what}", flexes_read)
+                flexes = _flexes(cur, me_off, r, num_flexes, f"mesh {k} of {what}", flexes_read)
                 meshes.append(
                     MdlMesh(
                         int(r["material"]),
@@ -245,7 +241,7 @@ def _body_parts(
                         int(r["materialparam"]),
                         len(flexes),
                         np.zeros(8, dtype=np.int32),
-                        packed_flexes=flexes,
+                        flexes,
                     )
                 )
             if count < 0:
@@ -276,9 +272,7 @@ FLEX_DESC_AT = B.FLEX.fields["flexdesc"][1]
 FLEX_SIZE_AT = B.FLEX.fields["numverts"][1]
 
 
-def _packed_flexes(
-    cur: Cursor, mesh_off: int, mesh: np.void, num_flexes: int, what: str, read: list[int]
-) -> list[MdlPackedFlex]:
+def _flexes(cur: Cursor, mesh_off: int, mesh: np.void, num_flexes: int, what: str, read: list[int]) -> list[MdlFlex]:
     """A mesh's flexes with their vertex lists (offsets relative to each flex), every descriptor and vertex index
     checked; their count over all meshes is held to the shape key budget (each would be one). Compilers lay the
     lists back to back: such a run is read as one table (a crafted file's scattered lists are read one by one)."""
@@ -322,10 +316,29 @@ def _packed_flexes(
             raise cur.error(
                 f"a flex of {what} moves vertex {int(verts['index'].max())} of a {size}-vertex mesh", int(starts[k])
             )
+        bad = directions.bad_words(verts["direction"])
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise cur.error(
+                f"vertex {j} of a flex of {what} has delta direction {int(verts['direction'][j])}, which names no "
+                "direction",
+                int(starts[k]) + j * B.VERTANIM.itemsize + DIRECTION_AT,
+            )
     return [
-        MdlPackedFlex(int(d), t, v["index"].astype(np.int64), v["delta"])
+        MdlFlex(int(d), 0, v["index"].astype(np.int64), _deltas(v), np.zeros(len(v), np.float32), t)
         for d, t, v in zip(descs.tolist(), flexes["target"], tables, strict=True)
     ]
+
+
+DIRECTION_AT = B.VERTANIM.fields["direction"][1]
+DELTA_UNIT = 1.0 / 32.0  # model units per step of a delta's length
+
+
+def _deltas(verts: np.ndarray) -> np.ndarray:
+    """A flex's position deltas: its direction entries scaled by their lengths. (The normals' changes, stored the
+    same way, are not kept: the import and the VTA take normals from the shape itself, as for 44–49.)"""
+    length = verts["length"].astype(np.float32) * np.float32(DELTA_UNIT)
+    return directions.from_words(verts["direction"]) * length[:, None]
 
 
 def _vertices(cur: Cursor, model_off: int, model: np.void, num_bones: int, what: str) -> np.ndarray:
@@ -357,10 +370,31 @@ def _vertices(cur: Cursor, model_off: int, model: np.void, num_bones: int, what:
     if kind == 2:  # 8-bit: the scale is the model's extent
         scale = scale / np.float32(255.0)
     out["pos"] = offset + scale * raw["pos"].astype(np.float32)
+    out["normal"] = _normals(cur, raw, kind, model_off + int(model["vertexindex"]), what)
     out["uv"] = raw["uv"].astype(np.float32) / np.float32(65535.0)
     out["weights"][:, 0] = 1.0  # unskinned: every vertex rides the first bone
     out["numbones"] = 1
-    return out  # normals stay zero: the one-byte normal code is not decoded, Blender computes them
+    return out
+
+
+def _normals(cur: Cursor, raw: np.ndarray, kind: int, at: int, what: str) -> np.ndarray:
+    """A quantised vertex's normal from its code (``directions2531``): the unskinned layout's 16-bit word at
+    offset 6 is a byte offset into the 5,314-entry table, the compressed layout's byte at offset 3 an entry of the
+    202-entry one."""
+    if kind == 1:
+        codes = raw["normal"].astype(np.int64) | (raw["unknown"].astype(np.int64) << 8)
+        bad = directions.bad_words(codes)
+    else:
+        codes = raw["normal"].astype(np.int64)
+        bad = codes >= len(directions.byte_table())
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        field = raw.dtype.fields["normal"][1]
+        raise cur.error(
+            f"vertex {k} of {what} has normal code {int(codes[k])}, which names no direction",
+            at + k * raw.dtype.itemsize + field,
+        )
+    return directions.from_words(codes) if kind == 1 else directions.byte_table()[codes]
 
 
 def _tangents(cur: Cursor, model_off: int, model: np.void, what: str) -> np.ndarray:

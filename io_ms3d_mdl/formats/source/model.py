@@ -16,22 +16,11 @@ class MdlFlex:
     desc: int  # index into MdlFile.flex_names
     pair: int  # the right-hand descriptor of a stereo flex, or 0
     indices: np.ndarray  # (N,) mesh-relative vertex indices
-    deltas: np.ndarray  # (N, 3) float32 position deltas (decoded from fp16)
+    deltas: np.ndarray  # (N, 3) float32 position deltas (decoded from fp16; Bloodlines: direction and length)
     sides: np.ndarray  # (N,) float32 side/255: the engine weighs a stereo vertex (1 - side)·desc + side·pair
     # (4,) float32: the descriptor's weights where this shape fades in, is whole, and fades out again (0, 1, 1, 1
     # for most flexes; an eyelid's three shapes share one descriptor and split its range between them)
     targets: np.ndarray = field(default_factory=lambda: np.array([0.0, 1.0, 1.0, 1.0], np.float32))
-
-
-@dataclass
-class MdlPackedFlex:
-    """A Bloodlines (2531) flex as stored: which mesh vertices it moves, and for each the 6 bytes of its delta,
-    whose encoding is not known (``structs2531``): kept, never turned into shape keys."""
-
-    desc: int  # index into MdlFile.flex_names
-    targets: np.ndarray  # (4,) float32: the controller values where its weight rises to 1 and falls back to 0
-    indices: np.ndarray  # (N,) mesh-relative vertex indices
-    deltas: np.ndarray  # (N, 6) uint8, undecoded
 
 
 @dataclass
@@ -58,7 +47,6 @@ class MdlMesh:
     num_flexes: int
     lod_vertex_counts: np.ndarray  # (8,)
     flexes: list[MdlFlex] = field(default_factory=list)
-    packed_flexes: list[MdlPackedFlex] = field(default_factory=list)  # Bloodlines only
 
 
 @dataclass

@@ -134,7 +134,14 @@ SEQDESC = np.dtype(  # 764 bytes; the animation grid is inline (16 × 16 int16),
 EVENT = np.dtype(fields_between(S.EVENT, "cycle", "options"))
 
 FLEX = np.dtype([*fields_between(S.FLEX, "flexdesc", "vertindex"), ("unknown", "<i4")])  # unknown: always 1
-VERTANIM = np.dtype([("index", "<u2"), ("delta", "u1", 6)])  # the delta's encoding is not known
+# A flex's vertex: its delta as a direction and a length (the direction a byte offset into the 5,314-entry table of
+# ``directions2531``, the length a byte in 1/32 units), then its normal's change the same way (a length byte of about
+# 2/255ths: normals plus their changes stay unit length; not used). The length unit is measured, not read from the
+# engine: it is the one with which each upper eyelid's lowered shape drops the lid by the heights the compiler wrote
+# into its flex targets (1/31 and 1/33 fit worse), and it turns a jaw flex's teeth rigidly (the tests).
+VERTANIM = np.dtype(
+    [("index", "<u2"), ("direction", "<u2"), ("ndirection", "<u2"), ("length", "u1"), ("nlength", "u1")]
+)
 EYEBALL = np.dtype(
     [*fields_between(S.EYEBALL, "sznameindex", "lowerlidflexdesc"), ("pitch", "<f4", 2), ("yaw", "<f4", 2)]
 )
@@ -142,20 +149,8 @@ EYEBALL = np.dtype(
 # The three vertex layouts (``MODEL.vertexlisttype``). Skinned: three bone slots weighted in 255ths (they sum to
 # 255; a slot of weight 0 is unused), float position, normal and UV. Unskinned and compressed: quantised positions
 # (16-bit: offset + scale·q; 8-bit: offset + scale·q/255, the scale being the model's extent), a normal code, 16-bit
-# UVs. The codes are not decoded: normals are left to Blender. What the codes are, measured against area-weighted
-# vertex normals of the geometry over every model of the VTMB-Unofficial-Patch snapshot using them (31 files):
-# - Compressed (10 models, 2,120 vertices): the byte indexes a 202-entry table of directions: code 0 is -Z, 201 is
-#   +Z, and between them 11 rings of 8, 12, 20, 24, 24, 24, 24, 24, 20, 12, 8 entries, each starting at +X and
-#   turning towards +Y (exactly 4·ceil(24·sin(polar)/4) entries on rings 15° apart, which makes 202). With the
-#   rings at 165°, 150° ... 15° from +Z, the decoded direction agrees with the geometry to a median 6.6° (65% within
-#   10°; 3.5° on flat areas), as closely as the skinned layout's float normals agree with theirs (5.6°, 59%); the
-#   same table shuffled gives 86°. The 15° spacing is inferred (rings measured at 137°, 116°, 108°, 90°, 73°, 62°,
-#   47° where 135° ... 45° was expected) and vertices at a pole are sometimes coded on its nearest ring.
-# - Unskinned (21 models, 19,560 vertices): the normal is the little-endian 16-bit word at offset 6 (the byte
-#   named "normal" and the one after it); every value is a multiple of 12, so it looks like a byte offset into a
-#   table of 12-byte float vectors: index = word / 12, from 0 (-Z) to 5,313 (+Z), rings from -Z of 8, 16, 20, 28,
-#   32, 40, 44, 52, 56, 60, 68 ... entries starting at +X, a 128-entry equator from index 2,593. The rings' angles
-#   and sizes further on do not follow the compressed table's rule (no spacing and size rule tried gives 5,314).
+# UVs. The unskinned normal is the 16-bit word at offset 6 (the byte named "normal" and the one after it), a byte
+# offset into the 5,314-entry table of ``directions2531``; the compressed one is an entry of its 202-entry table.
 # Public readers (SourceIO, Crowbar) read these bytes as raw components or leave them unread.
 VERTEX_SKINNED = np.dtype(
     [
