@@ -231,3 +231,44 @@ def test_hostile_names_given_in_blender_stay_names_in_the_source_export(blender,
         smd_reader.read(smd)
     assert all(p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*"))
     shutil.rmtree(work)
+
+
+def _monster(bpy):
+    assert bpy.ops.import_scene.source_mdl(filepath=str(sample_path("source", MONSTER)), units="SOURCE") == {"FINISHED"}
+    model = next(c for c in bpy.data.collections if "source_version" in c)
+    bpy.context.view_layer.objects.active = next(o for o in model.all_objects if o.type == "ARMATURE")
+
+
+@pytest.mark.parametrize(
+    "in_the_way, overwrite, words",
+    [
+        ("anims", False, "is a file where the export makes a folder"),
+        ("anims", True, "is a file where the export makes a folder"),
+        ("anims/idle.smd/", True, "is a folder where the export writes a file"),
+        ("monster_cube.qc/", True, "is a folder where the export writes a file"),
+    ],
+    ids=["file-for-folder", "file-for-folder-overwrite", "folder-for-smd-overwrite", "folder-for-qc-overwrite"],
+)
+def test_a_file_or_folder_in_the_way_refuses_the_source_export_before_any_file_moves(
+    blender, tmp_path, in_the_way, overwrite, words
+):
+    """Found: a file where the export puts its ``anims`` folder, or a folder where it puts a file, failed with
+    FileExistsError or IsADirectoryError (naming the hidden staging folder) after part of the export had been moved
+    in: 6 to 18 files of a half export were left in the user's folder."""
+    bpy = blender
+    _monster(bpy)
+    out = tmp_path / "out"
+    blocker = out / in_the_way
+    if in_the_way.endswith("/"):
+        blocker.mkdir(parents=True)
+    else:
+        out.mkdir()
+        blocker.write_bytes(b"the user's own file")
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    with pytest.raises(RuntimeError) as caught:
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"), overwrite=overwrite)
+    assert words in str(caught.value) and ".partial" not in str(caught.value), str(caught.value)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    if not in_the_way.endswith("/"):
+        assert blocker.read_bytes() == b"the user's own file"
