@@ -272,3 +272,29 @@ def test_a_file_or_folder_in_the_way_refuses_the_source_export_before_any_file_m
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     if not in_the_way.endswith("/"):
         assert blocker.read_bytes() == b"the user's own file"
+
+
+def test_the_longest_file_name_the_folder_holds_is_written(blender, tmp_path):
+    """Found: the hidden temporary file was named after the target plus 27 characters, so a target name of 229 to
+    255 bytes (valid) failed with an OSError traceback ('File name too long') from the MilkShape operator."""
+    bpy = blender
+    _triangle(bpy)
+    path = tmp_path / ("n" * 250 + ".ms3d")
+    assert bpy.ops.export_scene.ms3d(filepath=str(path)) == {"FINISHED"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_a_write_the_system_refuses_is_one_message_and_leaves_nothing(blender, tmp_path, monkeypatch):
+    """Found: an OSError while writing (a full disk, a read-only or special file system) was a traceback."""
+    import errno
+    import os
+
+    bpy = blender
+    _triangle(bpy)
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    path = tmp_path / "out.ms3d"
+    _refused(bpy, path, "out.ms3d could not be written", os.strerror(errno.ENOSPC))
