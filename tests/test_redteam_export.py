@@ -193,6 +193,15 @@ def test_keys_at_fractional_negative_and_far_frames_export(blender, tmp_path):
 MONSTER = "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl"
 
 
+def _monster(bpy):
+    """monster_cube imported, its armature active: (its collection, the armature)."""
+    assert bpy.ops.import_scene.source_mdl(filepath=str(sample_path("source", MONSTER)), units="SOURCE") == {"FINISHED"}
+    model = next(c for c in bpy.data.collections if "source_version" in c)
+    rig = next(o for o in model.all_objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = rig
+    return model, rig
+
+
 @pytest.mark.parametrize(
     "name", ["../../x", 'x"\n$include "evil.qc" { }', "con"], ids=["climbs", "injects", "reserved"]
 )
@@ -204,10 +213,7 @@ def test_hostile_names_given_in_blender_stay_names_in_the_source_export(blender,
     import smd_reader
 
     bpy = blender
-    source = sample_path("source", MONSTER)
-    assert bpy.ops.import_scene.source_mdl(filepath=str(source), units="SOURCE") == {"FINISHED"}
-    model = next(c for c in bpy.data.collections if "source_version" in c)
-    rig = next(o for o in model.all_objects if o.type == "ARMATURE")
+    model, rig = _monster(bpy)
     mesh = next(o for o in model.all_objects if o.type == "MESH")
     mesh.material_slots[0].material.name = name
     mesh.name = name
@@ -219,7 +225,6 @@ def test_hostile_names_given_in_blender_stay_names_in_the_source_export(blender,
     for frame in (0, 5):
         pose.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
         pose.keyframe_insert("rotation_quaternion", frame=frame)
-    bpy.context.view_layer.objects.active = rig
     work = tmp_path / "work"
     out = work / "out"
     out.mkdir(parents=True)
@@ -231,12 +236,6 @@ def test_hostile_names_given_in_blender_stay_names_in_the_source_export(blender,
         smd_reader.read(smd)
     assert all(p.resolve().is_relative_to(out.resolve()) for p in out.rglob("*"))
     shutil.rmtree(work)
-
-
-def _monster(bpy):
-    assert bpy.ops.import_scene.source_mdl(filepath=str(sample_path("source", MONSTER)), units="SOURCE") == {"FINISHED"}
-    model = next(c for c in bpy.data.collections if "source_version" in c)
-    bpy.context.view_layer.objects.active = next(o for o in model.all_objects if o.type == "ARMATURE")
 
 
 @pytest.mark.parametrize(
