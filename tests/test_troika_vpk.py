@@ -10,7 +10,7 @@ from pathlib import Path
 import hostile
 import numpy as np
 import pytest
-from archive_writer import troika_bytes
+from archive_writer import GEntry, gma_bytes, troika_bytes
 from bloodlines_writer import character_spec2531, prop_spec, tth_pair, write_bloodlines
 from conftest import mirror_tree
 
@@ -195,3 +195,44 @@ def test_a_pack_listing_more_files_than_an_index_of_lists_holds_is_refused_in_ti
     start = time.perf_counter()
     _refused(path, f"{count:,} files, more than {MAX_FLAT_FILES:,}")
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("name", ["models/", "", "models\\"], ids=["slash", "empty", "backslash"])
+def test_a_name_with_nothing_after_its_folder_is_refused(tmp_path, name):
+    """Found by the red-team pass: a name ending in ``/`` (or empty) was listed and ended in an internal TypeError
+    when read (the index cannot hold an entry apart from its folder). GMA shares the check (flat_archive)."""
+    path = tmp_path / "pack000.vpk"
+    path.write_bytes(troika_bytes({"a.txt": b"1", name: b"2"}))
+    _refused(path, f"file '{name}' has no name after its folder")
+    gma = tmp_path / "addon.gma"
+    gma.write_bytes(gma_bytes([GEntry("a.txt", b"1"), GEntry(name or "x/", b"2")]))
+    _refused(gma, "has no name after its folder")
+
+
+def test_odd_but_harmless_packs_read_as_stored(tmp_path):
+    """Already fine: names with ``\\`` and ``.`` steps are found under ``/`` paths, names differing by case are one
+    file (the first, as lookups ignore case), overlapping and empty data ranges read as stored, and a pack of no
+    files is an empty folder; a count of 0 before other bytes, or a directory pointing into the trailer, is not a
+    pack."""
+
+    def pack(records: list[tuple[bytes, int, int]], data: bytes, at: int | None = None) -> Path:
+        rows = b"".join(struct.pack("<I", len(n)) + n + struct.pack("<II", o, s) for n, o, s in records)
+        path = tmp_path / f"p{len(list(tmp_path.iterdir()))}" / "pack000.vpk"
+        path.parent.mkdir()
+        path.write_bytes(data + rows + struct.pack("<IIB", len(records), len(data) if at is None else at, 0))
+        return path
+
+    def read(path: Path, name: str) -> bytes:
+        archive = mounts.mount_archive(str(path))
+        return archive.read(archive.find(name))
+
+    odd = pack([(b"models\\x.mdl", 0, 2), (b"./a/./b.txt", 2, 2), (b"A.txt", 0, 6), (b"a.txt", 4, 2)], b"xxbbcc")
+    assert read(odd, "models/x.mdl") == b"xx" and read(odd, "a/b.txt") == b"bb"
+    assert read(odd, "a.txt") == read(odd, "A.TXT") == b"xxbbcc"
+    empty = pack([(b"e.txt", 0, 0), (b"f.txt", 3, 0)], b"abc")
+    assert read(empty, "e.txt") == read(empty, "f.txt") == b""
+    assert list(mounts.mount_archive(str(pack([], b""))).entries()) == []
+    with pytest.raises(FormatError, match="not a VPK"):
+        mounts.mount_archive(str(pack([], b"garbage!!", at=0)))
+    with pytest.raises(FormatError, match="not a VPK"):
+        mounts.mount_archive(str(pack([(b"a.txt", 0, 1)], b"abc", at=10**6)))

@@ -361,6 +361,8 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
     placed = not np.array_equal(world, np.eye(4))  # (else the float32 values as they are)
     positions = (rows_times(local, world[:3, :3].T) + world[:3, 3]).astype(np.float32) if placed else local
     # Attribute arrays where Blender has them: contiguous copies, 50-100x faster than the struct collections.
+    if not len(me.polygons):  # (points or edges only: no corner attributes at all)
+        return MeshData(name=obj.name, positions=positions, triangles=np.zeros((0, 3), np.int32)), None
     corner_verts = _get(me.attributes[".corner_vert"].data, "value", len(me.loops), np.int32)
     loops, polygon = _triangles(me, local, corner_verts)
     nt = len(polygon)
@@ -371,6 +373,11 @@ def _mesh(obj: bpy.types.Object, me: bpy.types.Mesh, bones: list[int]) -> tuple[
     # (np.take gathers rows 4-5x faster than indexing with an array)
     normals = np.take(_get(me.corner_normals, "vector", len(me.loops), np.float32, 3), loops, axis=0)
     if placed:
+        if np.linalg.matrix_rank(world[:3, :3]) < 3:
+            raise ExportError(
+                f"object '{obj.name}': its transform flattens it (a scale of 0 on some axis), so its normals have "
+                "no direction; give it a scale other than 0"
+            )
         normals = rows_times(normals, np.linalg.inv(world[:3, :3]))
         length = np.linalg.norm(normals, axis=1, keepdims=True)
         normals = np.divide(normals, length, out=np.zeros_like(normals), where=length > 0).astype(np.float32)
@@ -604,9 +611,7 @@ def _animation(
     scene.frame_range = (float(context.scene.frame_start), float(context.scene.frame_end))
     if options.animation == "ACTIVE":
         actions = [anim.action] if anim is not None and anim.action is not None else []
-        clips = armature.get("ms3d_clips")
-        if clips:
-            scene.clips = [ClipData(str(c["name"]), float(c["start"]), float(c["end"]), bool(c["loop"])) for c in clips]
+        scene.clips = _clips(armature)
     else:
         actions = [a for a in bpy.data.actions if _keys_bones(a, bone_names)]
     rotation_modes = {p.name: p.rotation_mode for p in armature.pose.bones}
@@ -614,6 +619,24 @@ def _animation(
         data = _action(action, armature, bone_names, rotation_modes)
         if data is not None:
             scene.actions.append(data)
+
+
+def _clips(armature: bpy.types.Object) -> list[ClipData]:
+    """The clip list our import stored on the armature (``ms3d_clips``), or an :class:`ExportError` naming it when
+    it is not a list of {name, start, end, loop}."""
+    clips = _props(armature).get("ms3d_clips")
+    if not clips:
+        return []
+    try:
+        out = [ClipData(str(c["name"]), float(c["start"]), float(c["end"]), bool(c["loop"])) for c in clips]
+    except (TypeError, KeyError, ValueError):
+        out = None
+    if out is None or not np.isfinite([(c.start, c.end) for c in out]).all():
+        raise ExportError(
+            f"armature '{armature.name}': its custom property 'ms3d_clips' is not a list of clips (each with a name, "
+            "a start and an end frame and loop); correct it, or delete the property"
+        )
+    return out
 
 
 def _action_fcurves(action: bpy.types.Action, armature: bpy.types.Object | None = None) -> list[bpy.types.FCurve]:

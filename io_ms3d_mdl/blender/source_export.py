@@ -384,14 +384,36 @@ def _publish(staging: Path, target: Path, files: list[str], overwrite: bool) -> 
         if taken:
             raise ExportError(f"'{target / taken[0]}' exists (export with Overwrite to replace it)")
     real = target.resolve()
-    for relative in files:  # every folder checked before any file moves: all of the export or none of it
+    for relative in files:  # every place checked before any file moves: all of the export or none of it
         folder = (target / relative).parent
         if folder.resolve() != (real / relative).parent:  # a folder inside that is a link
             raise ExportError(f"'{folder}' is a link; the export does not write through links")
-    for relative in files:
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staging / relative, destination)
+        _check_nothing_in_the_way(target, target / relative)
+    moved: list[Path] = []  # new files, taken back if a move fails (a disk that fills, a permission)
+    try:
+        for relative in files:
+            destination = target / relative
+            new = not os.path.lexists(destination)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(staging / relative, destination)
+            if new:
+                moved.append(destination)
+    except OSError:
+        for path in moved:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _check_nothing_in_the_way(target: Path, destination: Path) -> None:
+    """A file where the export makes a folder, or a folder where it writes a file, is refused (before any file
+    moves: it would fail half-way)."""
+    folder = destination.parent
+    while folder != target:
+        if os.path.lexists(folder) and not folder.is_dir():
+            raise ExportError(f"'{folder}' is a file where the export makes a folder (move it, or choose another)")
+        folder = folder.parent
+    if destination.is_dir() and not destination.is_symlink():
+        raise ExportError(f"'{destination}' is a folder where the export writes a file (move it, or choose another)")
 
 
 class IO_MS3D_MDL_OT_export_source(bpy.types.Operator, ExportHelper):

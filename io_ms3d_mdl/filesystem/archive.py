@@ -81,6 +81,8 @@ def flat_archive(
         if unsafe(name):
             raise FormatError(path, where[i], f"file '{printable(name, 120)}' climbs out or is absolute")
         folder, _, base = name.replace("\\", "/").rpartition("/")
+        if not base:  # ("" or "a/": no entry a lookup can name, and one the index cannot hold apart from a folder)
+            raise FormatError(path, where[i], f"file '{printable(name, 120)}' has no name after its folder")
         if folder != last:  # a run: files in a row in one folder
             run_first.append(i)
             keys.append(folder_key(folder))

@@ -17,7 +17,7 @@ import contextlib
 import os
 import stat
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -29,13 +29,14 @@ class WriteRefused(OSError):
 def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
     path = os.path.abspath(os.fspath(path))
     _check_target(path, replaceable=True)
-    partial = _write_partial(path, data)
-    try:
-        os.replace(partial, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
-        raise
+    with _as_refusal(path):
+        partial = _write_partial(path, data)
+        try:
+            os.replace(partial, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            raise
 
 
 def replace_files(
@@ -49,12 +50,26 @@ def replace_files(
     partials: list[str] = []
     try:
         for target, (_, data) in zip(targets, files, strict=True):
-            partials.append(_write_partial(target, data))
-        _place_all(targets, partials, existing)
+            with _as_refusal(target):
+                partials.append(_write_partial(target, data))
+        with _as_refusal(targets[0]):
+            _place_all(targets, partials, existing)
     finally:
         for partial in partials:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
+
+
+@contextlib.contextmanager
+def _as_refusal(path: str) -> Iterator[None]:
+    """An error of the system (a full disk, a read-only file system) as one :class:`WriteRefused` naming the file,
+    not the temporary file it happened on."""
+    try:
+        yield
+    except WriteRefused:
+        raise
+    except OSError as exc:
+        raise WriteRefused(f"{path} could not be written: {exc.strerror or exc}") from None
 
 
 def _check_target(path: str, replaceable: bool) -> bool:
@@ -77,8 +92,9 @@ def _check_target(path: str, replaceable: bool) -> bool:
 
 def _write_partial(path: str, data: bytes) -> str:
     """``data`` in a new hidden file beside ``path`` (created exclusively, not through a link), flushed to disk."""
-    folder, name = os.path.split(path)
-    partial = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.partial")
+    folder = os.path.dirname(path)
+    # (a fixed length: the target's name may already be as long as the folder allows)
+    partial = os.path.join(folder, f".io_ms3d_mdl.{uuid.uuid4().hex[:12]}.partial")
     fd = os.open(partial, _FLAGS, 0o644)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -119,8 +135,7 @@ def _place_all(targets: list[str], partials: list[str], existing: list[bool]) ->
 
 
 def _keep(target: str) -> str:
-    folder, name = os.path.split(target)
-    old = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.old")
+    old = os.path.join(os.path.dirname(target), f".io_ms3d_mdl.{uuid.uuid4().hex[:12]}.old")
     try:
         os.link(target, old)
     except OSError:  # no hard links here: moved aside (the name is missing until its new file takes it)

@@ -53,6 +53,7 @@ from .limits import (
     check_limit,
 )
 from .split import WideModel, narrow, split_model
+from .stored import check_stored
 
 MAX_INFLUENCES = 4
 DEFAULT_JOINT_FLAGS = 8  # what MilkShape 1.8 writes for a joint nobody selected
@@ -97,6 +98,7 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
     """Every record of the export, before the file's limits (indices wide, :class:`.split.WideModel`); ``refuse``:
     past a limit is an :class:`ExportError`, said as early as it can be known (before the work)."""
     warnings = scene.warnings
+    check_stored(scene)
     axes = axis_conversion_matrix(options.axis_forward, options.axis_up)
     # A scene turned as a whole (Source's axes) is turned first: that is where Blender shows it.
     turn = np.asarray(scene.root_matrix, dtype=np.float64) if scene.root_matrix is not None else np.eye(3)
@@ -105,6 +107,8 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
     materials, material_of = _materials(scene, refuse)
 
     parts = [(i, o) for i, o in enumerate(scene.objects) if len(o.mesh.triangles)]
+    for faceless in [o.name for o in scene.objects if not len(o.mesh.triangles)]:
+        warnings.add(f"object '{faceless}' has no faces; MilkShape 3D groups hold triangles, so it is left out")
     parts.sort(key=lambda p: (p[1].props.get("ms3d_group_index", math.inf), p[0]))
     offsets = np.cumsum([0] + [len(o.mesh.positions) for _, o in parts])
     vertex_count, triangle_count = int(offsets[-1]), sum(len(o.mesh.triangles) for _, o in parts)
@@ -130,7 +134,8 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         mesh = obj.mesh
         nv, nt = len(mesh.positions), len(mesh.triangles)
         rows = slice(start, start + nv)
-        vertices["position"][rows] = rows_times(mesh.positions, to_file.T)
+        with np.errstate(over="ignore", invalid="ignore"):  # (past float32: infinite, refused just below)
+            vertices["position"][rows] = rows_times(mesh.positions, to_file.T)
         tris = np.asarray(mesh.triangles, dtype=np.int64)
         records = triangles[first_tri : first_tri + nt]
         indices[first_tri : first_tri + nt] = tris + start
@@ -141,6 +146,7 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         if mesh.uvs is not None:
             uv = np.asarray(mesh.uvs, dtype=np.float64).reshape(nt, 3, 2)
             records["s"], records["t"] = uv[..., 0], 1.0 - uv[..., 1]
+        _check_finite(obj.name, vertices["position"][rows], records)
         records["smoothing_group"] = smoothing_groups(tris, mesh.sharp_edges, nv)
         if obj.skin is not None and joints:
             dropped += _weights(obj, vertices[rows], extra, rows, options, warnings)
@@ -195,6 +201,22 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
     if not joints:
         model.vertex_extra.bone_ids[:] = -1
     return WideModel(model, indices)
+
+
+def _check_finite(name: str, positions: np.ndarray, triangles: np.ndarray) -> None:
+    """Refuse NaN or infinity in an object's coordinates (what Blender's float32 holds may pass the file's after
+    the scale): MilkShape and every reader would show garbage or nothing."""
+    for what, values in (
+        ("vertex positions", positions),
+        ("normals", triangles["normals"]),
+        ("UVs", np.stack([triangles["s"], triangles["t"]], axis=-1)),
+    ):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            raise ExportError(
+                f"object '{name}': {int(bad.any(axis=-1).sum()):,} of its {what} are not finite numbers (NaN or "
+                "infinity, or too large for the file's 32-bit floats at this scale); fix the mesh or the scale"
+            )
 
 
 def _extended_blocks(model: Ms3dModel, stored: int | None) -> list[str]:
@@ -474,7 +496,7 @@ def _key_joints(
     for action in scene.actions:
         start, end = action.frame_range
         shift = offset - start + 1.0 if several else 0.0  # each action starts on the frame after the last
-        _action_keys(action, x, scale, shift, rate, rot_parts, pos_parts)
+        _action_keys(action, x, scale, shift, rate, rot_parts, pos_parts, [j.name for j in joints])
         if several:
             clips.append(ClipData(action.name, start + shift, end + shift, bool(action.props.get("loop", False))))
             offset = end + shift
@@ -491,8 +513,10 @@ def _action_keys(
     rate: float,
     rot_parts: list[list[np.ndarray]],
     pos_parts: list[list[np.ndarray]],
+    names: list[str],
 ) -> None:
-    """One action's channels, all keys of a kind converted in one numpy pass."""
+    """One action's channels, all keys of a kind converted in one numpy pass; a key that is not a finite number
+    (a NaN or infinite value or frame) is refused, naming the action and bone."""
     channels = [c for c in action.channels if 0 <= c.bone < len(x)]
     if not channels:
         return
@@ -506,6 +530,7 @@ def _action_keys(
         keys = np.empty(len(bone), dtype=structs.KEY)
         keys["time"] = (np.concatenate([c.rotation_frames for c in channels]) + shift) * rate
         keys["value"] = quaternion_to_euler_xyz(key_rotations)
+        _check_keys(keys, bone, action.name, "rotation", names)
         for c, part in zip(channels, np.split(keys, np.cumsum(rot_counts)[:-1]), strict=True):
             if len(part):
                 rot_parts[c.bone].append(part)
@@ -516,9 +541,20 @@ def _action_keys(
         keys = np.empty(len(bone), dtype=structs.KEY)
         keys["time"] = (np.concatenate([c.location_frames for c in channels]) + shift) * rate
         keys["value"] = (x[bone] @ locations[:, :, None])[:, :, 0] / scale  # X·l / scale
+        _check_keys(keys, bone, action.name, "location", names)
         for c, part in zip(channels, np.split(keys, np.cumsum(pos_counts)[:-1]), strict=True):
             if len(part):
                 pos_parts[c.bone].append(part)
+
+
+def _check_keys(keys: np.ndarray, bone: np.ndarray, action: str, what: str, names: list[str]) -> None:
+    bad = ~(np.isfinite(keys["time"]) & np.isfinite(keys["value"]).all(axis=1))
+    if bad.any():
+        first = int(np.argmax(bad))
+        raise ExportError(
+            f"action '{action}': {int(bad.sum()):,} {what} keys of bone '{names[bone[first]]}' and others are not "
+            "finite numbers (NaN or infinity in the frame or the value); fix or delete those keys"
+        )
 
 
 def _hamilton(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -544,7 +580,10 @@ def _total_frames(scene: SceneData, joints: list[Ms3dJoint], fps: float) -> int:
                 last = max(last, float(keys["time"].max()) * fps)
     if scene.frame_range is not None:
         last = max(last, float(scene.frame_range[1]))
-    return math.ceil(last) if math.isfinite(last) else 0
+    frames = math.ceil(last) if math.isfinite(last) else 0
+    if frames > 2**31 - 1:
+        raise ExportError(f"the animation ends at frame {last:.6g}; MilkShape 3D counts frames in 32 bits")
+    return frames
 
 
 def _model_comment(scene: SceneData, clips: list[ClipData]) -> str | None:
