@@ -29,8 +29,8 @@ MAX_EXPRESSION = 255  # Blender's driver expressions hold 255 bytes; a longer on
 def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndarray, scale: float) -> None:
     """``used``: the VVD indices of ``obj``'s vertices (sorted, as compaction left them, then any copies of
     vertices a back face got: a copy moves with its vertex)."""
-    deltas: dict[int, np.ndarray] = {}
     pool, copy_of = np.unique(used, return_inverse=True)
+    pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (descriptor, pool rows, their deltas), in file order
     for mesh in model.meshes:
         base = model.vertex_index + mesh.vertex_offset
         for flex in mesh.flexes:
@@ -41,19 +41,23 @@ def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndar
             if flex.pair:
                 shares.append((flex.pair, flex.sides))
             for desc, share in shares:
-                if not 0 <= desc < len(mdl.flex_names):
-                    continue
-                target = deltas.setdefault(desc, np.zeros((len(pool), 3), dtype=np.float64))
-                np.add.at(target, where[inside], flex.deltas[inside] * share[inside, None])
+                if 0 <= desc < len(mdl.flex_names):
+                    pieces.append((desc, where[inside], flex.deltas[inside] * share[inside, None]))
+    descs = sorted({desc for desc, _rows, _moves in pieces})
+    # every descriptor's deltas summed in one pass (bincount adds in input order, as np.add.at did per flex)
+    slot = {desc: k for k, desc in enumerate(descs)}
+    rows = np.concatenate([slot[d] * len(pool) + r for d, r, _m in pieces]) if pieces else np.zeros(0, np.int64)
+    moves = np.concatenate([m for _d, _r, m in pieces]).astype(np.float64) if pieces else np.zeros((0, 3))
+    size = len(descs) * len(pool)
+    summed = np.stack([np.bincount(rows, moves[:, c], minlength=size) for c in range(3)], axis=1)
+    summed = summed.reshape(len(descs), len(pool), 3)
     base_positions = obj.mesh.positions.astype(np.float64)
-    descs = sorted(deltas)
     file_names = [mdl.flex_names[d] for d in descs]
     keys = unique_names(file_names, "flex", taken=[BASIS])
-    for desc, key in zip(descs, keys, strict=True):
-        moved = base_positions + deltas[desc][copy_of.ravel()] * scale
-        obj.mesh.shape_keys.append((key, np.ascontiguousarray(moved, dtype=np.float32)))
+    moved = (base_positions + summed[:, copy_of.ravel()] * scale).astype(np.float32)
+    obj.mesh.shape_keys.extend(zip(keys, moved, strict=True))
     _record_renames(obj, "source_flex_key_names", file_names, keys)
-    if deltas:
+    if descs:
         _controls(mdl, obj, dict(zip(descs, keys, strict=True)))
 
 
