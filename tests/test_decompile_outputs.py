@@ -23,7 +23,7 @@ from io_ms3d_mdl.formats.source.mdl import read_mdl
 
 def models() -> list[Path]:
     try:
-        found = sample_files("source", "*.mdl") + sample_files("goldsrc", "*.mdl")
+        found = sample_files("source", "*.mdl") + sample_files("goldsrc", "*.mdl") + sample_files("vtmb", "*.mdl")
     except BaseException:  # no shared corpus: the parametrisation is empty and the suite says so
         return []
     return [p for p in found if not is_goldsrc_companion(p)]

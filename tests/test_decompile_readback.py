@@ -315,6 +315,22 @@ def flex_frames(statements) -> dict[str, str]:
     return names
 
 
+def eyelid_frames(statements) -> dict[str, list[str]]:
+    """``eyelid NAME VTA lowerer F T neutral F T raiser F T ...`` lines: lid name -> its shapes' frames (not 0, the
+    VTA's base). Our import keeps a lid as one shape key, its shapes summed (they share its descriptor)."""
+    lids = {}
+    for statement in statements:
+        tokens = [t.value for t in statement.args]
+        for i, token in enumerate(tokens[:-2]):
+            if token == "eyelid":
+                frames = [tokens[j + 1] for j in range(i + 3, len(tokens) - 1) if tokens[j] in ROLES]
+                lids[tokens[i + 1]] = [f for f in frames if f != "0"]
+    return lids
+
+
+ROLES = ("lowerer", "neutral", "raiser")
+
+
 def evaluate_ours(bpy, armature, action, frames: int):
     anim = armature.animation_data_create()
     anim.use_nla = False
@@ -342,6 +358,9 @@ if bpy is not None and bpy.app.version < (4, 4, 0):  # (one action per SMD there
         "Source Tools with action slots) all 79 are equal (open)"
     )
 QC_IMPORT_KNOWN = {name: NO_SKELETON for name in ("civilian_animations.mdl", "male_postures.mdl")}
+QC_IMPORT_KNOWN["doppleganger_female.mdl"] = (  # Bloodlines: its .vtx is not in the repository, so no mesh either
+    "Blender Source Tools' QC import makes an armature only from a reference mesh; a model without its .vtx has none"
+)
 
 
 def known(table: dict[str, str]) -> list:
@@ -416,6 +435,13 @@ def test_blender_source_tools_reads_back_what_we_import(path, tmp_path, blender)
     ours_shapes = turned(bst_oracle.triangles(meshes)).shapes if static else bst_oracle.triangles(meshes).shapes
     names = flex_frames(statements)  # Blender Source Tools names a VTA's shapes by frame; the QC says whose
     their_shapes = {names.get(k, k): v for k, v in their_shapes.items()}
+    # Eyelids are left out on both sides: our import keeps a lid as one key (its shapes summed: they share its
+    # descriptor), the QC gives each shape a frame, and Blender Source Tools builds those frames as it builds
+    # eyelids, not as plain shapes. test_decompile_eyelids and test_decompile_bloodlines check the lids' frames.
+    for lid, frames in eyelid_frames(statements).items():
+        ours_shapes.pop(lid, None)
+        for frame in frames:
+            their_shapes.pop(frame, None)
     unreached = unreached_by_bst_vta(theirs, [s for s in stems if s in theirs.meshes]) if their_shapes else set()
     if unreached:
         try:
