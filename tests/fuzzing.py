@@ -396,6 +396,14 @@ def sample_seeds(samples: Path) -> list[Seed]:
             _read(samples / "vtmb", mdl=film + ".mdl", vtx=film + ".dx80.vtx", phy=film + ".phy"),
         )
     )
+    face = f"{film.split('/items/')[0]}/character/npc/common/citizen/female3/female_citizen_3"
+    seeds.append(  # Bloodlines: a face (flex deltas as table offsets and lengths), eyeballs, skinned vertices
+        Seed(
+            "vtmb female_citizen_3.mdl",
+            check_source,
+            _read(samples / "vtmb", mdl=face + ".mdl", vtx=face + ".dx80.vtx"),
+        )
+    )
     postures = "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures"
     seeds.append(Seed(postures + ".mdl", check_source, _read(src, mdl=postures + ".mdl", ani=postures + ".ani")))
     gold = samples / "goldsrc"

@@ -148,14 +148,17 @@ def _skinned_bind_pose(bones: np.ndarray) -> np.ndarray:
     local[:, 3, 3] = 1.0
     for i, parent in enumerate(bones["parent"].tolist()):
         stored[i] = stored[parent] @ local[i] if parent >= 0 else local[i]
+    parents = bones["parent"].astype(np.int64)
+    # a bone is moved only where its pose relative to its parent can be told: both poseToBones rigid (a crafted
+    # file's singular or non-finite one leaves the bone as stored)
+    parent_rigid = np.where(parents >= 0, rigid[np.maximum(parents, 0)], True)
     with np.errstate(invalid="ignore"):
-        differs = rigid & (np.abs(bind - stored).max(axis=(1, 2)) > BIND_TOLERANCE)
+        differs = rigid & parent_rigid & (np.abs(bind - stored).max(axis=(1, 2)) > BIND_TOLERANCE)
     moved = np.flatnonzero(differs)
     for i in moved.tolist():
-        parent = int(bones["parent"][i])
+        parent = int(parents[i])
         if parent >= 0:
-            up = _rigid_inverse(bind[parent]) if rigid[parent] else np.linalg.inv(bind[parent])
-            own = up @ bind[i]
+            own = _rigid_inverse(bind[parent]) @ bind[i]
         else:
             own = bind[i]
         bones["pos"][i] = own[:3, 3]
