@@ -1,0 +1,113 @@
+"""A whole decompile's files are made and written by a second thread (``filesystem.written_behind``): its errors
+still stop the decompile, nothing is left behind, only files it made are removed, and what a writer hands over
+is written as it was then."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+import pytest
+from source_writer import SAnimation, SNode, character_spec, write_source
+
+from io_ms3d_mdl.decompile import decompile
+from io_ms3d_mdl.decompile.output import Output
+from io_ms3d_mdl.filesystem import no_links, written_behind
+
+
+def _model(tmp_path, animations: int = 4):
+    still = [SNode(0, ("q48", (1, 0, 0, 0)), ("v48", (0, 0, 0)))]
+    spec = character_spec(animations=[SAnimation(f"a{n}", 2, still) for n in range(animations)], includes=[])
+    return write_source(spec, tmp_path / "in")
+
+
+def _everything(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")) if folder.exists() else []
+
+
+def test_a_write_failing_in_the_thread_stops_the_decompile_and_leaves_nothing(tmp_path, monkeypatch):
+    model = _model(tmp_path)
+    real, calls = os.write, []
+
+    def full_disk(descriptor, data):
+        calls.append(descriptor)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(descriptor, data)
+
+    monkeypatch.setattr(written_behind.os, "write", full_disk)
+    out = tmp_path / "out"
+    with pytest.raises(OSError, match="No space left"):
+        decompile(str(model), str(out))
+    assert len(calls) == 3  # (nothing more was written after the error)
+    assert _everything(out) == []  # no file, no partial, no folder it made
+    assert not out.exists()
+
+
+def test_a_file_the_thread_could_not_make_stops_it_and_only_files_it_made_are_removed(tmp_path, monkeypatch):
+    model = _model(tmp_path)
+    real_create, real_unlink = no_links.Folder.create, no_links.Folder.unlink
+    made, removed = [], []
+
+    def refused(self, name, exclusive=True):
+        if len(made) == 4:
+            raise PermissionError(errno.EACCES, "Permission denied", name)
+        descriptor = real_create(self, name, exclusive)
+        made.append(name)
+        return descriptor
+
+    def unlink(self, name):
+        removed.append(name)
+        return real_unlink(self, name)
+
+    monkeypatch.setattr(no_links.Folder, "create", refused)
+    monkeypatch.setattr(no_links.Folder, "unlink", unlink)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("the user's")
+    with pytest.raises(PermissionError):
+        decompile(str(model), str(out))
+    assert _everything(out) == ["mine.txt"]
+    assert set(removed) == set(made)  # a temporary name never made (someone else's, perhaps) is left alone
+
+
+def test_an_array_changed_after_it_was_written_is_written_as_it_was(tmp_path):
+    output = Output(tmp_path / "out", staged=True)
+    values = np.arange(4, dtype=np.uint8)
+    try:
+        with output.open("a.bin") as stream:
+            stream.write(values)
+            values[:] = 9  # the thread may not have written it yet
+        output.publish()
+    finally:
+        output.close()
+    assert (tmp_path / "out" / "a.bin").read_bytes() == bytes([0, 1, 2, 3])
+
+
+def test_what_is_handed_over_but_not_written_stays_within_its_bound(tmp_path, monkeypatch):
+    """The writer waits while the thread is behind by more than ``pending_bytes`` (memory stays bounded)."""
+    monkeypatch.setattr(written_behind, "PIECE_BYTES", 10)
+    behind = written_behind.WrittenBehind(pending_bytes=100)
+    seen = []
+    real_put = behind._put
+
+    def put(what, file, chunks, size, check=True):
+        real_put(what, file, chunks, size, check)
+        seen.append(behind._pending)
+
+    behind._put = put
+    folder = no_links.open_root(tmp_path)
+    try:
+        file = behind.create(folder, "x")
+        stream = written_behind.BehindStream(behind, file)
+        for _ in range(200):
+            stream.write(b"0123456789")
+        stream.flush()
+        behind.close_file(file)
+        behind.finish()
+    finally:
+        behind.close()
+        folder.close()
+    assert (tmp_path / "x").read_bytes() == b"0123456789" * 200
+    assert max(seen) <= 100 + 10
