@@ -103,6 +103,7 @@ class Output:
         if not relative:
             self._root_made = not os.path.lexists(self.root)
             found = open_root(self.root)
+            found.made = self._root_made
         else:
             parent, _, name = relative.rpartition("/")
             found = self.folder(parent).folder(name)
@@ -184,7 +185,9 @@ class Output:
         parent, _, name = relative.rpartition("/")
         folder = self.folder(parent)
         self.charge(OUTPUT_FILE_COST, target)
-        if not self.overwrite and folder.exists(name):  # said now, not after the whole decompile
+        # Said now, not after the whole decompile; a folder this output made was empty then (a file put there
+        # since is met by the hard link, which never replaces it), so its names are not looked up one by one.
+        if not (self.overwrite or folder.made) and folder.exists(name):
             raise OutputExists(target)
         partial = f".{os.urandom(6).hex()}.partial"  # not the name: a long name plus this would pass 255 bytes
         if self._behind is not None:
