@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 
 import numpy as np
 import pytest
@@ -111,3 +112,48 @@ def test_what_is_handed_over_but_not_written_stays_within_its_bound(tmp_path, mo
         folder.close()
     assert (tmp_path / "x").read_bytes() == b"0123456789" * 200
     assert max(seen) <= 100 + 10
+
+
+def test_files_made_ahead_are_used_in_turn_and_the_ones_left_over_removed(tmp_path):
+    """``expect`` has the thread make a folder's files before they are asked for; the ones never asked for (an
+    animation skipped) are removed, and so is a folder that got none."""
+    out = tmp_path / "out"
+    output = Output(out, staged=True)
+    try:
+        output.expect("anims", 5)
+        output.expect("none", 3)
+        behind = output._behind
+        deadline = time.monotonic() + 10
+        while sum(map(len, behind._spares.values())) < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        made = [file.name for file in behind._spares[output.folder("anims")]]
+        assert len(made) == 5
+        for n in range(3):
+            output.write(output.name(f"a{n}", ".smd", "anims"), b"x%d" % n)
+        assert [name for name in output._made_behind] == made[:3]  # (taken in turn)
+        output.publish()
+    finally:
+        output.close()
+    assert _everything(out) == ["anims", "anims/a0.smd", "anims/a1.smd", "anims/a2.smd"]
+    assert [(out / f"anims/a{n}.smd").read_bytes() for n in range(3)] == [b"x0", b"x1", b"x2"]
+
+
+def test_a_decompile_with_files_made_ahead_refused_half_way_leaves_nothing(tmp_path, monkeypatch):
+    model = _model(tmp_path, animations=6)
+    from io_ms3d_mdl.errors import FormatError
+
+    real = Output.open
+    calls = []
+
+    def refuse_the_third_animation(self, relative):
+        if relative.startswith("anims/"):
+            calls.append(relative)
+            if len(calls) == 3:
+                raise FormatError(str(model), 0, "refused half-way")
+        return real(self, relative)
+
+    monkeypatch.setattr(Output, "open", refuse_the_third_animation)
+    out = tmp_path / "out"
+    with pytest.raises(FormatError, match="half-way"):
+        decompile(str(model), str(out))
+    assert not out.exists()

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from ..budget import OUTPUT_FILE_COST, current_budget
 from ..errors import FormatError
 from ..filesystem.no_links import Folder, LinkInTheWay, is_link, open_root
-from ..filesystem.written_behind import BehindFile, BehindStream, WrittenBehind
+from ..filesystem.written_behind import BehindFile, BehindStream, WrittenBehind, temporary_name
 from ..formats.stored_text import printable_name
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
@@ -122,8 +122,7 @@ class Output:
                     folder.unlink(partial)
         self._waiting.clear()
         self._made_behind.clear()
-        if not self.files:  # (failed before anything was published)
-            self._remove_made_folders()
+        self._remove_made_folders()  # (the empty ones: all when nothing was published, or one ``expect`` made)
         for folder in self._folders.values():
             folder.close()
         self._folders.clear()
@@ -164,6 +163,12 @@ class Output:
         finally:
             self.files.extend(relative for _folder, relative in placed)
 
+    def expect(self, relative: str, count: int) -> None:
+        """About ``count`` files are coming in the folder ``relative``: a staged output's thread makes them ahead
+        while it has nothing else to do."""
+        if self._behind is not None and count > 0:
+            self._behind.expect(self.folder(relative), count)
+
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
         among this decompile's files, ignoring case (the compiler's file system may ignore it)."""
@@ -189,10 +194,10 @@ class Output:
         # since is met by the hard link, which never replaces it), so its names are not looked up one by one.
         if not (self.overwrite or folder.made) and folder.exists(name):
             raise OutputExists(target)
-        partial = f".{os.urandom(6).hex()}.partial"  # not the name: a long name plus this would pass 255 bytes
         if self._behind is not None:
-            yield from self._open_behind(folder, partial, relative, target)
+            yield from self._open_behind(folder, relative, target)
             return
+        partial = temporary_name()
         descriptor = folder.create(partial)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
@@ -205,9 +210,12 @@ class Output:
         if not self.staged:
             self.publish()
 
-    def _open_behind(self, folder: Folder, partial: str, relative: str, target: Path) -> Iterator[BinaryIO]:
-        """A staged output's file: made, written and closed by the thread of ``written_behind``."""
-        file = self._made_behind[partial] = self._behind.create(folder, partial)
+    def _open_behind(self, folder: Folder, relative: str, target: Path) -> Iterator[BinaryIO]:
+        """A staged output's file: made (or taken from those made ahead), written and closed by the thread of
+        ``written_behind``."""
+        file = self._behind.take(folder) or self._behind.create(folder, temporary_name())
+        partial = file.name
+        self._made_behind[partial] = file
         stream = BehindStream(self._behind, file)
         try:
             yield _Charged(stream, self, target)

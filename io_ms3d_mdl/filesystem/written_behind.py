@@ -6,7 +6,10 @@ kernel looks at every inode freed in the last half minute, one by one, for each 
 the decompile's own work). ``os.open`` and ``os.write`` let go of the GIL, so one thread doing them overlaps that
 time with the text being built on the other core. The files are made exactly as before (``Folder.create``:
 ``O_CREAT|O_EXCL``, never through a link), only in that thread, in the order they were asked for; the first error
-stops it and is raised in the caller at its next request or at :meth:`WrittenBehind.finish`.
+stops it and is raised in the caller at its next request or at :meth:`WrittenBehind.finish`. Told how many files
+a folder is about to get (:meth:`WrittenBehind.expect`), the thread makes them there while it has nothing else to
+do (a model's animations are decoded first, then written in a burst), and hands them out in turn; one never asked
+for is removed by :meth:`WrittenBehind.close`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ class BehindFile:
         self.descriptor: int | None = None
 
 
+def temporary_name() -> str:
+    """A hidden name that is not the final one (a long final name plus a suffix would pass 255 bytes)."""
+    return f".{os.urandom(6).hex()}.partial"
+
+
 class WrittenBehind:
     """A queue of file operations (make, write, close, remove) done in order by one thread."""
 
@@ -41,7 +49,10 @@ class WrittenBehind:
         self.pending_bytes = pending_bytes
         self._jobs: deque[tuple[str, BehindFile, list[bytes], int]] = deque()
         self._pending = 0
-        self._busy = False
+        self._unfinished = 0  # operations asked for and not yet done
+        self._expected: dict[Folder, int] = {}  # files still to come in a folder (``expect``)
+        self._spares: dict[Folder, deque[BehindFile]] = {}  # made ahead for them, in turn
+        self._making: Folder | None = None  # the folder the thread is making one in now
         self._error: BaseException | None = None
         self._stopped = False
         self._changed = threading.Condition()
@@ -52,6 +63,25 @@ class WrittenBehind:
         file = BehindFile(folder, name)
         self._put("create", file, [], 0)
         return file
+
+    def expect(self, folder: Folder, count: int) -> None:
+        """``count`` more files are coming in ``folder``: made ahead when the thread is idle."""
+        with self._changed:
+            self._expected[folder] = self._expected.get(folder, 0) + count
+            self._spares.setdefault(folder, deque())
+            self._changed.notify_all()
+        self._start()
+
+    def take(self, folder: Folder) -> BehindFile | None:
+        """One of the files made ahead in ``folder`` (waiting for the one being made), or None: make your own."""
+        with self._changed:
+            if self._expected.get(folder, 0) <= 0:
+                return None
+            self._expected[folder] -= 1
+            spares = self._spares[folder]
+            while not spares and self._making is folder:
+                self._changed.wait()
+            return spares.popleft() if spares else None
 
     def write(self, file: BehindFile, chunks: list[bytes], size: int) -> None:
         """``chunks`` (``size`` bytes, which nobody changes any more) appended to ``file``."""
@@ -67,7 +97,7 @@ class WrittenBehind:
     def finish(self) -> None:
         """Wait until every operation asked for is done; the first error raised."""
         with self._changed:
-            while self._jobs or self._busy:
+            while self._unfinished:
                 self._changed.wait()
             if self._error is not None:
                 raise self._error
@@ -82,6 +112,10 @@ class WrittenBehind:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        for spares in self._spares.values():
+            for file in spares:
+                self._do("remove", file, [], False)
+            spares.clear()
 
     def _put(self, what: str, file: BehindFile, chunks: list[bytes], size: int, check: bool = True) -> None:
         with self._changed:
@@ -91,7 +125,11 @@ class WrittenBehind:
                 raise self._error
             self._jobs.append((what, file, chunks, size))
             self._pending += size
+            self._unfinished += 1
             self._changed.notify_all()
+        self._start()
+
+    def _start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="io_ms3d_mdl files written behind", daemon=True)
             self._thread.start()
@@ -99,17 +137,20 @@ class WrittenBehind:
     def _work(self) -> None:
         while True:
             with self._changed:
-                while not self._jobs and not self._stopped:
+                while not self._jobs and not self._stopped and self._spare_wanted() is None:
                     self._changed.wait()
                 if not self._jobs:
-                    return
+                    if self._stopped:
+                        return
+                    self._making = self._spare_wanted()
+                    assert self._making is not None
+                    self._make_spare(self._making)
+                    continue
                 what, file, chunks, size = self._jobs.popleft()
-                self._busy = True
                 failed = self._error is not None
             try:
                 self._do(what, file, chunks, failed)
             except BaseException as error:
-                failed = True
                 with self._changed:
                     self._error = self._error or error
                 if file.descriptor is not None:
@@ -117,9 +158,34 @@ class WrittenBehind:
                         os.close(file.descriptor)
                     file.descriptor = None
             with self._changed:
-                self._busy = False
                 self._pending -= size
+                self._unfinished -= 1
                 self._changed.notify_all()
+
+    def _spare_wanted(self) -> Folder | None:
+        """The first folder expecting more files than were made ahead for it (none after an error)."""
+        if self._error is None:
+            for folder, expected in self._expected.items():
+                if expected > len(self._spares[folder]):
+                    return folder
+        return None
+
+    def _make_spare(self, folder: Folder) -> None:
+        """One file made ahead in ``folder`` (called holding the lock, let go of while the file is made); where
+        that fails none more are made there (the caller's own attempt will say why)."""
+        file = BehindFile(folder, temporary_name())
+        self._changed.release()
+        try:
+            with suppress(BaseException):
+                self._do("create", file, [], False)
+        finally:
+            self._changed.acquire()
+            self._making = None
+            if file.made:
+                self._spares[folder].append(file)
+            else:
+                self._expected[folder] = 0
+            self._changed.notify_all()
 
     @staticmethod
     def _do(what: str, file: BehindFile, chunks: list[bytes], failed: bool) -> None:
