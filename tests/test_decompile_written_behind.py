@@ -46,6 +46,19 @@ def test_a_write_failing_in_the_thread_stops_the_decompile_and_leaves_nothing(tm
     assert not out.exists()
 
 
+def test_files_made_ahead_and_not_yet_taken_stay_few(tmp_path, monkeypatch):
+    """Each holds a descriptor: a folder expecting thousands of files gets ``MADE_AHEAD`` at a time."""
+    monkeypatch.setattr(written_behind, "MADE_AHEAD", 5)
+    output = Output(tmp_path / "out", staged=True)
+    try:
+        output.expect("anims", 1000)
+        time.sleep(0.5)
+        assert len(os.listdir(tmp_path / "out" / "anims")) == 5
+    finally:
+        output.close()
+    assert _everything(tmp_path / "out") == []
+
+
 def test_a_file_the_thread_could_not_make_stops_it_and_only_files_it_made_are_removed(tmp_path, monkeypatch):
     model = _model(tmp_path)
     real_create, real_unlink = no_links.Folder.create, no_links.Folder.unlink

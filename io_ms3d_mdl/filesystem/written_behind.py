@@ -23,6 +23,7 @@ from .no_links import Folder
 
 PENDING_BYTES = 32 << 20  # handed over but not yet written: the caller waits beyond this (memory stays bounded)
 PIECE_BYTES = 1 << 20  # a stream hands its bytes over this many at a time
+MADE_AHEAD = 64  # files made ahead and not yet taken, each open (a process may often hold only 1,024 descriptors)
 
 
 class BehindFile:
@@ -163,8 +164,9 @@ class WrittenBehind:
                 self._changed.notify_all()
 
     def _spare_wanted(self) -> Folder | None:
-        """The first folder expecting more files than were made ahead for it (none after an error)."""
-        if self._error is None:
+        """The first folder expecting more files than were made ahead for it (none after an error, nor while
+        ``MADE_AHEAD`` wait to be taken)."""
+        if self._error is None and sum(map(len, self._spares.values())) < MADE_AHEAD:
             for folder, expected in self._expected.items():
                 if expected > len(self._spares[folder]):
                     return folder
