@@ -113,12 +113,10 @@ def test_what_is_handed_over_but_not_written_stays_within_its_bound(tmp_path, mo
     behind._put = put
     folder = no_links.open_root(tmp_path)
     try:
-        file = behind.create(folder, "x")
-        stream = written_behind.BehindStream(behind, file)
+        stream = written_behind.BehindStream(behind, written_behind.BehindFile(folder, "x"))
         for _ in range(200):
             stream.write(b"0123456789")
-        stream.flush()
-        behind.close_file(file)
+        stream.flush(last=True)
         behind.finish()
     finally:
         behind.close()

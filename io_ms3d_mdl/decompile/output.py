@@ -213,14 +213,13 @@ class Output:
     def _open_behind(self, folder: Folder, relative: str, target: Path) -> Iterator[BinaryIO]:
         """A staged output's file: made (or taken from those made ahead), written and closed by the thread of
         ``written_behind``."""
-        file = self._behind.take(folder) or self._behind.create(folder, temporary_name())
+        file = self._behind.take(folder) or BehindFile(folder, temporary_name())
         partial = file.name
         self._made_behind[partial] = file
         stream = BehindStream(self._behind, file)
         try:
             yield _Charged(stream, self, target)
-            stream.flush()
-            self._behind.close_file(file)
+            stream.flush(last=True)
         except BaseException:
             self._behind.remove(file)
             del self._made_behind[partial]

@@ -59,12 +59,6 @@ class WrittenBehind:
         self._changed = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def create(self, folder: Folder, name: str) -> BehindFile:
-        """The new file ``name`` in ``folder``, made by the thread."""
-        file = BehindFile(folder, name)
-        self._put("create", file, [], 0)
-        return file
-
     def expect(self, folder: Folder, count: int) -> None:
         """``count`` more files are coming in ``folder``: made ahead when the thread is idle."""
         with self._changed:
@@ -84,12 +78,10 @@ class WrittenBehind:
                 self._changed.wait()
             return spares.popleft() if spares else None
 
-    def write(self, file: BehindFile, chunks: list[bytes], size: int) -> None:
-        """``chunks`` (``size`` bytes, which nobody changes any more) appended to ``file``."""
-        self._put("write", file, chunks, size)
-
-    def close_file(self, file: BehindFile) -> None:
-        self._put("close", file, [], 0)
+    def write(self, file: BehindFile, chunks: list[bytes], size: int, last: bool = False) -> None:
+        """``chunks`` (``size`` bytes, which nobody changes any more) appended to ``file``, which is made first
+        when it was not made ahead (``take``), and closed after them when ``last``: a small file is one request."""
+        self._put("close" if last else "write", file, chunks, size)
 
     def remove(self, file: BehindFile) -> None:
         """``file`` closed and, if the thread made it, removed (a write that failed half-way); never raises."""
@@ -191,18 +183,18 @@ class WrittenBehind:
 
     @staticmethod
     def _do(what: str, file: BehindFile, chunks: list[bytes], failed: bool) -> None:
-        """One operation; after an error nothing more is made or written (files are still closed and removed)."""
-        if what == "create":
-            if not failed:
+        """One operation (make, or write, or write and close, or remove); after an error nothing more is made or
+        written (files are still closed and removed)."""
+        if what != "remove" and not failed:
+            if not file.made:
                 file.descriptor = file.folder.create(file.name)
                 file.made = True
-        elif what == "write":
-            if not failed and file.descriptor is not None:
+            if file.descriptor is not None:
                 for chunk in chunks:
                     view = memoryview(chunk)
                     while view:
                         view = view[os.write(file.descriptor, view) :]
-        else:  # close, remove
+        if what in ("close", "remove"):
             if file.descriptor is not None:
                 descriptor, file.descriptor = file.descriptor, None
                 os.close(descriptor)
@@ -230,7 +222,7 @@ class BehindStream:
             self.flush()
         return len(chunk)
 
-    def flush(self) -> None:
-        if self._chunks:
-            self._behind.write(self._file, self._chunks, self._size)
+    def flush(self, last: bool = False) -> None:
+        if self._chunks or last:
+            self._behind.write(self._file, self._chunks, self._size, last)
             self._chunks, self._size = [], 0
