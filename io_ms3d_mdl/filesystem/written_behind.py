@@ -1,15 +1,15 @@
 """Files made, filled and closed by a second thread while the first one builds what goes in the next ones.
 
-Making a file is the dear part of writing many small ones: on ext4 without a journal (this project's VMs) the
-kernel looks at every inode freed in the last half minute, one by one, for each new file, so after a folder of
-1,400 files was deleted each new file costs ~0.7 ms of system time (ct_gsg9's 1,453 files: 1.0–1.4 s, more than
-the decompile's own work). ``os.open`` and ``os.write`` let go of the GIL, so one thread doing them overlaps that
-time with the text being built on the other core. The files are made exactly as before (``Folder.create``:
-``O_CREAT|O_EXCL``, never through a link), only in that thread, in the order they were asked for; the first error
-stops it and is raised in the caller at its next request or at :meth:`WrittenBehind.finish`. Told how many files
-a folder is about to get (:meth:`WrittenBehind.expect`), the thread makes them there while it has nothing else to
-do (a model's animations are decoded first, then written in a burst), and hands them out in turn; one never asked
-for is removed by :meth:`WrittenBehind.close`.
+Making a file is the dear part of writing many small ones: on this project's VMs (ext4, profiled with ``perf``:
+``recently_deleted`` under ``ext4_create``) the kernel looks at every inode freed in the last half minute or so, one
+by one, for each new file, so after folders of thousands of files were deleted each new file costs 0.7–1.5 ms of
+system time (ct_gsg9's 1,453 files: 1.0–2.2 s, more than the decompile's own work). ``os.open`` and ``os.write`` let
+go of the GIL, so one thread doing them overlaps that time with the text being built on the other core. The files
+are made exactly as before (``Folder.create``: ``O_CREAT|O_EXCL``, never through a link), only in that thread, in
+the order they were asked for; the first error stops it and is raised in the caller at its next request or at
+:meth:`WrittenBehind.finish`. Told how many files a folder is about to get (:meth:`WrittenBehind.expect`), the
+thread makes them there while it has nothing else to do (a model's animations are decoded first, then written in a
+burst), and hands them out in turn; one never asked for is removed by :meth:`WrittenBehind.close`.
 """
 
 from __future__ import annotations
