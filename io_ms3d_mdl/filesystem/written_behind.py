@@ -107,7 +107,8 @@ class WrittenBehind:
             self._thread = None
         for spares in self._spares.values():
             for file in spares:
-                self._do("remove", file, [], False)
+                with suppress(OSError):
+                    self._do("remove", file, [], False)
             spares.clear()
 
     def _put(self, what: str, file: BehindFile, chunks: list[bytes], size: int, check: bool = True) -> None:

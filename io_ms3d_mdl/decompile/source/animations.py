@@ -10,6 +10,7 @@ bounded, and each SMD is written as soon as its batch is decoded."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,8 +84,9 @@ def write_animations(
         spent += cost
         budget.check(source.path, "frames × bones over all animations", spent, total)
         costs.append(cost)
+    files = Counter(s for s, _ in chosen)
     for s, (_, _, label) in enumerate(sources):  # (the files are made while the first batch is decoded)
-        output.expect(_animation_folder(folder, s, label), sum(1 for c, _ in chosen if c == s))
+        output.expect(_animation_folder(folder, s, label), files[s])
     mappings = {
         s: np.array([{n.lower(): k for k, n in enumerate(mdl.bone_names)}.get(n.lower(), -1) for n in src.bone_names])
         for s, (src, _, _) in enumerate(sources)
