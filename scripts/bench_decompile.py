@@ -5,7 +5,8 @@
 Each measurement is a fresh process (so peak memory is that run's alone): ``io_ms3d_mdl.decompile`` of the model
 into an empty folder (numpy only; every included model's animations too), and ``import_scene.source_mdl`` of the
 same file with every animation built (``animations="ALL"``) in the bpy wheel. Times (wall, and the decompile's CPU
-time, which a loaded machine inflates less) are the work alone (not the interpreter's start, nor loading the
+time, which a loaded machine inflates less; it counts both threads, the files being made and written by a
+second one, so it may pass the wall time) are the work alone (not the interpreter's start, nor loading the
 modules: the import's are loaded by ``register()`` before its clock starts, the decompiler's likewise), medians of
 ``--runs``; peak memory is the process's high-water mark (``VmHWM``), which
 includes the interpreter, numpy and, for the import, Blender itself (its empty baseline is measured and shown).

@@ -7,7 +7,8 @@ reached one step at a time without following links (``filesystem.no_links``). Ea
 temporary name beside its final one and then hard-linked into place (which fails if the name was taken meanwhile),
 or renamed over an existing file when ``overwrite`` is set. A ``staged`` output (a whole decompile) keeps every file
 under its temporary name until :meth:`Output.publish`: a decompile refused half-way (a budget, a broken section)
-leaves nothing behind, not even the folders it made.
+leaves nothing behind, not even the folders it made. Its temporary files are made and written by a second thread
+(``filesystem.written_behind``) while the next ones' text is built; :meth:`Output.publish` waits for it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import BinaryIO
 from ..budget import OUTPUT_FILE_COST, current_budget
 from ..errors import FormatError
 from ..filesystem.no_links import Folder, LinkInTheWay, is_link, open_root
+from ..filesystem.written_behind import BehindFile, BehindStream, WrittenBehind, temporary_name
 from ..formats.stored_text import printable_name
 
 _UNSAFE = re.compile(r'[\x00-\x1f<>:"/\\|?*\x7f]')
@@ -90,6 +91,8 @@ class Output:
         self._folders: dict[str, Folder] = {}  # reached once each (without links), kept open until close()
         self._root_made = False
         self._waiting: list[tuple[Folder, str, str]] = []  # (folder, temporary name, relative path), in order
+        self._behind = WrittenBehind() if staged else None
+        self._made_behind: dict[str, BehindFile] = {}  # the temporary files of ``_behind`` by name
 
     def folder(self, relative: str) -> Folder:
         """The folder ``relative`` (``a/b``) below the output folder, made when missing, each step reached from the
@@ -100,6 +103,7 @@ class Output:
         if not relative:
             self._root_made = not os.path.lexists(self.root)
             found = open_root(self.root)
+            found.made = self._root_made
         else:
             parent, _, name = relative.rpartition("/")
             found = self.folder(parent).folder(name)
@@ -109,12 +113,16 @@ class Output:
     def close(self) -> None:
         """Done: what still waits for :meth:`publish` (a staged decompile that failed) is removed, with the folders
         this output made that are left empty; then every folder is let go."""
+        if self._behind is not None:
+            self._behind.close()  # (what it was asked to do is done: only then are its files looked at)
         for folder, partial, _relative in self._waiting:
-            with suppress(OSError):
-                folder.unlink(partial)
+            file = self._made_behind.get(partial)
+            if file is None or file.made:  # (a name never made is left alone, whoever holds it)
+                with suppress(OSError):
+                    folder.unlink(partial)
         self._waiting.clear()
-        if not self.files:  # (failed before anything was published)
-            self._remove_made_folders()
+        self._made_behind.clear()
+        self._remove_made_folders()  # (the empty ones: all when nothing was published, or one ``expect`` made)
         for folder in self._folders.values():
             folder.close()
         self._folders.clear()
@@ -132,7 +140,10 @@ class Output:
     def publish(self) -> None:
         """A staged output's files under their final names, in the order they were written. ``OutputExists`` when a
         name was taken meanwhile: the files not yet in place are removed, and (unless ``overwrite``, which may
-        have replaced a file) so are the ones this call put in place."""
+        have replaced a file) so are the ones this call put in place. A staged output's files are all written
+        first (an error writing one is raised here)."""
+        if self._behind is not None:
+            self._behind.finish()
         waiting, self._waiting = self._waiting, []
         placed: list[tuple[Folder, str]] = []
         try:
@@ -151,6 +162,12 @@ class Output:
             raise
         finally:
             self.files.extend(relative for _folder, relative in placed)
+
+    def expect(self, relative: str, count: int) -> None:
+        """About ``count`` files are coming in the folder ``relative``: a staged output's thread makes them ahead
+        while it has nothing else to do."""
+        if self._behind is not None and count > 0:
+            self._behind.expect(self.folder(relative), count)
 
     def name(self, stem: str, suffix: str, folder: str = "") -> str:
         """A fresh relative path ``folder/stem suffix`` for a name from the model, made unique (``_2``, ``_3``...)
@@ -173,9 +190,14 @@ class Output:
         parent, _, name = relative.rpartition("/")
         folder = self.folder(parent)
         self.charge(OUTPUT_FILE_COST, target)
-        if not self.overwrite and folder.exists(name):  # said now, not after the whole decompile
+        # Said now, not after the whole decompile; a folder this output made was empty then (a file put there
+        # since is met by the hard link, which never replaces it), so its names are not looked up one by one.
+        if not (self.overwrite or folder.made) and folder.exists(name):
             raise OutputExists(target)
-        partial = f".{uuid.uuid4().hex[:12]}.partial"  # not the name: a long name plus this would pass 255 bytes
+        if self._behind is not None:
+            yield from self._open_behind(folder, relative, target)
+            return
+        partial = temporary_name()
         descriptor = folder.create(partial)
         try:
             with os.fdopen(descriptor, "wb", buffering=1 << 20) as stream:
@@ -187,6 +209,22 @@ class Output:
         self._waiting.append((folder, partial, relative))
         if not self.staged:
             self.publish()
+
+    def _open_behind(self, folder: Folder, relative: str, target: Path) -> Iterator[BinaryIO]:
+        """A staged output's file: made (or taken from those made ahead), written and closed by the thread of
+        ``written_behind``."""
+        file = self._behind.take(folder) or BehindFile(folder, temporary_name())
+        partial = file.name
+        self._made_behind[partial] = file
+        stream = BehindStream(self._behind, file)
+        try:
+            yield _Charged(stream, self, target)
+            stream.flush(last=True)
+        except BaseException:
+            self._behind.remove(file)
+            del self._made_behind[partial]
+            raise
+        self._waiting.append((folder, partial, relative))
 
     def _put_in_place(self, folder: Folder, partial: str, relative: str) -> None:
         """The temporary file under its final name: a hard link, which fails when the name is taken (or, with

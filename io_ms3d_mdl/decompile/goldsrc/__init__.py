@@ -88,6 +88,8 @@ def _run(job: DecompileJob) -> None:
     )
     _check_animation_budget(gs, job.path)
     labels, part_names = stored_names(gs)
+    if job.options.animations:  # (their files are made by the writing thread while the meshes and text are built)
+        job.output.expect("", sum(max(seq.numblends, 1) for seq in gs.sequences))
     body_parts = _references(gs, job, bones, texture_files, part_names)
     sequences = _animations(gs, job, bones, labels)
     new_sequences = _new_sequences(gs, job, bones, labels)

@@ -10,6 +10,7 @@ bounded, and each SMD is written as soon as its batch is decoded."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,6 +84,9 @@ def write_animations(
         spent += cost
         budget.check(source.path, "frames × bones over all animations", spent, total)
         costs.append(cost)
+    files = Counter(s for s, _ in chosen)
+    for s, (_, _, label) in enumerate(sources):  # (the files are made while the first batch is decoded)
+        output.expect(_animation_folder(folder, s, label), files[s])
     mappings = {
         s: np.array([{n.lower(): k for k, n in enumerate(mdl.bone_names)}.get(n.lower(), -1) for n in src.bone_names])
         for s, (src, _, _) in enumerate(sources)
@@ -191,6 +195,11 @@ def settle_pose(
     return np.where(same[0][..., None], positions, edited[0]), np.where(same[1][..., None], rotations, edited[1])
 
 
+def _animation_folder(folder: str, s: int, label: str) -> str:
+    """Where the animations of source ``s`` go: the model's own in ``folder``, an included model's below it."""
+    return f"{folder}/{safe_stem(label.replace('.mdl', ''))}" if s else folder
+
+
 def _write_batch(
     sources, batch, mappings, mdl, skeleton, output, warnings, folder, written, replaced, added, deleted
 ) -> None:
@@ -212,7 +221,7 @@ def _write_batch(
     anims = [a for _, a in good]
     if s:
         anims = _remap(anims, mappings[s], mdl)
-    sub = f"{folder}/{safe_stem(label.replace('.mdl', ''))}" if s else folder
+    sub = _animation_folder(folder, s, label)
     skeleton = deleted.skeleton if deleted is not None else skeleton  # (the SMDs leave the deleted bones out)
     roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     static = mdl.is_static_prop and len(mdl.bones) == 1  # a static prop's vertices are turned instead
