@@ -157,10 +157,7 @@ def _skinned_bind_pose(bones: np.ndarray) -> np.ndarray:
     moved = np.flatnonzero(differs)
     for i in moved.tolist():
         parent = int(parents[i])
-        if parent >= 0:
-            own = _rigid_inverse(bind[parent]) @ bind[i]
-        else:
-            own = bind[i]
+        own = _rigid_inverse(bind[parent]) @ bind[i] if parent >= 0 else bind[i]
         bones["pos"][i] = own[:3, 3]
         bones["quat"][i] = _matrix_quaternion(own[:3, :3])
     return moved
