@@ -159,13 +159,15 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
     """A ``$bodygroup`` per body part, blanks kept; a one-option part with flexes or eyeballs is a ``$model`` (what
     can hold them)."""
     mdl = parts.mdl
+    mouths = True  # (written in the first block with a flex file)
     for b, bp in enumerate(mdl.body_parts):
         flexed = [m for m in range(len(bp.models)) if (b, m) in parts.flexes]
         eyes = [m for m in range(len(bp.models)) if parts.details.eyeballs.get((b, m))]
         extra = parts.options[b] if parts.options is not None and b < len(parts.options) else []
         count = max(len(bp.models), len(extra))
         if (flexed or eyes) and count == 1 and (b, 0, 0) in parts.references:
-            _flex_model(qc, parts, b, bp.name)
+            _flex_model(qc, parts, b, bp.name, mouths and bool(flexed))
+            mouths &= not flexed
             continue
         if flexed or eyes:
             warnings.add(f"body part '{bp.name}' has several options and flexes or eyeballs: those are not in the QC")
@@ -178,7 +180,7 @@ def _body(qc: QcWriter, parts: QcParts, warnings: Warnings) -> None:
                     qc.line("studio", Quoted(file))
 
 
-def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
+def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str, mouths: bool) -> None:
     mdl = parts.mdl
     flex = parts.flexes.get((b, 0))
     with qc.block("$model", Quoted(name), Quoted(parts.references[(b, 0, 0)])):
@@ -186,7 +188,7 @@ def _flex_model(qc: QcWriter, parts: QcParts, b: int, name: str) -> None:
         if flex is None:
             return
         eyelid_lines(qc, mdl, flex.eyelids, flex.vta, eye_names(parts.details.eyeballs.get((b, 0), [])))
-        if b == min(part for part, _option in parts.flexes):
+        if mouths:
             _mouths(qc, parts)
         with qc.block("flexfile", Quoted(flex.vta)):
             qc.line("defaultflex", "frame", 0)
@@ -244,7 +246,7 @@ def _eyeballs(qc: QcWriter, parts: QcParts, b: int) -> None:
 
 def _mouths(qc: QcWriter, parts: QcParts) -> None:
     """The header's mouths as ``mouth`` lines: an option of a ``$model`` block in studiomdl (there is no ``$mouth``
-    command), numbered model-wide, so written once, in the first flexed model's block."""
+    command), numbered model-wide, so written once, in the first block with a flex file."""
     mdl = parts.mdl
     for k, (bone, forward, flex) in enumerate(parts.details.mouths):
         if 0 <= bone < len(mdl.bone_names) and 0 <= flex < len(mdl.flex_names) and _heir(parts, bone) >= 0:
