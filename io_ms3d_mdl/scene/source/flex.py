@@ -44,18 +44,20 @@ def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndar
                 if 0 <= desc < len(mdl.flex_names):
                     pieces.append((desc, where[inside], flex.deltas[inside] * share[inside, None]))
     descs = sorted({desc for desc, _rows, _moves in pieces})
-    # every descriptor's deltas summed in one pass (bincount adds in input order, as np.add.at did per flex)
-    slot = {desc: k for k, desc in enumerate(descs)}
-    rows = np.concatenate([slot[d] * len(pool) + r for d, r, _m in pieces]) if pieces else np.zeros(0, np.int64)
-    moves = np.concatenate([m for _d, _r, m in pieces]).astype(np.float64) if pieces else np.zeros((0, 3))
-    size = len(descs) * len(pool)
-    summed = np.stack([np.bincount(rows, moves[:, c], minlength=size) for c in range(3)], axis=1)
-    summed = summed.reshape(len(descs), len(pool), 3)
+    by_desc: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {desc: [] for desc in descs}
+    for desc, rows, moves in pieces:
+        by_desc[desc].append((rows, moves))
     base_positions = obj.mesh.positions.astype(np.float64)
     file_names = [mdl.flex_names[d] for d in descs]
     keys = unique_names(file_names, "flex", taken=[BASIS])
-    moved = (base_positions + summed[:, copy_of.ravel()] * scale).astype(np.float32)
-    obj.mesh.shape_keys.extend(zip(keys, moved, strict=True))
+    for desc, key in zip(descs, keys, strict=True):
+        # a descriptor's deltas summed in one bincount (it adds in input order, as np.add.at did flex by flex);
+        # one key's temporaries at a time, so a model's keys never all sit in float64 at once
+        rows = np.concatenate([r for r, _m in by_desc[desc]])
+        moves = np.concatenate([m for _r, m in by_desc[desc]]).astype(np.float64)
+        summed = np.stack([np.bincount(rows, moves[:, c], minlength=len(pool)) for c in range(3)], axis=1)
+        moved = base_positions + summed[copy_of.ravel()] * scale
+        obj.mesh.shape_keys.append((key, moved.astype(np.float32)))
     _record_renames(obj, "source_flex_key_names", file_names, keys)
     if descs:
         _controls(mdl, obj, dict(zip(descs, keys, strict=True)))
