@@ -388,7 +388,8 @@ def sample_seeds(samples: Path) -> list[Seed]:
     seeds.append(
         Seed("MORBO.pcx", check_pcx, _read(coverage / "ms3d/akadjoker__IrrlichtGameObject/morbo", pcx="MORBO.pcx"))
     )
-    film = "miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/items/garys_film/ground/garys_film"
+    vtmb = "miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models"
+    film = f"{vtmb}/items/garys_film/ground/garys_film"
     seeds.append(  # Bloodlines: 8-bit vertices, VTX 107 with static-prop vertices, a .phy
         Seed(
             "vtmb garys_film.mdl",
@@ -396,7 +397,7 @@ def sample_seeds(samples: Path) -> list[Seed]:
             _read(samples / "vtmb", mdl=film + ".mdl", vtx=film + ".dx80.vtx", phy=film + ".phy"),
         )
     )
-    face = f"{film.split('/items/')[0]}/character/npc/common/citizen/female3/female_citizen_3"
+    face = f"{vtmb}/character/npc/common/citizen/female3/female_citizen_3"
     seeds.append(  # Bloodlines: a face (flex deltas as table offsets and lengths), eyeballs, skinned vertices
         Seed(
             "vtmb female_citizen_3.mdl",

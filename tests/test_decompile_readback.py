@@ -315,6 +315,9 @@ def flex_frames(statements) -> dict[str, str]:
     return names
 
 
+ROLES = ("lowerer", "neutral", "raiser")
+
+
 def eyelid_frames(statements) -> dict[str, list[str]]:
     """``eyelid NAME VTA lowerer F T neutral F T raiser F T ...`` lines: lid name -> its shapes' frames (not 0, the
     VTA's base). Our import keeps a lid as one shape key, its shapes summed (they share its descriptor)."""
@@ -326,9 +329,6 @@ def eyelid_frames(statements) -> dict[str, list[str]]:
                 frames = [tokens[j + 1] for j in range(i + 3, len(tokens) - 1) if tokens[j] in ROLES]
                 lids[tokens[i + 1]] = [f for f in frames if f != "0"]
     return lids
-
-
-ROLES = ("lowerer", "neutral", "raiser")
 
 
 def evaluate_ours(bpy, armature, action, frames: int):

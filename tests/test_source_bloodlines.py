@@ -192,15 +192,18 @@ def test_without_vtx_the_skeleton_comes_with_a_warning():
 
 
 def _angles_to_geometry(mesh) -> np.ndarray:
-    """Degrees between each vertex's stored normal and the area-weighted normal of the triangles using it."""
+    """Degrees between each vertex's stored normal and the area-weighted normal of the triangles using it (the
+    vertices no triangle with an area uses left out)."""
     p = mesh.positions.astype(np.float64)
     tris = mesh.triangles
     face = np.cross(p[tris[:, 1]] - p[tris[:, 0]], p[tris[:, 2]] - p[tris[:, 0]])
     summed = np.zeros_like(p)
     for k in range(3):
         np.add.at(summed, tris[:, k], face)
-    summed /= np.maximum(np.linalg.norm(summed, axis=1, keepdims=True), 1e-12)
-    return np.degrees(np.arccos(np.clip((summed * mesh.vertex_normals).sum(1), -1, 1)))
+    length = np.linalg.norm(summed, axis=1)
+    used = length > 1e-9
+    geometric = summed[used] / length[used, None]
+    return np.degrees(np.arccos(np.clip((geometric * mesh.vertex_normals[used]).sum(1), -1, 1)))
 
 
 def test_compressed_prop_positions_uvs_and_normals():

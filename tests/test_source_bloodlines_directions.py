@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_source_bloodlines import mirror
+from test_source_bloodlines import _angles_to_geometry, mirror
 
 from io_ms3d_mdl.formats.source import structs2531 as B
 from io_ms3d_mdl.formats.source.directions2531 import (
@@ -100,21 +100,6 @@ def test_the_rule_rebuilds_the_games_tables(engine):
         pytest.fail("no table of 202 float4 directions in engine.dll equals the rebuilt byte table")
 
 
-def _angles(positions: np.ndarray, triangles: np.ndarray, normals: np.ndarray) -> np.ndarray:
-    """Degrees between each used vertex's normal and the area-weighted normal of its triangles."""
-    face = np.cross(
-        positions[triangles[:, 1]] - positions[triangles[:, 0]], positions[triangles[:, 2]] - positions[triangles[:, 0]]
-    )
-    summed = np.zeros_like(positions)
-    for k in range(3):
-        np.add.at(summed, triangles[:, k], face)
-    used = np.unique(triangles)
-    length = np.linalg.norm(summed[used], axis=1)
-    used = used[length > 1e-9]
-    geometric = summed[used] / np.linalg.norm(summed[used], axis=1, keepdims=True)
-    return np.degrees(np.arccos(np.clip(np.sum(geometric * normals[used], axis=1), -1, 1)))
-
-
 def _vertex_kinds(data: bytes) -> set[int]:
     """The vertex layouts (``MODEL.vertexlisttype``) of a 2531 model's models that hold vertices."""
     kinds = set()
@@ -157,8 +142,7 @@ def test_decoded_normals_agree_with_the_geometry(tmp_path):
         for obj in scene.objects:
             mesh = obj.mesh
             if not obj.collision and mesh is not None and mesh.vertex_normals is not None and len(mesh.triangles):
-                angles = _angles(mesh.positions.astype(np.float64), mesh.triangles, mesh.vertex_normals)
-                medians[kinds.pop()].append(float(np.median(angles)))
+                medians[kinds.pop()].append(float(np.median(_angles_to_geometry(mesh))))
                 break
     assert len(medians[1]) >= 10 and len(medians[2]) >= 5, {k: len(v) for k, v in medians.items()}
     assert np.median(medians[1]) < 2, medians  # the word table's rings are 2.8° apart

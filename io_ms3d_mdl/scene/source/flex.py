@@ -30,7 +30,9 @@ def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndar
     """``used``: the VVD indices of ``obj``'s vertices (sorted, as compaction left them, then any copies of
     vertices a back face got: a copy moves with its vertex)."""
     pool, copy_of = np.unique(used, return_inverse=True)
-    pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (descriptor, pool rows, their deltas), in file order
+    by_desc: dict[
+        int, list[tuple[np.ndarray, np.ndarray]]
+    ] = {}  # descriptor → (pool rows, their deltas), in file order
     for mesh in model.meshes:
         base = model.vertex_index + mesh.vertex_offset
         for flex in mesh.flexes:
@@ -42,11 +44,8 @@ def add_shape_keys(mdl: MdlFile, model: MdlModel, obj: ObjectData, used: np.ndar
                 shares.append((flex.pair, flex.sides))
             for desc, share in shares:
                 if 0 <= desc < len(mdl.flex_names):
-                    pieces.append((desc, where[inside], flex.deltas[inside] * share[inside, None]))
-    descs = sorted({desc for desc, _rows, _moves in pieces})
-    by_desc: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {desc: [] for desc in descs}
-    for desc, rows, moves in pieces:
-        by_desc[desc].append((rows, moves))
+                    by_desc.setdefault(desc, []).append((where[inside], flex.deltas[inside] * share[inside, None]))
+    descs = sorted(by_desc)
     base_positions = obj.mesh.positions.astype(np.float64)
     file_names = [mdl.flex_names[d] for d in descs]
     keys = unique_names(file_names, "flex", taken=[BASIS])
