@@ -507,10 +507,14 @@ def vtf_table(rows: list[tuple[str, int, float, dict[str, float | None]]]) -> li
 
 # --- (e) animation import: ours against the code before vectorising --------------------------------------------------
 
-ANIMATION_MODELS = (
-    "Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl",  # 130 actions, 128 of them from its $includemodel
-    "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl",  # 97 actions from .ani blocks
-    "Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl",  # 11 actions, up to 841 frames
+ANIMATION_MODELS = (  # (relative to the samples)
+    "source/Lambdagon__lambdas-weapon-pack/models/player/civilian.mdl",  # 130 actions, 128 from its $includemodel
+    "source/bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl",  # 97 actions from .ani blocks
+    "source/Fennecai__Aperture-Continued/models/aperture/monster_cube.mdl",  # 11 actions, up to 841 frames
+    # Bloodlines (2531): 4 actions, a ragdoll pose keying every curve once among them; 2 long ones
+    "vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/character/npc/common/swat/swat3.mdl",
+    "vtmb/miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/character/npc/common/doppleganger/"
+    "doppleganger_female.mdl",
 )
 
 
@@ -687,6 +691,11 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
     )
     out["import_none"], _ = median_pair(operator("NONE"), lambda: None, runs, setup=empty)
     out["actions"] = len(ours.actions)
+    out["per_frame_keys"] = sum(  # a key on every frame of every curve (what a decoder without reduction writes)
+        a.props["source_frames"]
+        * sum((4 if len(c.rotation_frames) else 0) + (3 if len(c.location_frames) else 0) for c in a.channels)
+        for a in ours.actions
+    )
     out["keys"] = sum(4 * len(c.rotation_frames) + 3 * len(c.location_frames) for a in ours.actions for c in a.channels)
     out["keys_before"] = sum(
         4 * len(c.rotation_frames) + 3 * len(c.location_frames) for a in before.actions for c in a.channels
@@ -702,7 +711,7 @@ def bench_animation(path: Path, runs: int) -> dict[str, float]:
 def animation_tables(runs: int) -> list[str]:
     from io_ms3d_mdl import blender as addon  # registered as the package itself, so the copies can stand in
 
-    models = [SAMPLES / "source" / r for r in ANIMATION_MODELS if (SAMPLES / "source" / r).is_file()]
+    models = [SAMPLES / r for r in ANIMATION_MODELS if (SAMPLES / r).is_file()]
     if not models:
         return []
     addon.register()
@@ -715,29 +724,33 @@ def animation_tables(runs: int) -> list[str]:
         "frame, one numpy set-up per F-curve)\n",
         "Per-frame keys: one key per frame per channel, what the code before wrote. Decode + curves: the scene with "
         "all animations less the scene with none, plus `build_actions` for every action on a fresh armature.\n",
-        "| model | actions | F-curves | per-frame keys | keys written | decode + convert s (÷ before) "
-        "| curves s (÷ before) | decode + curves s (÷ before) | per-frame keys/s | written keys/s |",
+        "| model | actions | F-curves | per-frame keys | keys written | decode + convert (÷ before) "
+        "| curves (÷ before) | decode + curves (÷ before) | per-frame keys/s | written keys/s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, m in rows:
         convert, convert_before = m["scene"] - m["scene_none"], m["scene_before"] - m["scene_none"]
         total, total_before = convert + m["curves"], convert_before + m["curves_before"]
+        # the code before predates some layouts (Bloodlines): no ratio where it did not decode every frame
+        comparable = m["keys_before"] == m["per_frame_keys"]
+
+        def ratio(a: float, b: float, comparable: bool = comparable) -> str:
+            return f"({a / b:.2f})" if comparable else "(—)"
+
         out.append(
-            f"| {name} | {m['actions']:.0f} | {m['curves_count']:,.0f} | {m['keys_before']:,.0f} | {m['keys']:,.0f} "
-            f"| {convert:.3f} ({convert / convert_before:.2f}) "
-            f"| {m['curves']:.3f} ({m['curves'] / m['curves_before']:.2f}) "
-            f"| {total:.3f} ({total / total_before:.2f}) | {m['keys_before'] / total / 1e6:.2f} M "
+            f"| {name} | {m['actions']:.0f} | {m['curves_count']:,.0f} | {m['per_frame_keys']:,.0f} "
+            f"| {m['keys']:,.0f} | {convert * 1e3:.1f} ms {ratio(convert, convert_before)} "
+            f"| {m['curves'] * 1e3:.1f} ms {ratio(m['curves'], m['curves_before'])} "
+            f"| {total * 1e3:.1f} ms {ratio(total, total_before)} | {m['per_frame_keys'] / total / 1e6:.2f} M "
             f"| {m['keys'] / total / 1e6:.2f} M |"
         )
     out += [
         "\n| model | `import_scene.source_mdl`, all animations: ours s | before s | ours ÷ before | no animations s |",
         "|---|---:|---:|---:|---:|",
     ]
-    out += [
-        f"| {name} | {m['import']:.3f} | {m['import_before']:.3f} | {m['import'] / m['import_before']:.2f} "
-        f"| {m['import_none']:.3f} |"
-        for name, m in rows
-    ]
+    for name, m in rows:
+        ratio = f"{m['import'] / m['import_before']:.2f}" if m["keys_before"] == m["per_frame_keys"] else "—"
+        out.append(f"| {name} | {m['import']:.3f} | {m['import_before']:.3f} | {ratio} | {m['import_none']:.3f} |")
     return out
 
 

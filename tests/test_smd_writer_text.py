@@ -88,3 +88,27 @@ def test_vta_text_equals_per_line_formatting():
     ]
     expected += ["time 2\n", "end\n"]
     assert text == "".join(expected)
+
+
+def test_corners_numbered_by_vertex_write_the_same_text():
+    """``SmdTriangles.corners``: each vertex's line is formatted once and shared by its corners; the text and the
+    counts (a non-finite value counted at every corner that writes it) are those of the corners written alone."""
+    rng = np.random.default_rng(11)
+    v, t = 300, 900
+    tris = rng.integers(0, v, (t, 3))
+    positions = (rng.standard_normal((v, 3)) * 40).astype(np.float32)
+    positions[7] = (np.nan, 1.5, np.inf)
+    normals, uvs = rng.standard_normal((v, 3)), rng.random((v, 2))
+    bones = rng.integers(-1, 12, (v, 4))
+    weights = rng.random((v, 4)).astype(np.float32) * (rng.random((v, 4)) > 0.3)
+    fields = (positions[tris], normals[tris], uvs[tris], bones[tris], weights[tris])
+    skeleton = SmdSkeleton([f"b{i}" for i in range(12)], np.arange(12) - 1)
+    frame = np.zeros((1, 12, 6), np.float32)
+    texts, counts = [], []
+    for corners in (None, tris):
+        out = io.BytesIO()
+        stats = write_smd(out, skeleton, frame, SmdTriangles(["a", "b"], tris[:, 0] % 2, *fields, corners=corners))
+        texts.append(out.getvalue())
+        counts.append((stats.rows, stats.non_finite))
+    assert texts[0] == texts[1]
+    assert counts[0] == counts[1] == (12 + t * 3, 2 * int((tris == 7).sum()))

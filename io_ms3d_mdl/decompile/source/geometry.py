@@ -25,16 +25,20 @@ def object_triangles(obj: ObjectData, material_of_slot: list[str], turn: np.ndar
     tris = np.asarray(mesh.triangles, dtype=np.int64)
     t = len(tris)
     positions = np.asarray(mesh.positions, dtype=np.float64)[tris]
+    by_vertex = True  # every field of a corner is its vertex's (then each vertex's SMD line is formatted once)
     if mesh.vertex_normals is not None:
         normals = np.asarray(mesh.vertex_normals, dtype=np.float64)[tris]
     elif mesh.normals is not None:
         normals = np.asarray(mesh.normals, dtype=np.float64).reshape(t, 3, 3)
+        by_vertex = _per_vertex(normals, tris)
     else:  # vertices stored without usable normals (Bloodlines' quantised ones): each face's own
         normals = face_normals(positions)
+        by_vertex = False
     if turn is not None:
         positions = positions @ turn.T
         normals = normals @ turn.T
     uvs = np.asarray(mesh.uvs, dtype=np.float64).reshape(t, 3, 2) if mesh.uvs is not None else np.zeros((t, 3, 2))
+    by_vertex = by_vertex and _per_vertex(uvs, tris)
     if obj.skin is not None:
         bones = np.asarray(obj.skin.bone_indices)[tris]
         weights = np.asarray(obj.skin.weights)[tris]
@@ -44,7 +48,16 @@ def object_triangles(obj: ObjectData, material_of_slot: list[str], turn: np.ndar
     slots = np.asarray(mesh.material_indices, dtype=np.int64) if mesh.material_indices is not None else np.zeros(t)
     names = list(material_of_slot) or ["material"]
     slots = np.clip(slots, 0, len(names) - 1)
-    return SmdTriangles(names, slots, positions, normals, uvs, bones, weights)
+    return SmdTriangles(names, slots, positions, normals, uvs, bones, weights, tris if by_vertex else None)
+
+
+def _per_vertex(values: np.ndarray, tris: np.ndarray) -> bool:
+    """Whether per-corner ``values`` (T, 3, D) are the same at every corner of a vertex (exactly, bit for bit)."""
+    flat = values.reshape(len(tris) * 3, -1)
+    ids = tris.ravel()
+    one = np.zeros(int(ids.max()) + 1 if len(ids) else 0, dtype=np.int64)
+    one[ids] = np.arange(len(ids))  # a corner of each vertex
+    return bool((flat[one[ids]].view(np.uint64) == flat.view(np.uint64)).all())
 
 
 def merge(parts: list[SmdTriangles]) -> SmdTriangles:

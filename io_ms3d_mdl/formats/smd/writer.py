@@ -8,7 +8,8 @@ Stable API (the GoldSrc and Source decompilers both write through it):
     T triangles, corners in the order the file should list them: ``positions``/``normals`` (T, 3, 3), ``uvs``
     (T, 3, 2) with v up (SMD's convention: the engine's v flipped), ``bones``/``weights`` (T, 3, K) links, bone -1
     or weight 0 for an unused link. The corner's parent bone is its first link; every link with a weight is
-    written, so even a GoldSrc (one bone) vertex is exact.
+    written, so even a GoldSrc (one bone) vertex is exact. ``corners`` (T, 3), optional: a number per corner, equal
+    for corners equal in every field (a mesh's vertex), so each vertex's line is formatted once.
 ``write_smd(out, skeleton, frames, triangles=None) -> SmdStats``
     ``frames``: (F, B, 6) float per bone local position (x, y, z) then Euler angles (x, y, z) in radians, the
     rotation being Rz·Ry·Rx (Source's ``AngleMatrix``); a reference SMD has one frame, the rest pose.
@@ -53,6 +54,7 @@ class SmdTriangles:
     uvs: np.ndarray  # (T, 3, 2)
     bones: np.ndarray  # (T, 3, K) int, -1: unused
     weights: np.ndarray  # (T, 3, K) float
+    corners: np.ndarray | None = None  # (T, 3) optional: corners numbered alike are equal in every field
 
 
 @dataclass
@@ -214,42 +216,92 @@ def write_triangles(out: BinaryIO, triangles: SmdTriangles, stats: SmdStats) -> 
     bones = np.asarray(triangles.bones).reshape(t * 3, -1)
     weights = np.asarray(triangles.weights, dtype=np.float32).reshape(t * 3, -1)
     used = (bones >= 0) & (weights > 0)
-    order = np.argsort(~used, axis=1, kind="stable")  # used links first, in their order
-    bones = np.take_along_axis(bones, order, axis=1)
-    weights = np.take_along_axis(weights, order, axis=1)
-    used = np.take_along_axis(used, order, axis=1)
+    if (used[:, 1:] > used[:, :-1]).any():  # (mostly not: a reader lists the links used first)
+        order = np.argsort(~used, axis=1, kind="stable")  # used links first, in their order
+        bones = np.take_along_axis(bones, order, axis=1)
+        weights = np.take_along_axis(weights, order, axis=1)
+        used = np.take_along_axis(used, order, axis=1)
     counts = used.sum(axis=1)
     parent = np.where(counts > 0, bones[:, 0], np.maximum(bones[:, 0], 0))
     names = _name_table([smd_name(m) for m in triangles.materials])
     material = np.asarray(triangles.material_index, dtype=np.int64)
-    positions = np.asarray(triangles.positions).reshape(t * 3, 3)
-    normals = np.asarray(triangles.normals).reshape(t * 3, 3)
-    uvs = np.asarray(triangles.uvs).reshape(t * 3, 2)
+    base = np.concatenate(
+        [
+            np.asarray(triangles.positions).reshape(t * 3, 3),
+            np.asarray(triangles.normals).reshape(t * 3, 3),
+            np.asarray(triangles.uvs).reshape(t * 3, 2),
+        ],
+        axis=1,
+    )
+    links = (parent, base, bones, weights, used, counts)
+    shared = _shared_lines(triangles.corners, links, stats)
     for start in range(0, t, CHUNK // 3):
         stop = min(t, start + CHUNK // 3)
-        corners = slice(start * 3, stop * 3)
-        n = (stop - start) * 3
-        base = np.concatenate([positions[corners], normals[corners], uvs[corners]], axis=1)
-        parts = [_number_table(parent[corners], base, stats)]
-        linked = used[corners]
-        k = int(counts[corners].max()) if n else 0
-        if k:  # " count bone weight ...", only the links used (a corner without any writes none, nor its count)
-            has = (counts[corners] > 0)[:, None]
-            parts += [np.where(has, _column(n, b" "), 0), np.where(has, int_chars(counts[corners]), 0)]
-            link_bones = int_chars(np.where(linked[:, :k], bones[corners][:, :k], 0)).reshape(n, k, -1)
-            chars, bad = float_chars(weights[corners][:, :k][linked[:, :k]])
-            tokens = np.zeros((n, k, chars.shape[1]), dtype=np.uint8)
-            stats.non_finite += bad
-            tokens[linked[:, :k]] = chars
-            for i in range(k):  # (a loop over the links, at most a handful)
-                on = linked[:, i : i + 1]
-                parts += [np.where(on, _column(n, b" "), 0), np.where(on, link_bones[:, i], 0)]
-                parts += [np.where(on, _column(n, b" "), 0), tokens[:, i]]
-        parts.append(_column(n, b"\n"))
-        lines = np.concatenate(parts, axis=1).reshape(stop - start, -1)
+        if shared is None:
+            lines = _corner_lines(*(a[start * 3 : stop * 3] for a in links), stats)
+        else:
+            table, line_of = shared
+            lines = table.view(f"V{table.shape[1]}").ravel().take(line_of[start * 3 : stop * 3]).view(np.uint8)
         head = np.concatenate([names[material[start:stop]], _column(stop - start, b"\n")], axis=1)
-        out.write(_compact(np.concatenate([head, lines], axis=1)))
+        out.write(_compact(np.concatenate([head, lines.reshape(stop - start, -1)], axis=1)))
     out.write(b"end\n")
+
+
+def _shared_lines(
+    corners: np.ndarray | None, links: tuple[np.ndarray, ...], stats: SmdStats
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """With corners numbered by vertex (``SmdTriangles.corners``), each vertex's line formatted once: the lines of
+    one corner of each vertex, and each corner's line among them; None when not numbered (or too many
+    vertices for one table). The counts are the corners', as if each were formatted."""
+    if corners is None:
+        return None
+    ids = np.asarray(corners, dtype=np.int64).ravel()
+    if ids.min() < 0 or ids.max() > 4 * len(ids):
+        return None
+    first = np.full(int(ids.max()) + 1, len(ids), dtype=np.int64)
+    first[ids] = np.arange(len(ids))  # a corner of each vertex (which one does not matter: they are equal)
+    present = first < len(ids)
+    if int(present.sum()) > CHUNK:
+        return None
+    rows = first[present]
+    line_of = (np.cumsum(present) - 1)[ids]
+    parent, base, bones, weights, used, counts = (a[rows] for a in links)
+    table = _corner_lines(parent, base, bones, weights, used, counts, SmdStats())
+    bad = (~np.isfinite(base)).sum(axis=1) + (~np.isfinite(weights) & used).sum(axis=1)
+    stats.non_finite += int(bad[line_of].sum())
+    stats.rows += len(ids)
+    return table, line_of
+
+
+def _corner_lines(
+    parent: np.ndarray,
+    base: np.ndarray,
+    bones: np.ndarray,
+    weights: np.ndarray,
+    used: np.ndarray,
+    counts: np.ndarray,
+    stats: SmdStats,
+) -> np.ndarray:
+    """(N, L) NUL-padded lines of N corners: parent, position, normal, UV, then the links used (a corner without
+    any writes none, nor its count)."""
+    n = len(parent)
+    parts = [_number_table(parent, base, stats)]
+    k = int(counts.max()) if n else 0
+    if k:  # " count bone weight ..."
+        has = (counts > 0)[:, None]
+        parts += [np.where(has, _column(n, b" "), 0), np.where(has, int_chars(counts), 0)]
+        linked = used[:, :k]
+        link_bones = int_chars(np.where(linked, bones[:, :k], 0)).reshape(n, k, -1)
+        chars, bad = float_chars(weights[:, :k][linked])
+        tokens = np.zeros((n, k, chars.shape[1]), dtype=np.uint8)
+        stats.non_finite += bad
+        tokens[linked] = chars
+        for i in range(k):  # (a loop over the links, at most a handful)
+            on = linked[:, i : i + 1]
+            parts += [np.where(on, _column(n, b" "), 0), np.where(on, link_bones[:, i], 0)]
+            parts += [np.where(on, _column(n, b" "), 0), tokens[:, i]]
+    parts.append(_column(n, b"\n"))
+    return np.concatenate(parts, axis=1)
 
 
 def write_smd(

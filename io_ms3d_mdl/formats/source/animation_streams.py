@@ -70,18 +70,30 @@ def rle_streams(cur: Cursor, starts: np.ndarray, lengths: np.ndarray) -> np.ndar
 def _expand_runs(cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]], lengths: np.ndarray) -> np.ndarray:
     """Runs ``(track, first frame, span, valid, values offset)`` → the tracks' frames end to end, frames past a
     run's valid values holding its last one and frames no run covers holding 0. Every run's values must lie in the
-    data (as the SDK reads them all), checked once for all runs."""
-    out = np.zeros(int(lengths.sum()))
+    data (as the SDK reads them all), checked once for all runs.
+
+    Only the values a run shows are read (a quarter of the frames, as runs mostly repeat); with the runs in the
+    order of the frames they cover, the frames are those values each repeated for as long as it holds."""
+    total = int(lengths.sum())
     if not runs:
-        return out
+        return np.zeros(total)
     track, first, span, valid, at = (np.concatenate(column) for column in zip(*runs, strict=True))
     check_reads(cur, at, 2 * valid, "animation values")
     filled = valid > 0
-    track, first, span, valid, at = track[filled], first[filled], span[filled], valid[filled], at[filled]
-    run, step = run_layout(span)
-    byte = at[run] + 2 * np.minimum(step, valid[run] - 1)
+    dest = ((np.cumsum(lengths) - lengths)[track] + first)[filled]  # where each run's frames go
+    order = np.argsort(dest, kind="stable")
+    dest, span, valid, at = dest[order], span[filled][order], valid[filled][order], at[filled][order]
+    shown = np.minimum(valid, span)
+    run, k = run_layout(shown)
+    byte = at[run] + 2 * k
     words = buf[byte].astype(np.uint16) | (buf[byte + 1].astype(np.uint16) << np.uint16(8))
-    out[(np.cumsum(lengths) - lengths)[track[run]] + first[run] + step] = words.view(np.int16)
+    held = np.ones(len(words), dtype=np.int64)
+    held[np.cumsum(shown) - 1] += span - shown  # a run's last value holds for the frames it does not store
+    frames = np.repeat(words.view(np.int16).astype(np.float64), held)
+    if len(dest) and dest[0] == 0 and dest[-1] + span[-1] == total and (dest[1:] == dest[:-1] + span[:-1]).all():
+        return frames  # every frame covered, in order (a damaged stream leaves gaps: those hold 0)
+    out = np.zeros(total)
+    out[np.repeat(dest - (np.cumsum(span) - span), span) + np.arange(len(frames))] = frames
     return out
 
 

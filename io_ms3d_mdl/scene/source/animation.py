@@ -16,7 +16,7 @@ import numpy as np
 
 from ...budget import current_budget
 from ...errors import FormatError
-from ...formats.binary import run_layout
+from ...formats.binary import row_max, run_layout
 from ...formats.source.animation import DecodedAnimation, SkippedAnimation, decode_animations, fill_rest_pose
 from ...formats.source.includes import Included
 from ...formats.source.model import MdlFile
@@ -296,8 +296,11 @@ def _clipbuild_channels(
     quats, locs = _pose_channels(anims, bones, rest_rot, rest_pos, x, scale)
     quats *= canonical_sign(quats[:, starts])[:, clip, None]
     quats = make_continuous(quats, starts)
-    rot_frames, rotations = _split(frames, quats, _needed_keys(quats, ROTATION_TOLERANCE, starts), starts)
-    loc_frames, locations = _split(frames, locs, _needed_keys(locs, LOCATION_TOLERANCE * abs(scale), starts), starts)
+    both = np.zeros((2 * len(bones), *quats.shape[1:]))  # rotations and locations (a zero fourth component)
+    both[: len(bones)], both[len(bones) :, :, :3] = quats, locs
+    keep = _needed_keys(both, np.repeat([ROTATION_TOLERANCE, LOCATION_TOLERANCE * abs(scale)], len(bones)), starts)
+    rot_frames, rotations = _split(frames, quats, keep[: len(bones)], starts)
+    loc_frames, locations = _split(frames, locs, keep[len(bones) :], starts)
     actions = []
     for a, anim in enumerate(anims):
         channels = [
@@ -337,6 +340,8 @@ def _gathered(arrays: list[np.ndarray], bones: np.ndarray) -> np.ndarray:
     """The ``bones`` columns of (F, B, D) arrays, end to end along frames, copied once (a long animation's frames
     are not copied twice)."""
     out = np.empty((sum(len(a) for a in arrays), len(bones), arrays[0].shape[2]))
+    if len(bones) == arrays[0].shape[1] and (bones == np.arange(len(bones))).all():
+        return np.concatenate(arrays, out=out)  # (every bone, in order: one call)
     start = 0
     for a in arrays:
         np.take(a, bones, axis=1, out=out[start : start + len(a)])
@@ -378,10 +383,12 @@ ROTATION_TOLERANCE = 1e-5  # per quaternion component (about 2e-5 rad): a third 
 LOCATION_TOLERANCE = 1e-5  # Source units (inches), times the import scale: far below RLE position steps
 
 
-def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None = None) -> np.ndarray:
+def _needed_keys(values: np.ndarray, tolerance: float | np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """(C, F, D) samples → (C, F) the keys to write: linear interpolation between them reproduces every sample
-    within ``tolerance`` per component. The frames may hold several clips end to end (each from ``starts``), each
-    reduced on its own. A clip that never moves keeps its first key, a linear run its ends.
+    within ``tolerance`` per component (one for all channels, or (C,) one each: channels of several kinds reduced in
+    one pass cost what one kind does, numpy's cost being per call). The frames may hold several clips end to end
+    (each from ``starts``), each reduced on its own. A clip that never moves keeps its first key, a linear run its
+    ends.
 
     All clips of all channels at once: a frame its neighbours' midpoint reproduces is dropped; where dropped runs
     bend away from the line through the keys around them (errors add up along a slow curve), every local peak of
@@ -397,12 +404,14 @@ def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None
     keep = np.zeros(count * frames, dtype=bool)
     first = (np.arange(count)[:, None] * frames + starts).ravel()  # each clip's first sample, clip by clip
     span = np.tile(lengths, count)
+    tolerance = np.repeat(np.broadcast_to(np.asarray(tolerance, dtype=np.float64), (count,)), len(starts))  # per clip
     keep[first] = True
-    broken = ~np.logical_and.reduceat(np.isfinite(flat).all(axis=1), first)
+    finite = np.isfinite(flat)
+    broken = np.zeros(len(first), dtype=bool) if finite.all() else ~np.logical_and.reduceat(finite.all(axis=1), first)
     # How far each clip strays from its first sample, from its extremes (no copy of the samples)
     start = flat[first]
     away = np.maximum(np.maximum.reduceat(flat, first) - start, start - np.minimum.reduceat(flat, first))
-    moving = ~broken & (away.max(axis=1) > tolerance)
+    moving = ~broken & (row_max(away) > tolerance)
     run, step = run_layout(span[broken])
     keep[first[broken][run] + step] = True
     run, step = run_layout(span[moving])
@@ -410,14 +419,15 @@ def _needed_keys(values: np.ndarray, tolerance: float, starts: np.ndarray | None
         return keep.reshape(count, frames)
     at = first[moving][run] + step  # the samples of the moving clips, end to end (each at least two)
     keys = (step == 0) | np.append(step[1:] == 0, True)  # every clip's first and last
+    limit = tolerance[moving][run]  # each sample's
     del run, step
     if len(at) > 2:
         moved = flat[at]
-        keys[1:-1] |= np.abs(moved[:-2] + moved[2:] - 2 * moved[1:-1]).max(axis=1) > 2 * tolerance
+        keys[1:-1] |= row_max(np.abs(moved[:-2] + moved[2:] - 2 * moved[1:-1])) > 2 * limit[1:-1]
         lengths, rows = span[moving], None  # rows: the samples of the clips still off (None: all of them)
         while lengths.size:
             error = _interpolation_error(moved if rows is None else moved[rows], keys if rows is None else keys[rows])
-            over = error > tolerance
+            over = error > (limit if rows is None else limit[rows])
             heads = np.cumsum(lengths) - lengths
             off = np.logical_or.reduceat(over, heads)  # clips still off somewhere: the others are done
             inner = error[1:-1]
@@ -440,7 +450,7 @@ def _interpolation_error(values: np.ndarray, keep: np.ndarray) -> np.ndarray:
     after = keys[np.minimum(segment + 1, len(keys) - 1)]
     t = ((np.arange(len(values)) - before) / np.maximum(after - before, 1))[:, None]
     start = values[before]
-    return np.abs(start + (values[after] - start) * t - values).max(axis=1)
+    return row_max(np.abs(start + (values[after] - start) * t - values))
 
 
 def show_first_action(scene: SceneData, fps: float) -> None:
