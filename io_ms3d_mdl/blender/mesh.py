@@ -84,8 +84,10 @@ def _blenders_own(computed: bpy.types.bpy_prop_collection, normals: np.ndarray) 
     tolerance; zero rows mean "Blender's own normal" and always agree."""
     auto = np.empty_like(normals)
     computed.foreach_get("vector", auto.ravel())
-    differing = (np.abs(auto - normals) > NORMAL_TOLERANCE).any(axis=1)
-    return not normals[differing].any()
+    off = np.abs(auto - normals) > NORMAL_TOLERANCE
+    if not off.any():  # (the usual answer, found without reducing each short row)
+        return True
+    return not normals[off.any(axis=1)].any()
 
 
 def _rows(vectors: np.ndarray) -> list[list[float]]:

@@ -111,7 +111,10 @@ def finite_pixels(pixels: np.ndarray) -> int:
 
 def _quaternions(array: np.ndarray) -> int:
     """Replaced whole: a quaternion with one zeroed element is no longer the rotation the file meant either."""
-    bad = ~np.isfinite(array).all(axis=1)
+    finite = np.isfinite(array)
+    if finite.all():
+        return 0
+    bad = ~finite.all(axis=1)
     count = int(bad.sum())
     if count:
         array[bad] = IDENTITY_QUATERNION
