@@ -299,13 +299,13 @@ def _clipbuild_channels(
     both = np.zeros((2 * len(bones), *quats.shape[1:]))  # rotations and locations (a zero fourth component)
     both[: len(bones)], both[len(bones) :, :, :3] = quats, locs
     keep = _needed_keys(both, np.repeat([ROTATION_TOLERANCE, LOCATION_TOLERANCE * abs(scale)], len(bones)), starts)
-    rot_frames, rotations = _split(frames, quats, keep[: len(bones)], starts)
-    loc_frames, locations = _split(frames, locs, keep[len(bones) :], starts)
+    kept_frames, rotations, locations, spans = _kept(frames, quats, locs, keep, starts)
     actions = []
+    names = bones.tolist()
     for a, anim in enumerate(anims):
         channels = [
-            BoneChannels(b, rot_frames[i][a], rotations[i][a], loc_frames[i][a], locations[i][a])
-            for i, b in enumerate(bones.tolist())
+            BoneChannels(b, kept_frames[r0:r1], rotations[q0:q1], kept_frames[l0:l1], locations[p0:p1])
+            for b, (r0, r1, q0, q1, l0, l1, p0, p1) in zip(names, spans[a], strict=True)
         ]
         end = float(frames[starts[a] + lengths[a] - 1])
         actions.append(ActionData(anim.name, channels, (0.0, end), additive=anim.delta))
@@ -363,20 +363,24 @@ def _conversions(rest_rot: bytes, x: bytes, count: int, delta: bool) -> tuple[np
     return left_matrix(conjugate(matrix_to_quaternion(left))) @ right_matrix(matrix_to_quaternion(axes)), left
 
 
-def _split(
-    frames: np.ndarray, values: np.ndarray, keep: np.ndarray, starts: np.ndarray
-) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
-    """Per bone, per animation: the kept frames and values, as views into one gathered array (one gather for all
-    the animations, not one per channel)."""
-    counts = np.add.reduceat(keep, starts, axis=1, dtype=np.int64)  # (B, A)
+def _kept(
+    frames: np.ndarray, quats: np.ndarray, locs: np.ndarray, keep: np.ndarray, starts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
+    """The kept frames (rotation rows, then location rows), rotations and locations, each gathered once for all
+    the animations, and per animation, per bone, where its slices of them begin and end: frames, rotations,
+    frames, locations (each channel's keys are views, not copies)."""
+    bones = len(quats)
+    counts = np.add.reduceat(keep, starts, axis=1, dtype=np.int64)  # (2B, A)
     ends = np.cumsum(counts.ravel()).reshape(counts.shape)
-    spans = np.stack([ends - counts, ends], axis=-1).tolist()
+    begins = ends - counts
+    below = int(ends[bones - 1, -1]) if bones else 0  # kept rotation keys: the locations' rows start there
+    spans = np.stack(
+        [begins[:bones], ends[:bones], begins[:bones], ends[:bones]]
+        + [begins[bones:], ends[bones:], begins[bones:] - below, ends[bones:] - below],
+        axis=-1,
+    )  # (B, A, 8)
     kept_frames = np.broadcast_to(frames, keep.shape)[keep]
-    kept = values[keep]
-    return (
-        [[kept_frames[a:b] for a, b in row] for row in spans],
-        [[kept[a:b] for a, b in row] for row in spans],
-    )
+    return kept_frames, quats[keep[:bones]], locs[keep[bones:]], spans.swapaxes(0, 1).tolist()
 
 
 ROTATION_TOLERANCE = 1e-5  # per quaternion component (about 2e-5 rad): a third of Quaternion48's finest step
@@ -408,9 +412,10 @@ def _needed_keys(values: np.ndarray, tolerance: float | np.ndarray, starts: np.n
     keep[first] = True
     finite = np.isfinite(flat)
     broken = np.zeros(len(first), dtype=bool) if finite.all() else ~np.logical_and.reduceat(finite.all(axis=1), first)
-    # How far each clip strays from its first sample, from its extremes (no copy of the samples)
-    start = flat[first]
-    away = np.maximum(np.maximum.reduceat(flat, first) - start, start - np.minimum.reduceat(flat, first))
+    # How far each clip strays from its first sample, from its extremes
+    start, across = flat[first], np.ascontiguousarray(flat.T)  # (reduced along its rows: faster than down columns)
+    highest, lowest = np.maximum.reduceat(across, first, axis=1).T, np.minimum.reduceat(across, first, axis=1).T
+    away = np.maximum(highest - start, start - lowest)
     moving = ~broken & (row_max(away) > tolerance)
     run, step = run_layout(span[broken])
     keep[first[broken][run] + step] = True
