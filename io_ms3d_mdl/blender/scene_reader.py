@@ -264,7 +264,7 @@ def _evaluated_mesh(
 ) -> Iterator[bpy.types.Mesh]:
     """The object's mesh as the export sees it (modifiers applied or not), with each bone's weights copied into a
     float attribute by a temporary Geometry Nodes modifier (``tree``); the modifier is removed afterwards."""
-    switched, modifier, in_place = [], None, False
+    switched, modifier = [], None
     try:
         if not options.apply_modifiers:
             for m in obj.modifiers:
@@ -280,7 +280,6 @@ def _evaluated_mesh(
             # The weight modifier is last, so the evaluated mesh is a plain one (no edit mesh's, no GPU
             # subdivision's), the very one ``to_mesh`` copies: read in place. A copy shares its arrays, and Blender
             # un-shares an attribute (a fresh copy of it) on each read: 8 MB for 64 bones' weights, 6 ms in all.
-            in_place = True
             yield evaluated.data
             return
         me = evaluated.to_mesh()
@@ -291,8 +290,6 @@ def _evaluated_mesh(
     finally:
         if modifier is not None:
             obj.modifiers.remove(modifier)
-        if in_place:  # the weights' mesh freed now (as a copy's clearing would), not at Blender's next update
-            depsgraph.update()
         for m in switched:
             m.show_viewport = True
 
