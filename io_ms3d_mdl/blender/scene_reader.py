@@ -553,9 +553,10 @@ class _Slots:
             more = max(deepest + 1, 2 * len(self.weights))
             self.weights = np.concatenate([self.weights, np.zeros((more - len(self.weights), self.nv), np.float32)])
             self.ids = np.concatenate([self.ids, np.full((more - len(self.ids), self.nv), -1, np.int32)])
-        self.weights[place, vertices] = values
-        self.ids[place, vertices] = self.bone_of_row[row]
-        self.count[vertices] += 1
+        at = place * self.nv + vertices  # (flat indices, in C order)
+        np.put(self.weights, at, values)
+        np.put(self.ids, at, self.bone_of_row[row])
+        self.count[vertices] = place + 1
 
     def top(self) -> SkinData | None:
         if not self.rows:
