@@ -40,6 +40,7 @@ from ..rotations import (
     matrix_to_quaternion,
     quaternion_to_euler_xyz,
     rows_times,
+    rows_times_float32,
 )
 from ..types import ActionData, ClipData, MaterialData, ObjectData, SceneData
 from .armature import JOINT_AXIS_TO_BONE, parse_clips
@@ -141,7 +142,7 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         indices[first_tri : first_tri + nt] = tris + start
         normals = mesh.corner_normals()
         if normals is not None:
-            turned = rows_times(np.reshape(normals, (-1, 3)), (axes.T @ turn).T)
+            turned = rows_times_float32(np.reshape(normals, (-1, 3)), (axes.T @ turn).T)
             records["normals"] = turned.reshape(nt, 3, 3)
         if mesh.uvs is not None:
             uv = np.asarray(mesh.uvs, dtype=np.float64).reshape(nt, 3, 2)
