@@ -194,7 +194,8 @@ def rows_times_float32(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows)
     signed = m.shape == (3, 3) and ((m != 0).sum(axis=0) == 1).all() and np.isin(m, (-1.0, 0.0, 1.0)).all()
     if rows.dtype != np.float32 or not signed or not np.isfinite(rows).all():
-        return rows_times(rows, m).astype(np.float32)
+        with np.errstate(over="ignore"):  # (past float32: infinite, as a float32 array would take it)
+            return rows_times(rows, m).astype(np.float32)
     out = np.empty(rows.shape, dtype=np.float32)
     for k, j in enumerate(np.argmax(m != 0, axis=0).tolist()):
         np.multiply(rows[..., j], np.float32(m[j, k]), out=out[..., k])
