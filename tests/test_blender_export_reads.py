@@ -20,9 +20,11 @@ def _plain_top(weights: np.ndarray, bone_of_row: np.ndarray, keep: int) -> tuple
     return ids, top
 
 
-def test_top_weights_equal_a_per_vertex_sort_with_ties_and_hostile_values(addon):
-    from io_ms3d_mdl.blender.scene_reader import MAX_READ_INFLUENCES, top_weights
+@pytest.mark.parametrize("groups", [9, 8, 3])  # past DENSE_SLOTS (one sort), at it and below (slot by slot)
+def test_top_weights_equal_a_per_vertex_sort_with_ties_and_hostile_values(addon, groups):
+    from io_ms3d_mdl.blender.scene_reader import DENSE_SLOTS, MAX_READ_INFLUENCES, top_weights
 
+    assert DENSE_SLOTS == 8
     rng = np.random.default_rng(3)
     rows, nv = 9, 700
     weights = rng.choice(np.float32([0, 0, 0, 0.25, 0.5, 0.5, 1.0]), (rows, nv)).astype(np.float32)
@@ -34,13 +36,14 @@ def test_top_weights_equal_a_per_vertex_sort_with_ties_and_hostile_values(addon)
     weights[6, ::17] = np.float32(1e-45)  # the smallest positive float
     weights[:, 10] = 0.5  # nine equal weights on one vertex: bone order decides, five kept
     weights[:, 11] = 0.0  # a vertex with none
-    bone_of_row = np.array([0, 2, 3, 5, 8, 13, 21, 34, 55], np.int32)
+    weights = weights[:groups]  # (at most that many weights a vertex)
+    bone_of_row = np.array([0, 2, 3, 5, 8, 13, 21, 34, 55][:groups], np.int32)
     rows, vertices = np.nonzero(weights > 0)  # (row by row)
     skin = top_weights(rows, vertices, weights[rows, vertices], bone_of_row, nv)
     ids, top = _plain_top(weights, bone_of_row, MAX_READ_INFLUENCES)
     np.testing.assert_array_equal(skin.bone_indices, ids)
     assert skin.weights.tobytes() == top.tobytes()
-    assert ids[10].tolist() == [0, 2, 3, 5, 8] and ids[11].tolist() == [-1] * 5
+    assert ids[10].tolist() == [0, 2, 3, 5, 8][:groups] + [-1] * (5 - groups) and ids[11].tolist() == [-1] * 5
     assert top_weights(*np.nonzero(np.zeros((3, 5)) > 0), np.zeros(0, np.float32), bone_of_row[:3], 5) is None
 
 

@@ -11,7 +11,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, orientation_helper
 
 from ..filesystem.replace_file import WriteRefused, replace_file, replace_files
-from ..formats.ms3d.writer import write_ms3d_bytes
+from ..formats.ms3d.writer import ms3d_chunks
 from ..scene.ms3d.export import ExportError, Ms3dExportOptions, scene_to_ms3d_parts
 from ..scene.ms3d.split import part_path
 from .operator_ui import draw_panel, report_warnings
@@ -53,7 +53,7 @@ def export_ms3d(
     scene = read_scene(context, read)
     models = scene_to_ms3d_parts(scene, write or Ms3dExportOptions())
     try:
-        files = [(part_path(path, n), write_ms3d_bytes(m)) for n, m in enumerate(models, 1)]
+        files = [(part_path(path, n), ms3d_chunks(m)) for n, m in enumerate(models, 1)]
     except ValueError as exc:
         raise ExportError(str(exc)) from None
     if len(files) == 1:

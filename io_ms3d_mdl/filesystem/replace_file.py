@@ -16,8 +16,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Collection, Iterator, Sequence
+
+# A file's bytes: one bytes object, or its pieces in order (bytes or views of memory, written without joining them)
+Data = bytes | Sequence[bytes | memoryview]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -26,21 +30,49 @@ class WriteRefused(OSError):
     """The target cannot be written safely: the message names it and why."""
 
 
-def replace_file(path: str | os.PathLike[str], data: bytes) -> None:
+def replace_file(path: str | os.PathLike[str], data: Data) -> None:
     path = os.path.abspath(os.fspath(path))
-    _check_target(path, replaceable=True)
+    exists = _check_target(path, replaceable=True)
     with _as_refusal(path):
         partial = _write_partial(path, data)
+        held = _hold(path) if exists else None
         try:
             os.replace(partial, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(partial)
             raise
+        finally:
+            _let_go(held)
+
+
+def _hold(path: str) -> int | None:
+    """The file about to be replaced, held open (POSIX) so that freeing it, which its last close does (1.4 ms for a
+    4.5 MB file on ext4, in the rename otherwise), happens on a helper thread after the export; None when it
+    cannot be (Windows, where an open file cannot be renamed over, or a file that is not a regular one)."""
+    if os.name != "posix":
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _let_go(fd: int | None) -> None:
+    if fd is not None:
+        threading.Thread(target=os.close, args=(fd,), name="io_ms3d_mdl close", daemon=True).start()
 
 
 def replace_files(
-    files: Sequence[tuple[str | os.PathLike[str], bytes]], replaceable: Collection[str | os.PathLike[str]] = ()
+    files: Sequence[tuple[str | os.PathLike[str], Data]], replaceable: Collection[str | os.PathLike[str]] = ()
 ) -> None:
     """Every ``(path, bytes)`` written, or none: a path in ``replaceable`` may replace a file, the others must be
     new (:class:`WriteRefused` names the first that exists)."""
@@ -90,7 +122,7 @@ def _check_target(path: str, replaceable: bool) -> bool:
     return info is not None
 
 
-def _write_partial(path: str, data: bytes) -> str:
+def _write_partial(path: str, data: Data) -> str:
     """``data`` in a new hidden file beside ``path`` (created exclusively, not through a link), flushed to disk."""
     folder = os.path.dirname(path)
     # (a fixed length: the target's name may already be as long as the folder allows)
@@ -98,7 +130,8 @@ def _write_partial(path: str, data: bytes) -> str:
     fd = os.open(partial, _FLAGS, 0o644)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            for chunk in [data] if isinstance(data, bytes) else data:
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
     except BaseException:

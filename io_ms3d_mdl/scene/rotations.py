@@ -185,6 +185,24 @@ def quaternion_to_euler_xyz(q: np.ndarray) -> np.ndarray:
     return out
 
 
+def rows_times_float32(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """:func:`rows_times` cast to float32, for float32 rows: a matrix that only reorders and flips the axes (every
+    entry 0 or ±1: the axis conversions of normals) is done in float32, where each value is exactly what the
+    float64 product rounds back to (a sign change, then einsum's zero start), without a float64 copy of the rows
+    (194,400 corners: 4.7 MB). Any other matrix, or rows with an infinity or NaN, go through :func:`rows_times`."""
+    m = np.asarray(m, dtype=np.float64)
+    rows = np.asarray(rows)
+    signed = m.shape == (3, 3) and ((m != 0).sum(axis=0) == 1).all() and np.isin(m, (-1.0, 0.0, 1.0)).all()
+    if rows.dtype != np.float32 or not signed or not np.isfinite(rows).all():
+        with np.errstate(over="ignore"):  # (past float32: infinite, as a float32 array would take it)
+            return rows_times(rows, m).astype(np.float32)
+    out = np.empty(rows.shape, dtype=np.float32)
+    for k, j in enumerate(np.argmax(m != 0, axis=0).tolist()):
+        np.multiply(rows[..., j], np.float32(m[j, k]), out=out[..., k])
+        out[..., k] += np.float32(0.0)
+    return out
+
+
 def rows_times(rows: np.ndarray, m: np.ndarray) -> np.ndarray:
     """``rows @ m`` for many (..., 3) rows and one small matrix, through einsum's own loop instead of BLAS. numpy
     gives ``@`` with a long left operand to OpenBLAS, whose worker threads sleep between calls: waking them took

@@ -29,14 +29,21 @@ def fixed_field(text: str, size: int, what: str) -> bytes:
 
 
 def write_ms3d_bytes(model: Ms3dModel) -> bytes:
-    parts = [structs.MAGIC, struct.pack("<i", model.version)]
+    return b"".join(ms3d_chunks(model))
+
+
+def ms3d_chunks(model: Ms3dModel) -> list[bytes | memoryview]:
+    """The file's bytes in order, in pieces: the record arrays as views of their memory, not copies (a 64,800-triangle
+    model's 4.5 MB of triangles would be copied twice, to bytes and into the joined file), for a writer that takes
+    them one after another (:func:`..filesystem.replace_file.replace_file`)."""
+    parts: list[bytes | memoryview] = [structs.MAGIC, struct.pack("<i", model.version)]
     parts += [struct.pack("<H", len(model.vertices)), _records(model.vertices, structs.VERTEX)]
     parts += [struct.pack("<H", len(model.triangles)), _records(model.triangles, structs.TRIANGLE)]
     parts.append(struct.pack("<H", len(model.groups)))
     for gi, group in enumerate(model.groups):
         tris = np.ascontiguousarray(group.triangle_indices, dtype="<u2")
         name = fixed_field(group.name, structs.NAME_SIZE, f"group {gi} name '{group.name}'")
-        parts += [struct.pack("<B", group.flags & 0xFF), name, struct.pack("<H", len(tris)), tris.tobytes()]
+        parts += [struct.pack("<B", group.flags & 0xFF), name, struct.pack("<H", len(tris)), _view(tris)]
         parts.append(struct.pack("<b", group.material_index))
     parts += [struct.pack("<H", len(model.materials)), _materials(model)]
     parts.append(struct.pack("<ffi", model.fps, model.current_time, model.total_frames))
@@ -45,14 +52,20 @@ def write_ms3d_bytes(model: Ms3dModel) -> bytes:
     wanted = [b for b in EXTENDED_BLOCKS if b in model.extended_blocks]
     count = max((EXTENDED_BLOCKS.index(b) + 1 for b in wanted), default=0)
     writers = (_comments, _vertex_extra, _joint_extra, _model_extra)
-    parts += [write(model) for write in writers[:count]]
-    return b"".join(parts)
+    for write in writers[:count]:
+        parts += write(model)
+    return parts
 
 
-def _records(array: np.ndarray, dtype: np.dtype) -> bytes:
+def _records(array: np.ndarray, dtype: np.dtype) -> memoryview:
     if array.dtype != dtype:
         raise TypeError(f"records must have the dtype {dtype}, not {array.dtype}")
-    return np.ascontiguousarray(array).tobytes()
+    return _view(array)
+
+
+def _view(array: np.ndarray) -> memoryview:
+    """The array's bytes, without a copy when it is contiguous already."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
 
 
 def _materials(model: Ms3dModel) -> bytes:
@@ -97,18 +110,18 @@ def _comment_list(items: list) -> bytes:
     return struct.pack("<i", len(noted)) + b"".join(out)
 
 
-def _comments(model: Ms3dModel) -> bytes:
-    parts = [struct.pack("<i", 1), _comment_list(model.groups), _comment_list(model.materials)]
-    parts.append(_comment_list(model.joints))
+def _comments(model: Ms3dModel) -> list[bytes | memoryview]:
+    parts: list[bytes | memoryview] = [struct.pack("<i", 1)]
+    parts += [_comment_list(model.groups), _comment_list(model.materials), _comment_list(model.joints)]
     if model.model_comment is None:
         parts.append(struct.pack("<i", 0))
     else:
         raw = encode_text(model.model_comment)  # no index field (notes §1.2)
         parts += [struct.pack("<ii", 1, len(raw)), raw]
-    return b"".join(parts)
+    return parts
 
 
-def _vertex_extra(model: Ms3dModel) -> bytes:
+def _vertex_extra(model: Ms3dModel) -> list[bytes | memoryview]:
     extra = model.vertex_extra
     count = len(model.vertices)
     sub_version = extra.sub_version if extra is not None else 2
@@ -123,19 +136,19 @@ def _vertex_extra(model: Ms3dModel) -> bytes:
             records["extra"] = extra.extra
         if "extra2" in names and extra.extra2 is not None:
             records["extra2"] = extra.extra2
-    return struct.pack("<i", sub_version) + records.tobytes()
+    return [struct.pack("<i", sub_version), _view(records)]
 
 
-def _joint_extra(model: Ms3dModel) -> bytes:
+def _joint_extra(model: Ms3dModel) -> list[bytes | memoryview]:
     colors = np.zeros(len(model.joints), dtype=structs.JOINT_COLOR)
     for i, joint in enumerate(model.joints):
         if joint.color is not None:
             colors[i]["color"] = joint.color
-    return struct.pack("<i", 1) + colors.tobytes()
+    return [struct.pack("<i", 1), colors.tobytes()]
 
 
-def _model_extra(model: Ms3dModel) -> bytes:
+def _model_extra(model: Ms3dModel) -> list[bytes | memoryview]:
     extra = model.model_extra
     if extra is None:
-        return struct.pack("<ifif", 1, 1.0, 0, 0.5)
-    return struct.pack("<ifif", 1, extra.joint_size, extra.transparency_mode, extra.alpha_ref)
+        return [struct.pack("<ifif", 1, 1.0, 0, 0.5)]
+    return [struct.pack("<ifif", 1, extra.joint_size, extra.transparency_mode, extra.alpha_ref)]

@@ -40,6 +40,7 @@ from ..rotations import (
     matrix_to_quaternion,
     quaternion_to_euler_xyz,
     rows_times,
+    rows_times_float32,
 )
 from ..types import ActionData, ClipData, MaterialData, ObjectData, SceneData
 from .armature import JOINT_AXIS_TO_BONE, parse_clips
@@ -141,7 +142,7 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         indices[first_tri : first_tri + nt] = tris + start
         normals = mesh.corner_normals()
         if normals is not None:
-            turned = rows_times(np.reshape(normals, (-1, 3)), (axes.T @ turn).T)
+            turned = rows_times_float32(np.reshape(normals, (-1, 3)), (axes.T @ turn).T)
             records["normals"] = turned.reshape(nt, 3, 3)
         if mesh.uvs is not None:
             uv = np.asarray(mesh.uvs, dtype=np.float64).reshape(nt, 3, 2)
@@ -326,8 +327,14 @@ def _weights(
     """Fill the vertex and vertex-extra records of one object; returns how many vertices lost influences. The
     work goes slot by slot, on (slots, vertices) arrays: numpy steps along a row of 4 or 5 numbers 10-20x slower."""
     skin = obj.skin
-    ids = np.ascontiguousarray(np.asarray(skin.bone_indices, dtype=np.int64).T)
-    weights = np.where(ids >= 0, np.asarray(skin.weights, dtype=np.float64).T, 0.0)
+    ids = np.asarray(skin.bone_indices).T
+    # Slots past the last one any vertex uses are left out of the work (a rig of two weights a vertex: half of
+    # it) and come back as unused ones at the end: they could take no point of rounding, as every point goes to a
+    # slot with a fraction, before any slot whose fraction is 0.
+    in_use = np.flatnonzero((ids >= 0).any(axis=1))
+    used = int(in_use[-1]) + 1 if len(in_use) else 0
+    ids = np.ascontiguousarray(ids[:used], dtype=np.int64)
+    weights = np.where(ids >= 0, np.asarray(skin.weights).T[:used].astype(np.float64), 0.0)
     if not _falling(weights):  # (the Blender reader's are: largest first)
         order = np.argsort(-weights, axis=0, kind="stable")
         ids = np.take_along_axis(ids, order, axis=0)
@@ -340,10 +347,6 @@ def _weights(
             "MilkShape 3D cannot hold (limit them, or let the export drop the smallest)"
         )
     ids, weights = ids[:MAX_INFLUENCES], weights[:MAX_INFLUENCES]
-    if len(ids) < MAX_INFLUENCES:
-        pad = MAX_INFLUENCES - len(ids)
-        ids = np.pad(ids, ((0, pad), (0, 0)), constant_values=-1)
-        weights = np.pad(weights, ((0, pad), (0, 0)))
     total = weights.sum(axis=0)  # (slot after slot, as a row's sum adds them)
     weighted = total > 0
     scale = np.divide(100.0, total, out=np.zeros_like(total), where=weighted)
@@ -361,6 +364,10 @@ def _weights(
         order = np.argsort(-whole, axis=0, kind="stable")
         ids, whole = np.take_along_axis(ids, order, axis=0), np.take_along_axis(whole, order, axis=0)
     whole = whole.astype(np.uint8)
+    if len(ids) < MAX_INFLUENCES:  # (the slots left out: unused)
+        pad = MAX_INFLUENCES - len(ids)
+        ids = np.pad(ids, ((0, pad), (0, 0)), constant_values=-1)
+        whole = np.pad(whole, ((0, pad), (0, 0)))
     vertices["bone_id"] = np.where(ids[0] >= 0, ids[0], 255).astype(np.uint8)
     single = (whole[0] == 100) | (ids[0] < 0)
     # All zero: 100 % on the primary joint, as MilkShape 1.8 writes it.
