@@ -374,11 +374,8 @@ def _kept(
     ends = np.cumsum(counts.ravel()).reshape(counts.shape)
     begins = ends - counts
     below = int(ends[bones - 1, -1]) if bones else 0  # kept rotation keys: the locations' rows start there
-    spans = np.stack(
-        [begins[:bones], ends[:bones], begins[:bones], ends[:bones]]
-        + [begins[bones:], ends[bones:], begins[bones:] - below, ends[bones:] - below],
-        axis=-1,
-    )  # (B, A, 8)
+    rot, loc = (begins[:bones], ends[:bones]), (begins[bones:], ends[bones:])
+    spans = np.stack([*rot, *rot, *loc, loc[0] - below, loc[1] - below], axis=-1)  # (B, A, 8)
     kept_frames = np.broadcast_to(frames, keep.shape)[keep]
     return kept_frames, quats[keep[:bones]], locs[keep[bones:]], spans.swapaxes(0, 1).tolist()
 
