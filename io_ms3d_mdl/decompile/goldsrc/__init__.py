@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 import numpy as np
 
 from ...budget import current_budget
-from ...errors import BudgetExceeded, FormatError
+from ...errors import FormatError
 from ...formats.goldsrc import structs as S
 from ...formats.goldsrc.animation import WalkAllowance
 from ...formats.goldsrc.model import GsFile
@@ -38,7 +39,7 @@ from ..source.renamed_bones import rename_bones
 from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
-from .motion import sequence_frames
+from .motion import batch_frames
 from .name_limits import check_name_lengths
 from .qc import NewSequence, QcParts, SequenceFiles, stored_names, write_qc
 
@@ -233,22 +234,21 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
     replaced = _edited_blends(gs, job, bones)
     batch: list[tuple[int, list[np.ndarray] | None, list[int]]] = []
     lines = 0
+    decoded = _decoded(gs, walked, replaced) if job.options.animations else None
     for s, seq in enumerate(gs.sequences):
         frames, held = None, []
-        if job.options.animations:
-            try:
-                frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
-                frames = [_with_added(blend, bones) for blend in frames]
-                if bones.deleted is not None:
-                    frames = [fold_frames(blend, bones.deleted) for blend in frames]
-            except BudgetExceeded:
-                raise
-            except FormatError as exc:
+        if decoded is not None:
+            result = next(decoded)
+            if isinstance(result, FormatError):
                 _write_sequences(gs, job, skeleton, labels, batch, sequences)
                 batch, lines = [], 0
-                job.result.warnings.add(f"sequence '{labels[s]}' was not written: {exc.message}")
-                sequences.append(SequenceFiles(seq, labels[s], [], exc.message))
+                job.result.warnings.add(f"sequence '{labels[s]}' was not written: {result.message}")
+                sequences.append(SequenceFiles(seq, labels[s], [], result.message))
                 continue
+            frames, held = result
+            frames = [_with_added(blend, bones) for blend in frames]
+            if bones.deleted is not None:
+                frames = [fold_frames(blend, bones.deleted) for blend in frames]
             count = sum(blend.shape[0] * blend.shape[1] for blend in frames)  # bone lines
             if count >= BATCH_LINES:  # alone, streamed as it is formatted (its text is never whole)
                 _write_sequences(gs, job, skeleton, labels, batch, sequences)
@@ -262,6 +262,23 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
             batch, lines = [], 0
     _write_sequences(gs, job, skeleton, labels, batch, sequences)
     return sequences
+
+
+def _decoded(
+    gs: GsFile, walked: WalkAllowance, replaced: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
+) -> Iterator[tuple[list[np.ndarray], list[int]] | FormatError]:
+    """Every sequence's blends (``motion.batch_frames``) in order, decoded a batch of about ``BATCH_LINES`` bone
+    lines at a time (so what is held stays bounded; a decoding error is its sequence's alone)."""
+    indices: list[int] = []
+    lines = 0
+    for s, seq in enumerate(gs.sequences):
+        indices.append(s)
+        lines += max(seq.numframes, 1) * max(seq.numblends, 1) * len(gs.bones)
+        if lines >= BATCH_LINES:
+            yield from batch_frames(gs, indices, walked, replaced)
+            indices, lines = [], 0
+    if indices:
+        yield from batch_frames(gs, indices, walked, replaced)
 
 
 def _write_sequences(
