@@ -117,7 +117,10 @@ _PLACES = np.array([(d // 3) * 4 + d % 3 for d in range(9)] + [3, 7, 11, 12, 13,
 _TABLE_BYTES = 20  # (five uint32 a row)
 _LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
 _LENGTHS = (_LAYOUTS != _NUL).sum(axis=1)
-_PLACED = _PLACES[_LAYOUTS].astype(np.int32)
+_PLACED = _PLACES[_LAYOUTS].astype(np.intp)
+# its first w columns, per w, contiguous: a row per value is one ``take`` (a fancy index of rows and a slice cost four
+# times as much), and ``intp`` so that the gather it leads to converts nothing
+_PLACED_BY_WIDTH = [np.ascontiguousarray(_PLACED[:, :w]) for w in range(WIDTH + 1)]
 _TRIPLES = np.zeros((1000, 4), dtype=np.uint8)
 _TRIPLES[:, :3] = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
 _TRIPLES = _TRIPLES.view(np.uint32).ravel()  # "000".."999" as the bytes of a uint32, the fourth 0
@@ -207,8 +210,8 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     slow = np.flatnonzero(nonzero & ~exact)
     text = _tokens(flat[slow]).astype("S") if slow.size else np.zeros(0, "S1")
     width = max(int(_LENGTHS.take(key).max()), text.itemsize)  # the longest text: the rest is padding
-    where = _PLACED[key, :width]  # each byte's place in the table, made absolute in place (one gather)
-    where += np.arange(0, n * _TABLE_BYTES, _TABLE_BYTES, dtype=np.int32)[:, None]
+    where = _PLACED_BY_WIDTH[width].take(key, axis=0)  # each byte's place in the table, made absolute in place
+    where += np.arange(0, n * _TABLE_BYTES, _TABLE_BYTES, dtype=np.intp)[:, None]
     out = table.ravel().take(where)
     out[~nonzero] = 0
     out[~nonzero, 0] = ord("0")

@@ -106,8 +106,14 @@ def _travel(seq: GsSequence, frames: np.ndarray, roots: np.ndarray) -> None:
 
 
 def _wrap(frames: np.ndarray) -> None:
-    """The angles of (…, 6) ``frames`` in [-π, π), as studiomdl keeps them, in place."""
-    frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi
+    """The angles of (…, 6) ``frames`` in [-π, π), as studiomdl keeps them (``remainder(a + π, 2π) - π``), in
+    place. An angle whose ``a + π`` already lies in [0, 2π) is its own remainder (``fmod`` is exact there): only
+    the others pay for one (most angles a file stores are in range)."""
+    shifted = frames[..., 3:] + np.pi
+    out = (shifted < 0) | (shifted >= 2 * np.pi)
+    if out.any():
+        shifted[out] = np.remainder(shifted[out], 2 * np.pi)
+    np.subtract(shifted, np.pi, out=frames[..., 3:])
 
 
 def unturn_roots(frames: np.ndarray, roots: np.ndarray, angle: float = DEFAULT_ROTATION) -> None:

@@ -134,42 +134,56 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     """The ``skeleton`` section of each (F, B, 6) animation (every one with the same B bones) and its stats, the
     same bytes as :func:`write_skeleton`'s. The animations are laid end to end and formatted a block of rows at a
     time, so a model's hundred short sequences cost what one long one does: numpy's cost is per call as much as
-    per number. All their text is held at once: the caller hands over a bounded batch."""
+    per number. All their text is held at once: the caller hands over a bounded batch. Each section is one copy
+    of the blocks' text (joined from views of it)."""
     if not animations:
         return []
     bones = animations[0].shape[1]
     counts = np.array([len(a) for a in animations], dtype=np.int64)
     ends = np.cumsum(counts)
-    raw = np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1, bones, 6) for a in animations])
-    bad_so_far = np.concatenate([[0], np.cumsum((~np.isfinite(raw)).reshape(len(raw), -1).sum(axis=1))])
-    values, _ = finite32(raw)
-    numbers = np.arange(len(raw)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
+    values = np.concatenate([np.asarray(a).reshape(-1, bones, 6) for a in animations], dtype=np.float32)
+    bad = ~np.isfinite(values)
+    bad_so_far = np.zeros(len(values) + 1, dtype=np.int64)
+    if bad.any():  # (as finite32: nan and inf written as 0, and counted)
+        np.cumsum(bad.reshape(len(values), -1).sum(axis=1), out=bad_so_far[1:])
+        values[bad] = 0
+    values += np.float32(0)  # (-0 is written as 0)
+    numbers = np.arange(len(values)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
     per_chunk = max(1, POSE_ROWS // max(bones, 1))
     pieces, lengths = [], []
-    for start in range(0, len(raw), per_chunk):
+    for start in range(0, len(values), per_chunk):
         text, frame_lengths = _pose_bytes(values[start : start + per_chunk], numbers[start : start + per_chunk])
-        pieces.append(text)
+        pieces.append(memoryview(text))
         lengths.append(frame_lengths)
-    text = b"".join(pieces)
     offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]) if pieces else np.zeros(1, np.int64)
+    piece_starts = offsets[::per_chunk].tolist()  # where each block's text begins in the whole
+    offsets = offsets.tolist()
     out = []
     for count, end in zip(counts.tolist(), ends.tolist(), strict=True):
         start = end - count
         stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[start]), rows=count * bones)
-        body = text[int(offsets[start]) : int(offsets[end])]
-        out.append((b"skeleton\n" + body + b"end\n", stats))
+        parts: list[bytes | memoryview] = [b"skeleton\n"]
+        at, stop, k = offsets[start], offsets[end], start // per_chunk
+        while at < stop:  # (the blocks this animation's frames lie in)
+            begins = piece_starts[k]
+            upto = min(stop, begins + len(pieces[k]))
+            parts.append(pieces[k][at - begins : upto - begins])
+            at, k = upto, k + 1
+        parts.append(b"end\n")
+        out.append((b"".join(parts), stats))
     return out
 
 
-def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndarray]:
+def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, np.ndarray]:
     """``time N`` (``numbers``) then one line per bone, for each frame of ``values`` (finite float32, (F, B, 6)),
     and each frame's length in bytes. A value equal to the same channel's in the frame before reuses its text: an
     animation's channels mostly hold still, and formatting numbers is the writer's cost.
 
     Every piece of text the frames are made of is one NUL-padded cell of a table: each fresh value after its
     space, each frame's ``time`` line with the first bone's number, and each line end with the next bone's
-    number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each)
-    with the padding taken out: no table of the frames' lines is filled piece by piece."""
+    number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each,
+    into the buffer the padding is then taken out of) with the padding taken out: no table of the frames' lines
+    is filled piece by piece; a frame's length is the sum of its cells' (never a pass over the padded text)."""
     n, bones = values.shape[:2]
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
@@ -180,7 +194,8 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     ends[bones - 1 :, 1:] = 0  # (the last bone's line end has no bone after it)
     head = np.concatenate([_column(n, b"time "), int_chars(numbers), _column(n, b"\n0" if bones else b"\n")], axis=1)
     first_head = count + bones
-    cells = np.zeros((first_head + n, max(chars.shape[1] + 1, ends.shape[1], head.shape[1])), dtype=np.uint8)
+    width = max(chars.shape[1] + 1, ends.shape[1], head.shape[1])
+    cells = np.zeros((first_head + n, width), dtype=np.uint8)
     cells[:count, 0] = ord(" ")
     cells[:count, 1 : chars.shape[1] + 1] = chars
     cells[count:first_head, : ends.shape[1]] = ends
@@ -191,8 +206,11 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
     lines[:, :, :6] = (np.cumsum(fresh.ravel()) - 1).reshape(bones, 6, n).transpose(2, 0, 1)
     lines[:, :, 6] = np.arange(count, first_head)
-    table = cells.view(f"V{cells.shape[1]}").ravel().take(ids).view(np.uint8).reshape(n, -1)
-    return _compact(table), table.shape[1] - (table == 0).sum(axis=1)
+    buffer = bytearray(ids.size * width)
+    table = np.frombuffer(buffer, dtype=f"V{width}").reshape(ids.shape)
+    cells.view(f"V{width}").ravel().take(ids, out=table, mode="clip")  # (every id is in range: no checked copy)
+    frame_lengths = np.count_nonzero(cells, axis=1).astype(np.uint8).take(ids).sum(axis=1, dtype=np.int64)
+    return buffer.translate(None, b"\0"), frame_lengths
 
 
 def _name_table(names: list[str]) -> np.ndarray:
