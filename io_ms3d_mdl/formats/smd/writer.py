@@ -126,7 +126,7 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
         values, bad = finite32(frames[start : start + per_chunk])
         stats.non_finite += bad
         stats.rows += values.shape[0] * bones
-        out.write(_pose_bytes(values, np.arange(start, start + len(values)))[0])
+        out.write(_padded_frames(values, np.arange(start, start + len(values)))[0].translate(None, b"\0"))
     out.write(b"end\n")
 
 
@@ -134,8 +134,8 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     """The ``skeleton`` section of each (F, B, 6) animation (every one with the same B bones) and its stats, the
     same bytes as :func:`write_skeleton`'s. The animations are laid end to end and formatted a block of rows at a
     time, so a model's hundred short sequences cost what one long one does: numpy's cost is per call as much as
-    per number. All their text is held at once: the caller hands over a bounded batch. Each section is one copy
-    of the blocks' text (joined from views of it)."""
+    per number. All their text is held at once: the caller hands over a bounded batch. Each section is its frames'
+    slice of the padded text with the padding taken out (no pass counts each frame's length)."""
     if not animations:
         return []
     bones = animations[0].shape[1]
@@ -150,40 +150,37 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     values += np.float32(0)  # (-0 is written as 0)
     numbers = np.arange(len(values)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
     per_chunk = max(1, POSE_ROWS // max(bones, 1))
-    pieces, lengths = [], []
+    pieces = []  # per block of frames: its padded text, and the bytes a frame takes in it
     for start in range(0, len(values), per_chunk):
-        text, frame_lengths = _pose_bytes(values[start : start + per_chunk], numbers[start : start + per_chunk])
-        pieces.append(memoryview(text))
-        lengths.append(frame_lengths)
-    offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]) if pieces else np.zeros(1, np.int64)
-    piece_starts = offsets[::per_chunk].tolist()  # where each block's text begins in the whole
-    offsets = offsets.tolist()
+        table, row = _padded_frames(values[start : start + per_chunk], numbers[start : start + per_chunk])
+        pieces.append((memoryview(table), row))
     out = []
     for count, end in zip(counts.tolist(), ends.tolist(), strict=True):
         start = end - count
         stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[start]), rows=count * bones)
-        parts: list[bytes | memoryview] = [b"skeleton\n"]
-        at, stop, k = offsets[start], offsets[end], start // per_chunk
-        while at < stop:  # (the blocks this animation's frames lie in)
-            begins = piece_starts[k]
-            upto = min(stop, begins + len(pieces[k]))
-            parts.append(pieces[k][at - begins : upto - begins])
-            at, k = upto, k + 1
+        parts = [b"skeleton\n"]
+        while start < end:  # (its frames in each block they lie in: their padded text copied, then the padding out)
+            k, first = divmod(start, per_chunk)
+            table, row = pieces[k]
+            last = min(end - k * per_chunk, per_chunk)
+            parts.append(bytes(table[first * row : last * row]).translate(None, b"\0"))
+            start = k * per_chunk + last
         parts.append(b"end\n")
         out.append((b"".join(parts), stats))
     return out
 
 
-def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, np.ndarray]:
+def _padded_frames(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, int]:
     """``time N`` (``numbers``) then one line per bone, for each frame of ``values`` (finite float32, (F, B, 6)),
-    and each frame's length in bytes. A value equal to the same channel's in the frame before reuses its text: an
-    animation's channels mostly hold still, and formatting numbers is the writer's cost.
+    NUL-padded (``translate`` takes the padding out), and the bytes each frame takes. A value equal to the same
+    channel's in the frame before reuses its text: an animation's channels mostly hold still, and formatting
+    numbers is the writer's cost.
 
     Every piece of text the frames are made of is one NUL-padded cell of a table: each fresh value after its
     space, each frame's ``time`` line with the first bone's number, and each line end with the next bone's
     number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each,
-    into the buffer the padding is then taken out of) with the padding taken out: no table of the frames' lines
-    is filled piece by piece; a frame's length is the sum of its cells' (never a pass over the padded text)."""
+    into the buffer returned): no table of the frames' lines is filled piece by piece. Every frame takes as many
+    cells, so any run of frames is a slice of the buffer (an animation's text is its slice, padding taken out)."""
     n, bones = values.shape[:2]
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
@@ -209,8 +206,7 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, np.
     buffer = bytearray(ids.size * width)
     table = np.frombuffer(buffer, dtype=f"V{width}").reshape(ids.shape)
     cells.view(f"V{width}").ravel().take(ids, out=table, mode="clip")  # (every id is in range: no checked copy)
-    frame_lengths = np.count_nonzero(cells, axis=1).astype(np.uint8).take(ids).sum(axis=1, dtype=np.int64)
-    return buffer.translate(None, b"\0"), frame_lengths
+    return buffer, ids.shape[1] * width
 
 
 def _name_table(names: list[str]) -> np.ndarray:
