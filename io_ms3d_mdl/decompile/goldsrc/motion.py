@@ -32,6 +32,7 @@ from ..source.animations import same_pose
 
 LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX 64, LY 128, LZ 256
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
+WRAP_ANGLES = 1 << 16  # angles wrapped at a time
 QC_ROTATE = -90  # ``rotate`` a $sequence names so that the compiler turns nothing (its rotation is this + 90°)
 
 
@@ -64,7 +65,9 @@ def batch_frames(
                 _travel(seq, frames, roots)
                 blends.append(frames)
         out.append((blends, np.flatnonzero(result.held.any(axis=(0, 2))).tolist()))
-    _wrap(values)
+    rows = max(1, WRAP_ANGLES // max(1, values.shape[1] * 3))  # (rows of (bones, 6): three angles a bone)
+    for start in range(0, len(values), rows):  # (a block at a time: its temporary stays small)
+        _wrap(values[start : start + rows])
     return out
 
 
@@ -109,9 +112,10 @@ def _wrap(frames: np.ndarray) -> None:
     """The angles of (…, 6) ``frames`` in [-π, π), as studiomdl keeps them (``remainder(a + π, 2π) - π``), in
     place. An angle whose ``a + π`` already lies in [0, 2π) is its own remainder (``fmod`` is exact there): only
     the others pay for one (most angles a file stores are in range)."""
-    shifted = frames[..., 3:] + np.pi
-    out = (shifted < 0) | (shifted >= 2 * np.pi)
-    if out.any():
+    shifted = frames[..., 3:] + np.pi  # (into a contiguous array: numpy's in-place steps on a strided view cost twice)
+    low, high = shifted.min(initial=0.0), shifted.max(initial=0.0)
+    if not 0 <= low <= high < 2 * np.pi:  # (a nan fails this too, and stays nan)
+        out = (shifted < 0) | (shifted >= 2 * np.pi)
         shifted[out] = np.remainder(shifted[out], 2 * np.pi)
     np.subtract(shifted, np.pi, out=frames[..., 3:])
 

@@ -19,6 +19,7 @@ holds its default value, as the bones that name it are reported by the caller; t
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ from .model import GsFile, GsSequence
 CHANNELS = 6
 SPARE_STEPS = 64  # empty spans (total 0) a channel may hold beyond one per frame before it is refused
 LOCKSTEP = 2 * SPARE_STEPS  # spans walked one turn each before a chain leaps (so a 1-frame sequence never leaps)
+EXPAND = 1 << 16  # span frames filled at a time (their temporaries stay small: no fresh pages to fault in)
 _FAR = 1 << 29  # frames "covered" by a block that reaches an unreadable header: it never counts as a full block
 
 
@@ -331,7 +333,6 @@ class _Walk:
     def _expand(self, out: np.ndarray, cells: np.ndarray, stride: int) -> None:
         """The spans' frames into ``out`` (flat), frame ``f`` of channel ``c`` at ``cells[c] + f × stride``; a
         channel with a span whose values lie past the end of its file is broken (held at its default: all zero)."""
-        raw = self.raw
         if not self.spans:
             return
         channel, start, valid, total, at = (np.concatenate(column) for column in zip(*self.spans, strict=True))
@@ -346,8 +347,19 @@ class _Walk:
         keep = ~self.broken[channel]
         if not keep.all():
             channel, start, valid, at, length = channel[keep], start[keep], valid[keep], at[keep], length[keep]
-        # per frame of every span (the spans laid end to end): its place in the span, and from that the byte it
-        # reads and its cell in ``out``; each span's own numbers spread by ``repeat`` (cheaper than gathering)
+        target = cells[channel] + start * stride  # each span's first cell
+        ends = np.cumsum(length)
+        cuts = [0, *np.searchsorted(ends, range(EXPAND, int(ends[-1]) if len(ends) else 0, EXPAND)).tolist(), len(ends)]
+        for lo, hi in itertools.pairwise(cuts):  # (about EXPAND frames at a time)
+            if lo < hi:
+                self._fill(out, valid[lo:hi], at[lo:hi], length[lo:hi], target[lo:hi], stride)
+
+    def _fill(
+        self, out: np.ndarray, valid: np.ndarray, at: np.ndarray, length: np.ndarray, target: np.ndarray, stride: int
+    ) -> None:
+        """Some spans' frames into ``out``: per frame of every span (the spans laid end to end), its place in the
+        span, and from that the byte it reads and its cell; each span's own numbers spread by ``repeat`` (cheaper
+        than gathering)."""
         place = np.arange(int(length.sum()), dtype=np.int64)
         place -= np.repeat(np.cumsum(length) - length, length)
         # frame k of a span: its k-th value while k < valid, else the last (index ``valid``; with no values at all
@@ -356,6 +368,7 @@ class _Walk:
         byte *= 2
         byte += np.repeat(at, length)
         place *= stride
-        place += np.repeat(cells[channel] + start * stride, length)
+        place += np.repeat(target, length)
+        raw = self.raw
         shorts = (raw.take(byte).astype(np.uint16) | (raw.take(byte + 1).astype(np.uint16) << 8)).view(np.int16)
         out[place] = shorts

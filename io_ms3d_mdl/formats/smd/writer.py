@@ -150,24 +150,35 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     values += np.float32(0)  # (-0 is written as 0)
     numbers = np.arange(len(values)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
     per_chunk = max(1, POSE_ROWS // max(bones, 1))
-    pieces = []  # per block of frames: its padded text, and the bytes a frame takes in it
-    for start in range(0, len(values), per_chunk):
-        table, row = _padded_frames(values[start : start + per_chunk], numbers[start : start + per_chunk])
-        pieces.append((memoryview(table), row))
-    out = []
-    for count, end in zip(counts.tolist(), ends.tolist(), strict=True):
-        start = end - count
-        stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[start]), rows=count * bones)
-        parts = [b"skeleton\n"]
-        while start < end:  # (its frames in each block they lie in: their padded text copied, then the padding out)
-            k, first = divmod(start, per_chunk)
-            table, row = pieces[k]
-            last = min(end - k * per_chunk, per_chunk)
-            parts.append(bytes(table[first * row : last * row]).translate(None, b"\0"))
-            start = k * per_chunk + last
-        parts.append(b"end\n")
-        out.append((b"".join(parts), stats))
+    begins = (ends - counts).tolist()
+    parts: list[list[bytes]] = [[b"skeleton\n"] for _ in animations]
+    out: list[tuple[bytes, SmdStats]] = []
+    for start in range(0, len(values), per_chunk):  # (a block's padded text is dropped before the next is made)
+        stop = min(len(values), start + per_chunk)
+        table, row = _padded_frames(values[start:stop], numbers[start:stop])
+        view = memoryview(table)
+        for a in range(len(out), len(animations)):  # the animations whose frames lie in this block
+            if begins[a] >= stop:
+                break
+            first, last = max(begins[a], start) - start, min(begins[a] + int(counts[a]), stop) - start
+            if first < last:  # (its padded text copied, then the padding out)
+                parts[a].append(bytes(view[first * row : last * row]).translate(None, b"\0"))
+            if last < stop - start:
+                out.append(_section(parts, len(out), bad_so_far, begins, counts, bones))
+    while len(out) < len(animations):  # (those with no frames after the last block)
+        out.append(_section(parts, len(out), bad_so_far, begins, counts, bones))
     return out
+
+
+def _section(
+    parts: list[list[bytes]], a: int, bad_so_far: np.ndarray, begins: list[int], counts: np.ndarray, bones: int
+) -> tuple[bytes, SmdStats]:
+    """Animation ``a``'s skeleton section, its parts joined (and let go of), and its stats."""
+    end = begins[a] + int(counts[a])
+    stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[begins[a]]), rows=int(counts[a]) * bones)
+    text = b"".join([*parts[a], b"end\n"])
+    parts[a] = []
+    return text, stats
 
 
 def _padded_frames(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, int]:
