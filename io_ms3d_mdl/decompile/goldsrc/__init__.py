@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -25,8 +26,8 @@ from ...formats.goldsrc.animation import WalkAllowance
 from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
-from ...formats.smd import SmdSkeleton, write_smd
-from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts
+from ...formats.smd import SmdSkeleton, SmdStats, SmdTriangles, write_smd
+from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts, write_triangles
 from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
@@ -182,6 +183,7 @@ def _references(
     warnings, out = job.result.warnings, job.output
     world = bone_world(gs)  # (the file's meshes sit on the file's bones)
     skeleton, rest = bones.skeleton, bones.rest
+    pose = (nodes_text(skeleton), *skeleton_texts([rest])[0])  # (the same in every one: formatted once)
     materials, sizes = _columns(gs, texture_files)
     body_parts = []
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -203,7 +205,7 @@ def _references(
                 name = source_stem(model.name) if model is not None else edits.options[b][m]
                 relative = out.name(name or f"{part.name}_{m}", ".smd")
                 with out.open(relative) as stream:
-                    stats = write_smd(stream, skeleton, rest, triangles)
+                    stats = _write_reference(stream, pose, triangles)
                 _non_finite(warnings, relative, stats.non_finite)
                 options.append(relative[: -len(".smd")])
                 continue
@@ -216,11 +218,22 @@ def _references(
             if dropped:
                 warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")
             with out.open(relative) as stream:
-                stats = write_smd(stream, skeleton, rest, triangles)
+                stats = _write_reference(stream, pose, triangles)
             _non_finite(warnings, relative, stats.non_finite)
             options.append(relative[: -len(".smd")])
         body_parts.append((part_names[b], options))
     return body_parts
+
+
+def _write_reference(stream: BinaryIO, pose: tuple[bytes, bytes, SmdStats], triangles: SmdTriangles) -> SmdStats:
+    """``write_smd``'s bytes for a reference SMD whose ``nodes`` and ``skeleton`` sections (``pose``: the rest
+    pose's, with its stats) were formatted once for them all."""
+    nodes, skeleton, rest = pose
+    stats = SmdStats(rest.non_finite, rest.rows)
+    stream.write(nodes)
+    stream.write(skeleton)
+    write_triangles(stream, triangles, stats)
+    return stats
 
 
 def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: list[str]) -> list[SequenceFiles]:

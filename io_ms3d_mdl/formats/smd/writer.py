@@ -141,7 +141,7 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     bones = animations[0].shape[1]
     counts = np.array([len(a) for a in animations], dtype=np.int64)
     ends = np.cumsum(counts)
-    values = np.concatenate([np.asarray(a).reshape(-1, bones, 6) for a in animations], dtype=np.float32)
+    values = np.concatenate([np.asarray(a).reshape(len(a), bones, 6) for a in animations], dtype=np.float32)
     bad = ~np.isfinite(values)
     bad_so_far = np.zeros(len(values) + 1, dtype=np.int64)
     if bad.any():  # (as finite32: nan and inf written as 0, and counted)
