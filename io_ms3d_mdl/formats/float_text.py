@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 PRECISIONS = (6, 7, 8)  # then 9, which always round-trips a float32
+_LOG10_2 = float(np.log10(2.0))  # (e × this is never within rounding of an integer for a float32's e)
 SAFE = 0.4999  # of a float32 step (half is the limit; float64 arithmetic errs by ~1e-8 of a step)
 
 
@@ -39,9 +40,13 @@ def _scaled(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     float32 step from the bits of the value below (the smaller step, at a power of two)."""
     a = np.abs(flat)
     nonzero = a > 0
-    x = np.where(nonzero, a, np.float32(1)).astype(np.float64)
-    e = np.floor(np.log10(x)).astype(np.int64)
-    e -= _POWERS.take(e - _POWERS_FROM) > x  # log10's rounding near a power of ten
+    x = a.astype(np.float64)
+    np.copyto(x, 1.0, where=~nonzero)
+    # floor(log10 x) from the binary exponent (exact: every float32 is a normal float64), which gives it or one
+    # less (log10 of the mantissa is below log10 2), then one step up where the next power is not above x (no
+    # float32 lies between a power of ten and the float64 nearest it: checked around every one)
+    e = (x.view(np.int64) >> 52) - 1023
+    e = np.floor(e * _LOG10_2).astype(np.int64)
     e += _POWERS.take(e + (1 - _POWERS_FROM)) <= x
     below = a.view(np.uint32) - nonzero  # the float32 below the value (0 stays 0)
     below >>= 23
@@ -54,7 +59,7 @@ def _scaled(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         np.round(rounded, out=rounded)
         rounded /= scale
         rounded -= x
-        need[np.abs(rounded, out=rounded) < limit] = p
+        np.putmask(need, np.abs(rounded, out=rounded) < limit, p)
     need[~nonzero] = 6
     e[~nonzero] = 0
     return x, nonzero, e, need
