@@ -11,7 +11,9 @@ first :data:`LOCKSTEP` spans (real channels hold a handful); a chain longer than
 frame, so a million frames can be a million spans) leaps: a table of where ``B`` spans on from every header lands
 and how many frames they cover, built by doubling, takes it from block to block, and the blocks are then walked
 together, so the turns of Python are about twice the square root of the spans, never one per span or frame. The
-frames are then filled in one gather.
+frames are then filled in one gather. Many sequences (a decompile's) walk together, their files' bytes end to end
+(:func:`decode_sequences`): a model's hundred short sequences cost a few walks' numpy calls, not a hundred; one
+whose chains would leap is decoded alone, as the import decodes each (:func:`decode_sequence`).
 
 A channel whose chain runs past the end of its file (CS 1.6's hostage.mdl has such channels in every group file)
 holds its default value, as the bones that name it are reported by the caller; the sequence still plays.
@@ -227,8 +229,10 @@ class _Walk:
         ``broken``."""
         count = len(heads)
         zero = np.zeros(count, dtype=np.int64)
-        walkers = (np.arange(count), heads, zero, zero, np.full(count, LOCKSTEP, np.int64))
-        left = self._lockstep(*walkers)
+        stop = np.full(count, LOCKSTEP, np.int64)
+        if self.allowance is None:  # together: a chain of more spans than its frames and one spare is left to a
+            np.minimum(stop, self.frames + 2, out=stop)  # walk alone (what is held per channel stays that small)
+        left = self._lockstep(np.arange(count), heads, zero, zero, stop)
         if len(left[0]):
             for parity in (0, 1):
                 mine = left[1] % 2 == parity
@@ -255,8 +259,9 @@ class _Walk:
             going = cov < frames[chan]
             halt = going & (steps >= stop)
             if halt.any():
-                if self.allowance is None:
+                if self.allowance is None:  # (and its sequence's other chains go no further)
                     self.refused[self.owner[chan[halt]]] = True
+                    going &= ~self.refused[self.owner[chan]]
                 else:
                     stopped.append((chan[halt], ptr[halt], cov[halt], steps[halt], stop[halt]))
                 going &= ~halt
