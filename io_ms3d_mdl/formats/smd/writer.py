@@ -126,7 +126,7 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
         values, bad = finite32(frames[start : start + per_chunk])
         stats.non_finite += bad
         stats.rows += values.shape[0] * bones
-        out.write(_padded_frames(values, np.arange(start, start + len(values)))[0].translate(None, b"\0"))
+        out.write(_frames_text(*_frame_cells(values, np.arange(start, start + len(values))), 0, len(values)))
     out.write(b"end\n")
 
 
@@ -135,7 +135,7 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     same bytes as :func:`write_skeleton`'s. The animations are laid end to end and formatted a block of rows at a
     time, so a model's hundred short sequences cost what one long one does: numpy's cost is per call as much as
     per number. All their text is held at once: the caller hands over a bounded batch. Each section is its frames'
-    slice of the padded text with the padding taken out (no pass counts each frame's length)."""
+    cells taken into a padded buffer of its own, the padding then taken out (no pass counts each frame's length)."""
     if not animations:
         return []
     bones = animations[0].shape[1]
@@ -151,18 +151,17 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     numbers = np.arange(len(values)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
     per_chunk = max(1, POSE_ROWS // max(bones, 1))
     begins = (ends - counts).tolist()
-    parts: list[list[bytes]] = [[b"skeleton\n"] for _ in animations]
+    parts: list[list[bytes | bytearray]] = [[b"skeleton\n"] for _ in animations]
     out: list[tuple[bytes, SmdStats]] = []
     for start in range(0, len(values), per_chunk):  # (a block's padded text is dropped before the next is made)
         stop = min(len(values), start + per_chunk)
-        table, row = _padded_frames(values[start:stop], numbers[start:stop])
-        view = memoryview(table)
+        cells, ids = _frame_cells(values[start:stop], numbers[start:stop])
         for a in range(len(out), len(animations)):  # the animations whose frames lie in this block
             if begins[a] >= stop:
                 break
             first, last = max(begins[a], start) - start, min(begins[a] + int(counts[a]), stop) - start
-            if first < last:  # (its padded text copied, then the padding out)
-                parts[a].append(bytes(view[first * row : last * row]).translate(None, b"\0"))
+            if first < last:
+                parts[a].append(_frames_text(cells, ids, first, last))
             if last < stop - start:
                 out.append(_section(parts, len(out), bad_so_far, begins, counts, bones))
     while len(out) < len(animations):  # (those with no frames after the last block)
@@ -171,7 +170,12 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
 
 
 def _section(
-    parts: list[list[bytes]], a: int, bad_so_far: np.ndarray, begins: list[int], counts: np.ndarray, bones: int
+    parts: list[list[bytes | bytearray]],
+    a: int,
+    bad_so_far: np.ndarray,
+    begins: list[int],
+    counts: np.ndarray,
+    bones: int,
 ) -> tuple[bytes, SmdStats]:
     """Animation ``a``'s skeleton section, its parts joined (and let go of), and its stats."""
     end = begins[a] + int(counts[a])
@@ -181,17 +185,16 @@ def _section(
     return text, stats
 
 
-def _padded_frames(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, int]:
-    """``time N`` (``numbers``) then one line per bone, for each frame of ``values`` (finite float32, (F, B, 6)),
-    NUL-padded (``translate`` takes the padding out), and the bytes each frame takes. A value equal to the same
-    channel's in the frame before reuses its text: an animation's channels mostly hold still, and formatting
-    numbers is the writer's cost.
+def _frame_cells(values: np.ndarray, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of text of the frames of ``values`` (finite float32, (F, B, 6)), each ``time N`` (``numbers``)
+    then one line per bone, as NUL-padded cells (void items), and per frame the cells it is made of, in order
+    (:func:`_frames_text` joins them). A value equal to the same channel's in the frame before reuses its text: an
+    animation's channels mostly hold still, and formatting numbers is the writer's cost.
 
     Every piece of text the frames are made of is one NUL-padded cell of a table: each fresh value after its
     space, each frame's ``time`` line with the first bone's number, and each line end with the next bone's
-    number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each,
-    into the buffer returned): no table of the frames' lines is filled piece by piece. Every frame takes as many
-    cells, so any run of frames is a slice of the buffer (an animation's text is its slice, padding taken out)."""
+    number. A frame is a row of cell numbers, and the text of a run of frames one ``take`` of their cells: no table
+    of the frames' lines is filled piece by piece."""
     n, bones = values.shape[:2]
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
@@ -214,10 +217,16 @@ def _padded_frames(values: np.ndarray, numbers: np.ndarray) -> tuple[bytearray, 
     # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
     lines[:, :, :6] = (np.cumsum(fresh.ravel()) - 1).reshape(bones, 6, n).transpose(2, 0, 1)
     lines[:, :, 6] = np.arange(count, first_head)
-    buffer = bytearray(ids.size * width)
-    table = np.frombuffer(buffer, dtype=f"V{width}").reshape(ids.shape)
-    cells.view(f"V{width}").ravel().take(ids, out=table, mode="clip")  # (every id is in range: no checked copy)
-    return buffer, ids.shape[1] * width
+    return cells.view(f"V{width}").ravel(), ids
+
+
+def _frames_text(cells: np.ndarray, ids: np.ndarray, first: int, last: int) -> bytearray:
+    """The text of frames ``first`` to ``last`` of :func:`_frame_cells`: their cells taken into a buffer (a copy
+    each), the padding then taken out (``translate``, one C loop)."""
+    buffer = bytearray((last - first) * ids.shape[1] * cells.itemsize)
+    table = np.frombuffer(buffer, dtype=cells.dtype).reshape(last - first, ids.shape[1])
+    cells.take(ids[first:last], out=table, mode="clip")  # (every id is in range: no checked copy)
+    return buffer.translate(None, b"\0")
 
 
 def _name_table(names: list[str]) -> np.ndarray:
