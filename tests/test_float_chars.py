@@ -61,3 +61,25 @@ def test_float_chars_repeated_values_and_shapes():
     assert chars.shape[0] == 6000 and bad == 0
     assert as_text(chars) == float_tokens(values)[0].tolist()
     assert float_chars(np.zeros(0, np.float32))[0].shape[0] == 0
+
+
+def test_decimal_exponents_next_to_every_power_of_ten():
+    """The decimal exponent the digits are placed by (found from the binary one, then one comparison with a power
+    of ten) is the exact one for the float32 values nearest every power of ten, normal and subnormal."""
+    from decimal import Decimal
+
+    from io_ms3d_mdl.formats.float_text import _scaled
+
+    values = []
+    for k in range(-45, 39):
+        at = np.float32(10.0**k)
+        values += [np.nextafter(at, np.float32(np.inf)) if at == 0 else at]
+        for direction in (np.float32(0), np.float32(np.inf)):
+            step = at
+            for _ in range(8):
+                step = np.nextafter(step, direction)
+                values.append(step)
+    values = np.array([v for v in values if 0 < v < np.inf], dtype=np.float32)
+    exact = [Decimal(float(v)).adjusted() for v in values]
+    assert _scaled(values)[2].tolist() == exact
+    assert _scaled(-values)[2].tolist() == exact

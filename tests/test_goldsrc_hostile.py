@@ -240,6 +240,50 @@ def test_the_leaping_walk_is_charged_to_the_import(tmp_path):
         decode_sequence(gs, gs.sequences[0], WalkAllowance(DEFAULT.animation_walk_bytes - 100))
 
 
+def test_sequences_decoded_together_end_as_each_alone(tmp_path):
+    """``decode_sequences`` walks the channels of many sequences (the model's and a group file's) together; one that
+    leaps, holds spans to spare or reads past the end of its file ends as ``decode_sequence`` leaves it alone: the
+    same values, held channels, errors and walk allowance spent."""
+    from goldsrc_writer import GSequence, GSpec
+
+    from io_ms3d_mdl.formats.goldsrc import decode_sequence
+    from io_ms3d_mdl.formats.goldsrc.animation import WalkAllowance, decode_sequences
+
+    ramp, none = list(range(-3, 9)), [None] * 6
+    leaping = b"\x01\x01\x05\x00" * 300  # 300 one-frame spans
+    stalled = b"\x00\x00" * 500  # spans covering no frame
+    past = b"\x09\x09\x01\x00"  # nine values promised, one written, at the end of the group file
+    sequences = [
+        GSequence("still", 3, [[none, none]]),
+        GSequence("ramp", len(ramp), [[[ramp, None, ramp[::-1], None, None, ramp], [None, ramp, *none[2:]]]] * 2),
+        GSequence("long", 300, [[[leaping, *none[1:]], none]]),
+        GSequence("stall", 4, [[[stalled, *none[1:]], none]], group=1),
+        GSequence("grouped", len(ramp), [[[None, None, ramp, *none[3:]], [ramp, *none[1:]]]], group=1),
+        GSequence("past", 9, [[none, [*none[1:], past]]], group=1),
+    ]
+    bones = [GBone("root", -1, scale=(0.1,) * 6), GBone("arm", 0, (1, 2, 3, 0.1, 0.2, 0.3), (0.01,) * 6)]
+    spec = GSpec("batch.mdl", bones, sequences=sequences, groups=["", "batch01.mdl"])
+    gs = read_goldsrc(write_model_files(spec, tmp_path, "batch"))
+    alone, spent = [], WalkAllowance()
+    for seq in gs.sequences:
+        try:
+            alone.append(decode_sequence(gs, seq, spent))
+        except FormatError as exc:
+            alone.append(exc)
+    together = WalkAllowance()
+    decoded, values = decode_sequences(gs, gs.sequences, together)
+    assert together.spent == spent.spent > 0
+    assert isinstance(alone[3], FormatError) and "more spans than" in alone[3].message
+    assert alone[5].held[0, 1, 5] and not alone[4].held.any()
+    for one, joint in zip(alone, decoded, strict=True):
+        if isinstance(one, FormatError):
+            assert type(joint) is type(one) and joint.message == one.message
+            continue
+        for name in ("positions", "angles", "held", "values"):
+            assert np.array_equal(getattr(joint, name), getattr(one, name)), name
+        assert np.shares_memory(joint.values, values)
+
+
 def test_listed_records_and_shared_group_files(tmp_path, monkeypatch):
     """Red-team findings: controllers and sequence groups become entries of list properties (a million
     controllers took 2.9 GB), so they count as custom properties before they are read; groups that name one

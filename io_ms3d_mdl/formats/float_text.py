@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 PRECISIONS = (6, 7, 8)  # then 9, which always round-trips a float32
+_LOG10_2 = float(np.log10(2.0))  # (e × this is never within rounding of an integer for a float32's e)
 SAFE = 0.4999  # of a float32 step (half is the limit; float64 arithmetic errs by ~1e-8 of a step)
 
 
@@ -39,9 +40,13 @@ def _scaled(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     float32 step from the bits of the value below (the smaller step, at a power of two)."""
     a = np.abs(flat)
     nonzero = a > 0
-    x = np.where(nonzero, a, np.float32(1)).astype(np.float64)
-    e = np.floor(np.log10(x)).astype(np.int64)
-    e -= _POWERS.take(e - _POWERS_FROM) > x  # log10's rounding near a power of ten
+    x = a.astype(np.float64)
+    np.copyto(x, 1.0, where=~nonzero)
+    # floor(log10 x) from the binary exponent (exact: every float32 is a normal float64), which gives it or one
+    # less (log10 of the mantissa is below log10 2), then one step up where the next power is not above x (no
+    # float32 lies between a power of ten and the float64 nearest it: checked around every one)
+    e = (x.view(np.int64) >> 52) - 1023
+    e = np.floor(e * _LOG10_2).astype(np.int64)
     e += _POWERS.take(e + (1 - _POWERS_FROM)) <= x
     below = a.view(np.uint32) - nonzero  # the float32 below the value (0 stays 0)
     below >>= 23
@@ -54,7 +59,7 @@ def _scaled(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
         np.round(rounded, out=rounded)
         rounded /= scale
         rounded -= x
-        need[np.abs(rounded, out=rounded) < limit] = p
+        np.putmask(need, np.abs(rounded, out=rounded) < limit, p)
     need[~nonzero] = 6
     e[~nonzero] = 0
     return x, nonzero, e, need
@@ -111,16 +116,25 @@ def _layouts() -> np.ndarray:
     return table
 
 
-# The table's columns as laid out in memory: digit d at (d // 3) * 4 + d % 3 (each three digits one uint32 from
-# _TRIPLES, its fourth byte then overwritten), the point, zero and minus in those fourth bytes, the rest after.
+# The table's columns as laid out in memory: digit d at (d // 3) * 4 + d % 3 (each three digits one uint32 of
+# _WORDS), the point, zero and minus in those words' fourth bytes, the exponent's four (_EXPONENTS) after them.
 _PLACES = np.array([(d // 3) * 4 + d % 3 for d in range(9)] + [3, 7, 11, 12, 13, 14, 15, 16])
 _TABLE_BYTES = 20  # (five uint32 a row)
 _LAYOUTS = _layouts().reshape(-1, WIDTH)  # row (neg * 15 + layout) * 10 + s
 _LENGTHS = (_LAYOUTS != _NUL).sum(axis=1)
-_PLACED = _PLACES[_LAYOUTS].astype(np.int32)
+_PLACED = _PLACES[_LAYOUTS].astype(np.intp)
+# its first w columns, per w, contiguous: a row per value is one ``take`` (a fancy index of rows and a slice cost four
+# times as much), and ``intp`` so that the gather it leads to converts nothing
+_PLACED_BY_WIDTH = [np.ascontiguousarray(_PLACED[:, :w]) for w in range(WIDTH + 1)]
 _TRIPLES = np.zeros((1000, 4), dtype=np.uint8)
 _TRIPLES[:, :3] = np.array([f"{i:03d}".encode() for i in range(1000)]).view(np.uint8).reshape(1000, 3)
 _TRIPLES = _TRIPLES.view(np.uint32).ravel()  # "000".."999" as the bytes of a uint32, the fourth 0
+# the same with the point, the zero and the minus in their fourth bytes (digits 0-2, 3-5, 6-8 of a row's table)
+_WORDS = np.repeat(_TRIPLES.view(np.uint8).reshape(1, 1000, 4), 3, axis=0)
+_WORDS[:, :, 3] = np.frombuffer(b".0-", dtype=np.uint8)[:, None]
+_WORDS = _WORDS.view(np.uint32).reshape(3, 1000)
+# the exponent's four bytes (e, sign, tens, ones) for each exponent -99..99
+_EXPONENTS = np.array([f"e{x:+03d}".encode() for x in range(-99, 100)]).view(np.uint32)
 _TRAILING = np.array([3] + [len(f"{i:03d}") - len(f"{i:03d}".rstrip("0")) for i in range(1, 1000)], dtype=np.int8)
 _POWERS_FROM = -80  # _POWERS[k - _POWERS_FROM] is 10.0 ** k
 _POWERS = 10.0 ** np.arange(_POWERS_FROM, 81)
@@ -187,28 +201,25 @@ def _chars(flat: np.ndarray) -> np.ndarray:
     m *= _INTEGER_POWERS.take(9 - p)  # 9 digits, trailing zeros
     X = e + carry  # the exponent %g decides by
     exact &= np.abs(X) < 100
-    groups = np.empty((n, 3), dtype=np.int64)  # m's digits in threes, most significant first
-    groups[:, 0], low = np.divmod(m, 1_000_000)
-    groups[:, 1], groups[:, 2] = np.divmod(low, 1000)
+    groups = np.divmod(m.astype(np.int32), np.int32(1_000_000))  # m's digits in threes, most significant first
+    groups = (groups[0], *np.divmod(groups[1], np.int32(1000)))  # (int32: m < 10⁹, and its division is cheaper)
     table = np.empty((n, _TABLE_BYTES), dtype=np.uint8)
-    table.view(np.uint32)[:, :3] = _TRIPLES.take(groups)
-    zeros = _TRAILING.take(groups)  # trailing zeros of each three (3 for 000)
-    trailing = np.where(groups[:, 2] > 0, zeros[:, 2], 3 + np.where(groups[:, 1] > 0, zeros[:, 1], 3 + zeros[:, 0]))
+    words = table.view(np.uint32)
+    for g, digits in enumerate(groups):  # each three digits with the point, the zero or the minus after them
+        _WORDS[g].take(digits, out=words[:, g], mode="clip")  # (clip: in range, and not buffered)
+    _EXPONENTS.take(X + 99, out=words[:, 3], mode="clip")  # (|X| ≥ 100 is not exact: formatted by %)
+    words[:, 4] = 0
+    zeros = [_TRAILING.take(digits) for digits in groups]  # trailing zeros of each three (3 for 000)
+    trailing = np.where(groups[2] > 0, zeros[2], 3 + np.where(groups[1] > 0, zeros[1], 3 + zeros[0]))
     s = np.where(m == 0, 1, 9 - trailing)  # the digits left once trailing zeros are stripped
-    table[:, _PLACES[_DOT]], table[:, _PLACES[_ZERO]], table[:, _PLACES[_MINUS]], table[:, _PLACES[_E]] = b".0-e"
-    table[:, _PLACES[_EXP_SIGN]] = np.where(X < 0, ord("-"), ord("+"))
-    ax = np.abs(X) % 100
-    table[:, _PLACES[_EXP_TENS]] = ax // 10 + ord("0")
-    table[:, _PLACES[_EXP_ONES]] = ax % 10 + ord("0")
-    table[:, _PLACES[_NUL]] = 0
     fixed = (X >= -4) & (p > X)
     layout = np.where(fixed, np.clip(X, -4, 8) + 4, 13)
     key = ((flat < 0) * 15 + layout) * 10 + s
     slow = np.flatnonzero(nonzero & ~exact)
     text = _tokens(flat[slow]).astype("S") if slow.size else np.zeros(0, "S1")
     width = max(int(_LENGTHS.take(key).max()), text.itemsize)  # the longest text: the rest is padding
-    where = _PLACED[key, :width]  # each byte's place in the table, made absolute in place (one gather)
-    where += np.arange(0, n * _TABLE_BYTES, _TABLE_BYTES, dtype=np.int32)[:, None]
+    where = _PLACED_BY_WIDTH[width].take(key, axis=0)  # each byte's place in the table, made absolute in place
+    where += np.arange(0, n * _TABLE_BYTES, _TABLE_BYTES, dtype=np.intp)[:, None]
     out = table.ravel().take(where)
     out[~nonzero] = 0
     out[~nonzero, 0] = ord("0")

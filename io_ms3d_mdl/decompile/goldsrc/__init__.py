@@ -14,18 +14,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 
 from ...budget import current_budget
-from ...errors import BudgetExceeded, FormatError
+from ...errors import FormatError
 from ...formats.goldsrc import structs as S
 from ...formats.goldsrc.animation import WalkAllowance
 from ...formats.goldsrc.model import GsFile
 from ...formats.goldsrc.reader import attach_companions, read_goldsrc_bytes
 from ...formats.images.bmp import paletted_bmp
-from ...formats.smd import SmdSkeleton, write_smd
-from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts
+from ...formats.smd import SmdSkeleton, SmdStats, SmdTriangles, write_smd
+from ...formats.smd.writer import CORNER_BYTES, nodes_text, skeleton_texts, write_triangles
 from ...scene.goldsrc.animation import offers
 from ...scene.goldsrc.convert import bone_world
 from ...scene.names import unique_names
@@ -38,7 +40,7 @@ from ..source.renamed_bones import rename_bones
 from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
 from .geometry import FALLBACK_SIZE, model_triangles
-from .motion import sequence_frames
+from .motion import batch_frames
 from .name_limits import check_name_lengths
 from .qc import NewSequence, QcParts, SequenceFiles, stored_names, write_qc
 
@@ -181,6 +183,7 @@ def _references(
     warnings, out = job.result.warnings, job.output
     world = bone_world(gs)  # (the file's meshes sit on the file's bones)
     skeleton, rest = bones.skeleton, bones.rest
+    pose = (nodes_text(skeleton), *skeleton_texts([rest])[0])  # (the same in every one: formatted once)
     materials, sizes = _columns(gs, texture_files)
     body_parts = []
     edits = job.options.edits if isinstance(job.options.edits, SourceEdits) else None
@@ -202,7 +205,7 @@ def _references(
                 name = source_stem(model.name) if model is not None else edits.options[b][m]
                 relative = out.name(name or f"{part.name}_{m}", ".smd")
                 with out.open(relative) as stream:
-                    stats = write_smd(stream, skeleton, rest, triangles)
+                    stats = _write_reference(stream, pose, triangles)
                 _non_finite(warnings, relative, stats.non_finite)
                 options.append(relative[: -len(".smd")])
                 continue
@@ -215,11 +218,22 @@ def _references(
             if dropped:
                 warnings.add(f"'{model.name}': {dropped} degenerate triangles (a repeated vertex) were left out")
             with out.open(relative) as stream:
-                stats = write_smd(stream, skeleton, rest, triangles)
+                stats = _write_reference(stream, pose, triangles)
             _non_finite(warnings, relative, stats.non_finite)
             options.append(relative[: -len(".smd")])
         body_parts.append((part_names[b], options))
     return body_parts
+
+
+def _write_reference(stream: BinaryIO, pose: tuple[bytes, bytes, SmdStats], triangles: SmdTriangles) -> SmdStats:
+    """``write_smd``'s bytes for a reference SMD whose ``nodes`` and ``skeleton`` sections (``pose``: the rest
+    pose's, with its stats) were formatted once for them all."""
+    nodes, skeleton, rest = pose
+    stats = SmdStats(rest.non_finite, rest.rows)
+    stream.write(nodes)
+    stream.write(skeleton)
+    write_triangles(stream, triangles, stats)
+    return stats
 
 
 def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: list[str]) -> list[SequenceFiles]:
@@ -233,22 +247,21 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
     replaced = _edited_blends(gs, job, bones)
     batch: list[tuple[int, list[np.ndarray] | None, list[int]]] = []
     lines = 0
+    decoded = _decoded(gs, walked, replaced) if job.options.animations else None
     for s, seq in enumerate(gs.sequences):
         frames, held = None, []
-        if job.options.animations:
-            try:
-                frames, held = sequence_frames(gs, seq, walked, replaced.get(s))
-                frames = [_with_added(blend, bones) for blend in frames]
-                if bones.deleted is not None:
-                    frames = [fold_frames(blend, bones.deleted) for blend in frames]
-            except BudgetExceeded:
-                raise
-            except FormatError as exc:
+        if decoded is not None:
+            result = next(decoded)
+            if isinstance(result, FormatError):
                 _write_sequences(gs, job, skeleton, labels, batch, sequences)
                 batch, lines = [], 0
-                job.result.warnings.add(f"sequence '{labels[s]}' was not written: {exc.message}")
-                sequences.append(SequenceFiles(seq, labels[s], [], exc.message))
+                job.result.warnings.add(f"sequence '{labels[s]}' was not written: {result.message}")
+                sequences.append(SequenceFiles(seq, labels[s], [], result.message))
                 continue
+            frames, held = result
+            frames = [_with_added(blend, bones) for blend in frames]
+            if bones.deleted is not None:
+                frames = [fold_frames(blend, bones.deleted) for blend in frames]
             count = sum(blend.shape[0] * blend.shape[1] for blend in frames)  # bone lines
             if count >= BATCH_LINES:  # alone, streamed as it is formatted (its text is never whole)
                 _write_sequences(gs, job, skeleton, labels, batch, sequences)
@@ -262,6 +275,23 @@ def _animations(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels: li
             batch, lines = [], 0
     _write_sequences(gs, job, skeleton, labels, batch, sequences)
     return sequences
+
+
+def _decoded(
+    gs: GsFile, walked: WalkAllowance, replaced: dict[int, dict[int, tuple[np.ndarray, np.ndarray]]]
+) -> Iterator[tuple[list[np.ndarray], list[int]] | FormatError]:
+    """Every sequence's blends (``motion.batch_frames``) in order, decoded a batch of about ``BATCH_LINES`` bone
+    lines at a time (so what is held stays bounded; a decoding error is its sequence's alone)."""
+    indices: list[int] = []
+    lines = 0
+    for s, seq in enumerate(gs.sequences):
+        indices.append(s)
+        lines += max(seq.numframes, 1) * max(seq.numblends, 1) * len(gs.bones)
+        if lines >= BATCH_LINES:
+            yield from batch_frames(gs, indices, walked, replaced)
+            indices, lines = [], 0
+    if indices:
+        yield from batch_frames(gs, indices, walked, replaced)
 
 
 def _write_sequences(

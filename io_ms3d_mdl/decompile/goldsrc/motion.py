@@ -13,15 +13,16 @@ What ``studiomdl`` (the HL SDK's) does to an animation SMD, and how each step is
   in [-π, π) (the same rotations).
 - Values were quantised per bone and channel, a looping sequence's last frame set to its first, ``XR``/``YR``/``ZR``
   roots held at their first frame's angle: that is what the file holds, written as decoded.
-The frames come from the readers' decoding (``formats.goldsrc.animation.decode_sequence``), sequence-group files
-included.
+The frames come from the readers' decoding (``formats.goldsrc.animation.decode_sequences``), sequence-group files
+included, a batch of sequences at a time: numpy's cost per call is what a short sequence costs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...formats.goldsrc.animation import WalkAllowance, decode_sequence
+from ...errors import FormatError
+from ...formats.goldsrc.animation import WalkAllowance, decode_sequences
 from ...formats.goldsrc.model import GsFile, GsSequence
 from ...formats.goldsrc.structs import MOTION_X, MOTION_Y, MOTION_Z
 from ...scene.goldsrc.animation import in_place
@@ -31,29 +32,43 @@ from ..source.animations import same_pose
 
 LINEAR_AXES = ((MOTION_X << 6, 0), (MOTION_Y << 6, 1), (MOTION_Z << 6, 2))  # LX 64, LY 128, LZ 256
 DEFAULT_ROTATION = np.pi / 2  # studiomdl turns an animation's roots by this about Z unless told otherwise
+WRAP_ANGLES = 1 << 16  # angles wrapped at a time
 QC_ROTATE = -90  # ``rotate`` a $sequence names so that the compiler turns nothing (its rotation is this + 90°)
 
 
-def sequence_frames(
-    gs: GsFile,
-    seq: GsSequence,
-    allowance: WalkAllowance | None = None,
-    replaced: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
-) -> tuple[list[np.ndarray], list[int]]:
-    """Per blend, (frames, bones, 6) float64: each bone's local position and Euler angles (radians, ``Rz·Ry·Rx``),
-    as the animation SMD holds them; and the bones some of whose channels point past the end of the file (the
-    reader holds those at the bone's default, as they are written). ``allowance``: the data walked so far, shared
-    by a model's sequences. ``replaced``: blends an export takes from Blender (blend -> positions, rotations as
-    ``source.new_actions.edited_poses`` gives them, in place as the import shows them): see :func:`_from_blender`."""
-    decoded = decode_sequence(gs, seq, allowance)
-    held = np.flatnonzero(decoded.held.any(axis=(0, 2))).tolist()
-    out = []
-    for blend, (positions, angles) in enumerate(zip(decoded.positions, decoded.angles, strict=True)):
-        frames = np.concatenate([positions, angles], axis=-1)
-        if replaced and blend in replaced:
-            frames = _from_blender(seq, replaced[blend], frames)
-        out.append(_as_compiled(gs, seq, frames))
-    return out, held
+Replaced = dict[int, tuple[np.ndarray, np.ndarray]]  # blend -> Blender's positions and rotations (an export's)
+
+
+def batch_frames(
+    gs: GsFile, indices: list[int], allowance: WalkAllowance, replaced: dict[int, Replaced]
+) -> list[tuple[list[np.ndarray], list[int]] | FormatError]:
+    """Per sequence of ``indices``, decoded together (their blends views of one array), or the error that kept it
+    from being decoded: per blend, (frames, bones, 6) float64, each bone's local position and Euler angles (radians,
+    ``Rz·Ry·Rx``), as the animation SMD holds them; and the bones some of whose channels point past the end of the
+    file (the reader holds those at the bone's default, as they are written). ``allowance``: the data walked so far,
+    shared by a model's sequences. ``replaced``: per sequence, the blends an export takes from Blender (blend ->
+    positions, rotations as ``source.new_actions.edited_poses`` gives them, in place as the import shows them): see
+    :func:`_from_blender`."""
+    decoded, values = decode_sequences(gs, [gs.sequences[s] for s in indices], allowance)
+    roots = np.flatnonzero(gs.bones["parent"] < 0)
+    out: list[tuple[list[np.ndarray], list[int]] | FormatError] = []
+    for s, result in zip(indices, decoded, strict=True):
+        if isinstance(result, FormatError):
+            out.append(result)
+            continue
+        seq, edited = gs.sequences[s], replaced.get(s) or {}
+        blends = []
+        for blend, frames in enumerate(result.values):
+            if blend in edited:  # (from the frames as decoded: the angles are wrapped below)
+                blends.append(_as_compiled(gs, seq, _from_blender(seq, edited[blend], frames)))
+            else:
+                _travel(seq, frames, roots)
+                blends.append(frames)
+        out.append((blends, np.flatnonzero(result.held.any(axis=(0, 2))).tolist()))
+    rows = max(1, WRAP_ANGLES // max(1, values.shape[1] * 3))  # (rows of (bones, 6): three angles a bone)
+    for start in range(0, len(values), rows):  # (a block at a time: its temporary stays small)
+        _wrap(values[start : start + rows])
+    return out
 
 
 def _from_blender(seq: GsSequence, edited: tuple[np.ndarray, np.ndarray], frames: np.ndarray) -> np.ndarray:
@@ -75,9 +90,15 @@ def _from_blender(seq: GsSequence, edited: tuple[np.ndarray, np.ndarray], frames
 
 def _as_compiled(gs: GsFile, seq: GsSequence, frames: np.ndarray) -> np.ndarray:
     """The root's linear travel put back (``LX``/``LY``/``LZ``), angles in [-π, π), as the module says."""
-    roots = np.flatnonzero(gs.bones["parent"] < 0)
+    _travel(seq, frames, np.flatnonzero(gs.bones["parent"] < 0))
+    _wrap(frames)
+    return frames
+
+
+def _travel(seq: GsSequence, frames: np.ndarray, roots: np.ndarray) -> None:
+    """The roots' linear travel (``LX``/``LY``/``LZ``) added to (frames, bones, 6) ``frames``, in place."""
     count = frames.shape[0]
-    if count > 1:
+    if count > 1 and any(seq.motiontype & flag for flag, _ in LINEAR_AXES):
         travel = np.zeros(3)
         for flag, axis in LINEAR_AXES:
             if seq.motiontype & flag:
@@ -85,8 +106,18 @@ def _as_compiled(gs: GsFile, seq: GsSequence, frames: np.ndarray) -> np.ndarray:
         if travel.any():
             steps = np.arange(count, dtype=np.float64)[:, None] / (count - 1) * travel  # (frames, 3)
             frames[:, roots, :3] += steps[:, None, :]
-    frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi  # as studiomdl keeps them
-    return frames
+
+
+def _wrap(frames: np.ndarray) -> None:
+    """The angles of (…, 6) ``frames`` in [-π, π), as studiomdl keeps them (``remainder(a + π, 2π) - π``), in
+    place. An angle whose ``a + π`` already lies in [0, 2π) is its own remainder (``fmod`` is exact there): only
+    the others pay for one (most angles a file stores are in range)."""
+    shifted = frames[..., 3:] + np.pi  # (into a contiguous array: numpy's in-place steps on a strided view cost twice)
+    low, high = shifted.min(initial=0.0), shifted.max(initial=0.0)
+    if not 0 <= low <= high < 2 * np.pi:  # (a nan fails this too, and stays nan)
+        out = (shifted < 0) | (shifted >= 2 * np.pi)
+        shifted[out] = np.remainder(shifted[out], 2 * np.pi)
+    np.subtract(shifted, np.pi, out=frames[..., 3:])
 
 
 def unturn_roots(frames: np.ndarray, roots: np.ndarray, angle: float = DEFAULT_ROTATION) -> None:

@@ -19,6 +19,7 @@ Stable API:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -68,8 +69,7 @@ class _Pending:
         self.indent, self.tokens = indent, tokens
 
 
-def _is_float(token: object) -> bool:
-    return isinstance(token, (float, np.floating)) and not isinstance(token, bool)
+_FLOATS = (float, np.floating)  # the tokens formatted as float32 numbers (a bool is an int, never one of these)
 
 
 class QcWriter:
@@ -90,9 +90,16 @@ class QcWriter:
             self.check(self.size)
 
     def line(self, *tokens: object) -> None:
-        self.non_finite += sum(1 for t in tokens if _is_float(t) and not np.isfinite(t))
+        size = self.depth + 1
+        for t in tokens:  # (one pass: a QC's lines hold thousands of tokens)
+            if isinstance(t, str):
+                size += 4 * len(t) + 3
+            else:
+                size += 32
+                if isinstance(t, _FLOATS) and not math.isfinite(t):
+                    self.non_finite += 1
         self.lines.append(_Pending("\t" * self.depth, tokens))
-        self._grow(self.depth + 1 + sum(4 * len(t) + 3 if isinstance(t, str) else 32 for t in tokens))
+        self._grow(size)
 
     command = line
 
@@ -116,14 +123,18 @@ class QcWriter:
             self.lines.append("\t" * self.depth + "}")
 
     def text(self) -> str:
-        numbers = [t for line in self.lines if isinstance(line, _Pending) for t in line.tokens if _is_float(t)]
+        numbers = [
+            t for line in self.lines if isinstance(line, _Pending) for t in line.tokens if isinstance(t, _FLOATS)
+        ]
         texts = iter(float_tokens(np.array(numbers, dtype=np.float64))[0].tolist() if numbers else ())
         out = []
         for line in self.lines:
             if isinstance(line, _Pending):  # a first token that is a plain str is the command or keyword: bare
                 first = [line.tokens[0]] if line.tokens and type(line.tokens[0]) is str else []
                 rest = line.tokens[len(first) :]
-                line = line.indent + " ".join(first + [next(texts) if _is_float(t) else qc_token(t) for t in rest])
+                line = line.indent + " ".join(
+                    first + [next(texts) if isinstance(t, _FLOATS) else qc_token(t) for t in rest]
+                )
             out.append(line)
         return "\n".join(out) + "\n"
 

@@ -128,7 +128,7 @@ def write_skeleton(out: BinaryIO, frames: np.ndarray, stats: SmdStats) -> None:
         values, bad = finite32(frames[start : start + per_chunk])
         stats.non_finite += bad
         stats.rows += values.shape[0] * bones
-        out.write(_pose_bytes(values, np.arange(start, start + len(values)))[0])
+        out.write(_frames_text(*_frame_cells(values, np.arange(start, start + len(values))), 0, len(values)))
     out.write(b"end\n")
 
 
@@ -136,42 +136,67 @@ def skeleton_texts(animations: list[np.ndarray]) -> list[tuple[bytes, SmdStats]]
     """The ``skeleton`` section of each (F, B, 6) animation (every one with the same B bones) and its stats, the
     same bytes as :func:`write_skeleton`'s. The animations are laid end to end and formatted a block of rows at a
     time, so a model's hundred short sequences cost what one long one does: numpy's cost is per call as much as
-    per number. All their text is held at once: the caller hands over a bounded batch."""
+    per number. All their text is held at once: the caller hands over a bounded batch. Each section is its frames'
+    cells taken into a padded buffer of its own, the padding then taken out (no pass counts each frame's length)."""
     if not animations:
         return []
     bones = animations[0].shape[1]
     counts = np.array([len(a) for a in animations], dtype=np.int64)
     ends = np.cumsum(counts)
-    raw = np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1, bones, 6) for a in animations])
-    bad_so_far = np.concatenate([[0], np.cumsum((~np.isfinite(raw)).reshape(len(raw), -1).sum(axis=1))])
-    values, _ = finite32(raw)
-    numbers = np.arange(len(raw)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
+    values = np.concatenate([np.asarray(a).reshape(len(a), bones, 6) for a in animations], dtype=np.float32)
+    bad = ~np.isfinite(values)
+    bad_so_far = np.zeros(len(values) + 1, dtype=np.int64)
+    if bad.any():  # (as finite32: nan and inf written as 0, and counted)
+        np.cumsum(bad.reshape(len(values), -1).sum(axis=1), out=bad_so_far[1:])
+        values[bad] = 0
+    values += np.float32(0)  # (-0 is written as 0)
+    numbers = np.arange(len(values)) - np.repeat(ends - counts, counts)  # each animation counts its frames from 0
     per_chunk = max(1, POSE_ROWS // max(bones, 1))
-    pieces, lengths = [], []
-    for start in range(0, len(raw), per_chunk):
-        text, frame_lengths = _pose_bytes(values[start : start + per_chunk], numbers[start : start + per_chunk])
-        pieces.append(text)
-        lengths.append(frame_lengths)
-    text = b"".join(pieces)
-    offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))]) if pieces else np.zeros(1, np.int64)
-    out = []
-    for count, end in zip(counts.tolist(), ends.tolist(), strict=True):
-        start = end - count
-        stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[start]), rows=count * bones)
-        body = text[int(offsets[start]) : int(offsets[end])]
-        out.append((b"skeleton\n" + body + b"end\n", stats))
+    begins = (ends - counts).tolist()
+    parts: list[list[bytes | bytearray]] = [[b"skeleton\n"] for _ in animations]
+    out: list[tuple[bytes, SmdStats]] = []
+    for start in range(0, len(values), per_chunk):  # (a block's padded text is dropped before the next is made)
+        stop = min(len(values), start + per_chunk)
+        cells, ids = _frame_cells(values[start:stop], numbers[start:stop])
+        for a in range(len(out), len(animations)):  # the animations whose frames lie in this block
+            if begins[a] >= stop:
+                break
+            first, last = max(begins[a], start) - start, min(begins[a] + int(counts[a]), stop) - start
+            if first < last:
+                parts[a].append(_frames_text(cells, ids, first, last))
+            if last < stop - start:
+                out.append(_section(parts, len(out), bad_so_far, begins, counts, bones))
+    while len(out) < len(animations):  # (those with no frames after the last block)
+        out.append(_section(parts, len(out), bad_so_far, begins, counts, bones))
     return out
 
 
-def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """``time N`` (``numbers``) then one line per bone, for each frame of ``values`` (finite float32, (F, B, 6)),
-    and each frame's length in bytes. A value equal to the same channel's in the frame before reuses its text: an
+def _section(
+    parts: list[list[bytes | bytearray]],
+    a: int,
+    bad_so_far: np.ndarray,
+    begins: list[int],
+    counts: np.ndarray,
+    bones: int,
+) -> tuple[bytes, SmdStats]:
+    """Animation ``a``'s skeleton section, its parts joined (and let go of), and its stats."""
+    end = begins[a] + int(counts[a])
+    stats = SmdStats(non_finite=int(bad_so_far[end] - bad_so_far[begins[a]]), rows=int(counts[a]) * bones)
+    text = b"".join([*parts[a], b"end\n"])
+    parts[a] = []
+    return text, stats
+
+
+def _frame_cells(values: np.ndarray, numbers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces of text of the frames of ``values`` (finite float32, (F, B, 6)), each ``time N`` (``numbers``)
+    then one line per bone, as NUL-padded cells (void items), and per frame the cells it is made of, in order
+    (:func:`_frames_text` joins them). A value equal to the same channel's in the frame before reuses its text: an
     animation's channels mostly hold still, and formatting numbers is the writer's cost.
 
     Every piece of text the frames are made of is one NUL-padded cell of a table: each fresh value after its
     space, each frame's ``time`` line with the first bone's number, and each line end with the next bone's
-    number. A frame is a row of cell numbers, and its text one ``take`` of those cells (void items: a copy each)
-    with the padding taken out: no table of the frames' lines is filled piece by piece."""
+    number. A frame is a row of cell numbers, and the text of a run of frames one ``take`` of their cells: no table
+    of the frames' lines is filled piece by piece."""
     n, bones = values.shape[:2]
     channels = values.reshape(n, bones * 6).T  # (B·6, F): each channel's frames in a row
     fresh = np.ones(channels.shape, dtype=bool)
@@ -182,7 +207,8 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     ends[bones - 1 :, 1:] = 0  # (the last bone's line end has no bone after it)
     head = np.concatenate([_column(n, b"time "), int_chars(numbers), _column(n, b"\n0" if bones else b"\n")], axis=1)
     first_head = count + bones
-    cells = np.zeros((first_head + n, max(chars.shape[1] + 1, ends.shape[1], head.shape[1])), dtype=np.uint8)
+    width = max(chars.shape[1] + 1, ends.shape[1], head.shape[1])
+    cells = np.zeros((first_head + n, width), dtype=np.uint8)
     cells[:count, 0] = ord(" ")
     cells[:count, 1 : chars.shape[1] + 1] = chars
     cells[count:first_head, : ends.shape[1]] = ends
@@ -193,8 +219,16 @@ def _pose_bytes(values: np.ndarray, numbers: np.ndarray) -> tuple[bytes, np.ndar
     # in channel order, a value's text is the latest fresh one's: the count of fresh values so far, less one
     lines[:, :, :6] = (np.cumsum(fresh.ravel()) - 1).reshape(bones, 6, n).transpose(2, 0, 1)
     lines[:, :, 6] = np.arange(count, first_head)
-    table = cells.view(f"V{cells.shape[1]}").ravel().take(ids).view(np.uint8).reshape(n, -1)
-    return _compact(table), table.shape[1] - (table == 0).sum(axis=1)
+    return cells.view(f"V{width}").ravel(), ids
+
+
+def _frames_text(cells: np.ndarray, ids: np.ndarray, first: int, last: int) -> bytearray:
+    """The text of frames ``first`` to ``last`` of :func:`_frame_cells`: their cells taken into a buffer (a copy
+    each), the padding then taken out (``translate``, one C loop)."""
+    buffer = bytearray((last - first) * ids.shape[1] * cells.itemsize)
+    table = np.frombuffer(buffer, dtype=cells.dtype).reshape(last - first, ids.shape[1])
+    cells.take(ids[first:last], out=table, mode="clip")  # (every id is in range: no checked copy)
+    return buffer.translate(None, b"\0")
 
 
 def _name_table(names: list[str]) -> np.ndarray:
