@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ..formats.binary import columns_falling
 from ..scene.ms3d.export import ExportError
 from ..scene.rotations import euler_xyz_to_matrix, make_continuous, matrix_to_quaternion, rows_times
 from ..scene.types import (
@@ -570,7 +571,7 @@ class _Slots:
         keep = min(most, MAX_READ_INFLUENCES)
         top_ids = np.full((MAX_READ_INFLUENCES, nv), -1, dtype=np.int32)
         top = np.zeros((MAX_READ_INFLUENCES, nv), dtype=np.float32)
-        if _falling(slots):  # (in order already: painted largest first, or one group a vertex)
+        if columns_falling(slots):  # (in order already: painted largest first, or one group a vertex)
             top_ids[:keep], top[:keep] = ids[:keep], slots[:keep]
             return SkinData(top_ids.T, top.T)
         # Each slot's place in falling order (equal: the earlier slot first; the zeros after every weight).
@@ -589,10 +590,6 @@ class _Slots:
             top_ids[to, at] = ids[i][of]
             top[to, at] = slots[i][of]
         return SkinData(top_ids.T, top.T)
-
-
-def _falling(slots: np.ndarray) -> bool:
-    return bool((slots[:-1] >= slots[1:]).all())
 
 
 def _top_by_sort(

@@ -35,6 +35,12 @@ def row_max(values: np.ndarray) -> np.ndarray:
     return out
 
 
+def columns_falling(values: np.ndarray) -> bool:
+    """Whether no column of (S, N) ``values`` rises from one row to the next: each vertex's weight slots (a row a
+    slot) already in falling order, so that a stable sort by the negated values would leave them as they are."""
+    return bool((values[:-1] >= values[1:]).all())
+
+
 def renumbered(indices: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """The values ``indices`` use (all in ``0..size-1``, checked by the caller), in ascending order, and
     ``indices`` renumbered to their places in it (int32): ``np.unique(..., return_inverse=True)`` without its

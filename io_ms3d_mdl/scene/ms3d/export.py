@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import Warnings
+from ...formats.binary import columns_falling
 from ...formats.ms3d import structs
 from ...formats.ms3d.model import (
     Ms3dGroup,
@@ -335,7 +336,7 @@ def _weights(
     used = int(in_use[-1]) + 1 if len(in_use) else 0
     ids = np.ascontiguousarray(ids[:used], dtype=np.int64)
     weights = np.where(ids >= 0, np.asarray(skin.weights).T[:used].astype(np.float64), 0.0)
-    if not _falling(weights):  # (the Blender reader's are: largest first)
+    if not columns_falling(weights):  # (the Blender reader's are: largest first)
         order = np.argsort(-weights, axis=0, kind="stable")
         ids = np.take_along_axis(ids, order, axis=0)
         weights = np.take_along_axis(weights, order, axis=0)
@@ -360,7 +361,7 @@ def _weights(
     np.putmask(ids, whole <= 0, -1)
     np.putmask(whole, ids < 0, 0.0)
     # Keep slots in falling order after rounding (a slot rounded to 0 leaves the list).
-    if not _falling(whole):
+    if not columns_falling(whole):
         order = np.argsort(-whole, axis=0, kind="stable")
         ids, whole = np.take_along_axis(ids, order, axis=0), np.take_along_axis(whole, order, axis=0)
     whole = whole.astype(np.uint8)
@@ -374,11 +375,6 @@ def _weights(
     extra.weights[rows] = np.where(single, 0, whole[:3]).T
     extra.bone_ids[rows] = np.where(single, -1, ids[1:]).T.astype(np.int16)
     return lost
-
-
-def _falling(slots: np.ndarray) -> bool:
-    """Every vertex's slots already in falling order (so a stable sort by the negated values would leave them)."""
-    return bool((slots[:-1] >= slots[1:]).all())
 
 
 def _stable_rank(keys: np.ndarray) -> np.ndarray:
