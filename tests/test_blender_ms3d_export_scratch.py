@@ -395,3 +395,12 @@ def test_apply_modifiers_exports_the_evaluated_mesh_or_the_base_one(blender, tmp
     assert bpy.ops.export_scene.ms3d(filepath=str(out), apply_modifiers=False) == {"FINISHED"}
     assert len(read_ms3d(out).triangles) == base
     assert [m.type for m in obj.modifiers] == ["ARRAY"]  # the scene is left as it was
+
+
+def test_the_operator_is_in_file_export_with_presets(blender):
+    from io_ms3d_mdl.blender.ms3d_export import EXPORT_SCENE_OT_ms3d, menu_export
+
+    assert menu_export in blender.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert "PRESET" in EXPORT_SCENE_OT_ms3d.bl_options  # Blender's Operator Presets menu on top of the options
+    names = set(EXPORT_SCENE_OT_ms3d.__annotations__)
+    assert {"use_selection", "scale", "axis_forward", "axis_up", "apply_modifiers", "animation"} <= names
