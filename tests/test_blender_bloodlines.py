@@ -144,3 +144,18 @@ def test_a_flexed_character_gets_its_face_and_eyeballs(blender):
     # mirrored across the face: the same height, opposite sides
     left, right = sorted((o.matrix_world.translation for o in eyes), key=lambda v: v.x)
     assert abs(left.z - right.z) < 1e-3 and left.x < 0 < right.x
+
+
+def test_a_drop_on_the_viewport_imports_2531(blender):
+    """Dropping a ``.mdl`` on the 3D Viewport runs the Source import with the file's folder and name (what Blender's
+    file handler passes): a Bloodlines character, and the model without ``.vtx`` as its skeleton alone."""
+    bpy = blender
+    handler = bpy.types.FileHandler.bl_rna_get_subclass_py("IO_FH_source_mdl")
+    assert handler.bl_import_operator == "import_scene.source_mdl" and handler.bl_file_extensions == ".mdl"
+    for relative in ("citizen/female3/female_citizen_3.mdl", "doppleganger/doppleganger_female.mdl"):
+        path = samples_dir() / BASE / "character/npc/common" / relative
+        result = bpy.ops.import_scene.source_mdl(directory=str(path.parent), files=[{"name": path.name}])
+        assert result == {"FINISHED"} and bpy.data.collections[path.stem]["source_version"] == 2531
+    kinds = {o.type for o in bpy.data.collections["doppleganger_female"].all_objects}
+    assert "ARMATURE" in kinds and "MESH" not in kinds
+    assert any(o.type == "MESH" for o in bpy.data.collections["female_citizen_3"].all_objects)

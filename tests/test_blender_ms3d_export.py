@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import sample_names_to_parametrize, sample_path
+from conftest import EXAMPLE, sample_names_to_parametrize, sample_path
 from ms3d_canonical import canonical
 from ms3d_compare import model_differences
 
@@ -211,3 +211,29 @@ def _dense(skin, scene) -> np.ndarray:
 def _signed(q: np.ndarray) -> np.ndarray:
     q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
     return q * np.where(q[:, :1] < 0, -1.0, 1.0)
+
+
+def test_comments_joint_colours_flags_and_clips_are_written_back_and_edits_to_them_too(blender, tmp_path):
+    """The example house keeps a group comment, a joint comment, joint colours and flags and a model comment with
+    its clip list: exported unchanged they come back as the file has them; edited in Blender (a material comment
+    added, a joint's colour and a group's comment changed), the file says what Blender now holds."""
+    bpy = blender
+    _import(bpy, EXAMPLE)
+    out = tmp_path / "house.ms3d"
+    assert bpy.ops.export_scene.ms3d(filepath=str(out)) == {"FINISHED"}
+    original, exported = read_ms3d(EXAMPLE), read_ms3d(out)
+    for key in ("name", "comment", "flags"):
+        assert [getattr(g, key) for g in exported.groups] == [getattr(g, key) for g in original.groups], key
+        assert [getattr(j, key) for j in exported.joints] == [getattr(j, key) for j in original.joints], key
+    assert [m.comment for m in exported.materials] == [m.comment for m in original.materials]
+    np.testing.assert_array_equal([j.color for j in exported.joints], [j.color for j in original.joints])
+    assert exported.model_comment == original.model_comment  # the clip list with it
+
+    bpy.data.materials["glass"]["ms3d_comment"] = "Frosted"
+    bpy.data.objects["walls"]["ms3d_comment"] = "Plastered"
+    bpy.data.objects["house"].data.bones["door hinge"].color.custom.normal = (1.0, 0.0, 0.5)
+    assert bpy.ops.export_scene.ms3d(filepath=str(out)) == {"FINISHED"}
+    edited = read_ms3d(out)
+    assert [m.comment for m in edited.materials if m.name == "glass"] == ["Frosted"]
+    assert edited.groups[0].name == "walls" and edited.groups[0].comment == "Plastered"
+    np.testing.assert_allclose(edited.joints[1].color, (1.0, 0.0, 0.5), atol=1 / 255)  # Blender keeps 8 bits

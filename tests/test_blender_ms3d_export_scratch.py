@@ -354,3 +354,53 @@ def test_a_mirrored_object_keeps_its_faces_outward(blender, tmp_path):
     normal = np.cross(p[tri[:, 1]] - p[tri[:, 0]], p[tri[:, 2]] - p[tri[:, 0]])
     stored = model.triangles["normals"][:, 0].astype(np.float64)
     assert (np.einsum("ij,ij->i", normal, stored) > 0).all()  # winding agrees with the stored normals
+
+
+# --- the Transform options and Apply Modifiers -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("forward", "up", "scale"), [("Y", "Z", 2.0), ("-X", "Z", 0.5), ("Z", "Y", 40.0)])
+def test_scale_and_axes_pose_the_file_as_blender_does_and_import_back(blender, tmp_path, forward, up, scale):
+    """Scale, Forward and Up reach the vertices, the joints and the keys: MilkShape's own maths, turned and scaled
+    back the way the options say, pose the file as Blender poses the scene, and the import with the same options
+    gives the posed mesh back."""
+    bpy = blender
+    obj, _ = _column(bpy)
+    out = tmp_path / "column.ms3d"
+    assert bpy.ops.export_scene.ms3d(filepath=str(out), scale=scale, axis_forward=forward, axis_up=up) == {"FINISHED"}
+    model = read_ms3d(out)
+    rig = hierarchy(model, Warnings())
+    to_blender = axis_conversion_matrix(forward, up) * scale
+    for frame in (1, 10, 20):
+        expected = _posed(bpy, obj, frame)
+        np.testing.assert_allclose(skinned_positions(model, rig, frame) @ to_blender.T, expected, atol=1e-5 * scale)
+    height = model.vertices["position"].astype(np.float64) @ axis_conversion_matrix(forward, up)[2]
+    assert np.ptp(height) == pytest.approx(2.0 / scale, rel=1e-5)  # the column's 2 units along the chosen up
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_scene.ms3d(filepath=str(out), scale=scale, axis_forward=forward, axis_up=up)
+    column = bpy.data.objects["Column"]
+    expected = skinned_positions(model, rig, 10) @ to_blender.T
+    np.testing.assert_allclose(_posed(bpy, column, 10), expected, atol=1e-5 * scale)
+
+
+def test_apply_modifiers_exports_the_evaluated_mesh_or_the_base_one(blender, tmp_path):
+    bpy = blender
+    obj = _plane(bpy, "Arrayed")
+    obj.modifiers.new("Array", "ARRAY").count = 3
+    base = len(obj.data.polygons) * 2  # a grid's quads, two triangles each
+    out = tmp_path / "out.ms3d"
+    assert bpy.ops.export_scene.ms3d(filepath=str(out)) == {"FINISHED"}  # on by default
+    assert len(read_ms3d(out).triangles) == 3 * base
+    assert bpy.ops.export_scene.ms3d(filepath=str(out), apply_modifiers=False) == {"FINISHED"}
+    assert len(read_ms3d(out).triangles) == base
+    assert [m.type for m in obj.modifiers] == ["ARRAY"]  # the scene is left as it was
+
+
+def test_the_operator_is_in_file_export_with_presets(blender):
+    from io_ms3d_mdl.blender.ms3d_export import EXPORT_SCENE_OT_ms3d, menu_export
+
+    assert menu_export in blender.types.TOPBAR_MT_file_export._dyn_ui_initialize()
+    assert "PRESET" in EXPORT_SCENE_OT_ms3d.bl_options  # Blender's Operator Presets menu on top of the options
+    names = set(EXPORT_SCENE_OT_ms3d.__annotations__)
+    assert {"use_selection", "scale", "axis_forward", "axis_up", "apply_modifiers", "animation"} <= names

@@ -12,6 +12,7 @@ import pytest
 from conftest import sample_path
 from test_archives import KNIFE
 
+from io_ms3d_mdl.cli import main
 from io_ms3d_mdl.decompile import DecompileOptions, decompile
 
 pytestmark = pytest.mark.blender
@@ -471,6 +472,12 @@ def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(bl
     assert bpy.ops.export_scene.source_qc.poll() is False  # a mesh of no imported model
     with pytest.raises(RuntimeError, match="not part of an imported Source or GoldSrc model"):
         bpy.ops.export_scene.source_qc(filepath=str(tmp_path / "x.qc"))
+    ms3d = tmp_path / "metal_box.ms3d"  # a Source model made MilkShape: no original file to take the rest from
+    assert main(["convert", str(sample_path("source", METAL_BOX)), "-o", str(ms3d)]) == 0
+    before = set(bpy.data.collections)
+    assert bpy.ops.import_scene.ms3d(filepath=str(ms3d)) == {"FINISHED"}
+    bpy.context.view_layer.objects.active = next(c for c in bpy.data.collections if c not in before).all_objects[0]
+    assert bpy.ops.export_scene.source_qc.poll() is False
     imported(bpy, sample_path("source", METAL_BOX))
     assert bpy.ops.export_scene.source_qc.poll() is True
 

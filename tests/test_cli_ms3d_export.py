@@ -9,7 +9,7 @@ from no_bpy import without_bpy
 
 from io_ms3d_mdl.cli import main
 from io_ms3d_mdl.formats.ms3d.reader import read_ms3d
-from io_ms3d_mdl.scene.load import load_ms3d
+from io_ms3d_mdl.scene.load import load_ms3d, load_source
 from io_ms3d_mdl.scene.ms3d.export import scene_to_ms3d
 
 
@@ -80,3 +80,36 @@ def test_the_ms3d_route_needs_no_blender(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert len(read_ms3d(out).joints) == 4
+
+
+VTMB = "miracleflame__VTMB-Unofficial-Patch-by-Wesp/Basic_Patch/models/"
+# One model of every family the importers read that the tests above do not convert, by the kind sample_path takes.
+EVERY_FAMILY = [
+    ("goldsrc", "Pi0h1__halflife/models/hgrunt.mdl"),  # GoldSrc (v10): meshes, skeleton, sequences
+    ("source", "bobthecorn2000__Half-Life-2-Brennan/models/humans/male_postures.mdl"),  # animation-only
+    ("source", "Syampuuh__Titanfall2/models/props/generator_coop/generator_coop_blackbox.mdl"),  # Titanfall 2 (53)
+    ("source", "r1delta__CORE/models/rocks/single_rock_01.mdl"),  # Titanfall (52)
+    ("vtmb", VTMB + "character/npc/common/citizen/female3/female_citizen_3.mdl"),  # Bloodlines (2531) character
+    ("vtmb", VTMB + "items/diary/ground/diari.mdl"),  # Bloodlines quantised prop
+    ("vtmb", VTMB + "character/npc/common/doppleganger/doppleganger_female.mdl"),  # Bloodlines without .vtx
+]
+
+
+@pytest.mark.parametrize(("kind", "relative"), EVERY_FAMILY, ids=lambda x: x.rsplit("/", 1)[-1].removesuffix(".mdl"))
+def test_every_importable_family_converts_to_ms3d_with_the_imports_counts(tmp_path, capsys, kind, relative):
+    source = sample_path(kind, relative)
+    out = tmp_path / "out.ms3d"
+    assert main(["convert", str(source), "-o", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert f"saved {out}" in printed.out
+    scene = load_source(str(source))
+    meshes = [o.mesh for o in scene.objects if o.mesh is not None and not o.collision]
+    model = read_ms3d(out)
+    assert len(model.triangles) == sum(len(m.triangles) for m in meshes)
+    assert len(model.joints) == (len(scene.skeleton.bones) if scene.skeleton else 0)
+    keys = sum(len(j.rotation_keys) for j in model.joints)
+    assert (keys > 0) == any(len(a.channels) for a in scene.actions)
+    for warning in scene.warnings:  # every warning of the import reaches the user
+        assert f"warning: {warning}" in printed.err
+    if "doppleganger" in relative:
+        assert "the .vtx file is missing" in printed.err and len(model.joints) == 69 and not model.triangles.size
