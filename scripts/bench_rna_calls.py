@@ -4,9 +4,11 @@ mesh), timed alone, so that rates measured on different Blenders can be told apa
     python scripts/bench_rna_calls.py [--runs 9] [--output FILE.md]      (with the bpy wheel; once per version)
 
 Each figure is the median over ``--runs`` of one call's mean time across 400 F-curves of an action assigned to an
-object (or 400 calls on a one-vertex mesh), in µs. Curves hold 1 or 20 keys, as Bloodlines' reduced animations do
-(about five keys a curve). Per-frame import rates fall with these costs: an F-curve of several keys takes four
-calls (``add``, ``co``, ``interpolation``, ``update()``), a lone key one.
+object (or 400 calls on a one-vertex mesh), in µs. From 4.5 a curve reached by walking its channelbag (iterating or
+indexing the collection) costs more in every ``foreach_set`` on its keys than one ``new`` or ``find`` returned.
+Curves hold 1 or 20 keys, as Bloodlines' reduced animations do (about five keys a curve). Per-frame import rates
+fall with these costs: an F-curve of several keys takes four calls (``add``, ``co``, ``interpolation``,
+``update()``), a lone key one.
 """
 
 from __future__ import annotations
@@ -55,7 +57,10 @@ def _per_call(calls: list[Callable[[], object]], runs: int) -> float:
 
 
 def measure(runs: int) -> dict[str, float]:
-    """µs per call, by what it is."""
+    """µs per call, by what it is. Curves are the ones ``new`` returned, except where they are reached by walking
+    the action's curves (as a copied action's must be, or looked up by name)."""
+    from io_ms3d_mdl.blender.animation import _fcurves
+
     out: dict[str, float] = {}
     linear = np.ones(KEYS, dtype=np.uint8)
     for keys in (1, KEYS):
@@ -72,6 +77,13 @@ def measure(runs: int) -> dict[str, float]:
             [lambda p=p, v=pairs: p.foreach_get("co", v) for p in points], runs
         )
         out[f"`update()`, {keys} key{'s' * (keys > 1)}"] = _per_call([c.update for c in curves], runs)
+    walked = [c.keyframe_points for c in _fcurves(curves[0].id_data)]  # the same curves, reached by a walk
+    out[f"`co`, {KEYS} keys, a curve reached by walking its channelbag"] = _per_call(
+        [lambda p=p, v=pairs: p.foreach_set("co", v) for p in walked], runs
+    )
+    out[f"`foreach_get('co')`, {KEYS} keys, reached by walking"] = _per_call(
+        [lambda p=p, v=pairs: p.foreach_get("co", v) for p in walked], runs
+    )
     grown = _curves(CURVES, 0)
     out["`keyframe_points.add(1)`"] = _per_call([lambda c=c: c.keyframe_points.add(1) for c in grown], runs)
     out["`fcurve.keyframe_points` (attribute)"] = _per_call([lambda c=c: c.keyframe_points for c in grown], runs)

@@ -21,7 +21,7 @@ def test_every_call_is_timed_on_what_it_names(blender):
     from io_ms3d_mdl.blender.animation import _fcurves
 
     measured = bench_rna_calls.measure(runs=1)
-    assert len(measured) == 12 and all(math.isfinite(us) and us > 0 for us in measured.values())
+    assert len(measured) == 14 and all(math.isfinite(us) and us > 0 for us in measured.values())
     assert len(bench_rna_calls.table(measured)) == 3 + len(measured)
     curves = [c for a in bpy.data.actions if a.name.startswith("rna calls") for c in _fcurves(a)]
     assert len(curves) == 3 * bench_rna_calls.CURVES  # 1-key, 20-key, and the ones keys were added to
