@@ -20,8 +20,8 @@ import threading
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 
-# A file's bytes: one bytes object, or its pieces in order (bytes or views of memory, written without joining them)
-Data = bytes | Sequence[bytes | memoryview]
+# A file's bytes: one bytes-like object, or its pieces in order (bytes or views of memory, written without joining)
+Data = bytes | bytearray | memoryview | Sequence[bytes | memoryview]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -130,7 +130,7 @@ def _write_partial(path: str, data: Data) -> str:
     fd = os.open(partial, _FLAGS, 0o644)
     try:
         with os.fdopen(fd, "wb") as out:
-            for chunk in [data] if isinstance(data, bytes) else data:
+            for chunk in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
