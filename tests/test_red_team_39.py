@@ -290,3 +290,24 @@ def test_a_rigged_export_failing_mid_file_leaves_the_old_file_and_no_partial(ble
     with pytest.raises(RuntimeError, match="not a regular file"):
         bpy.ops.export_scene.ms3d(filepath=str(folder))
     assert folder.is_dir() and not any(folder.iterdir())
+
+
+def test_a_replace_whose_helper_thread_cannot_start_still_succeeds(tmp_path, monkeypatch):
+    """Found: the replaced file is let go of on a helper thread after the rename; when no thread can be started (a
+    process limit, or Python shutting down) the RuntimeError escaped an export that had written its file, and the
+    old file stayed open. It is closed in place instead."""
+    import threading
+
+    target = tmp_path / "a.ms3d"
+    target.write_bytes(b"old")
+    closed = []
+    real_close = os.close
+
+    def refuse(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    monkeypatch.setattr(os, "close", lambda fd: (closed.append(fd), real_close(fd)))
+    replace_file(target, [b"new"])
+    assert target.read_bytes() == b"new" and len(closed) >= 1
+    assert [p.name for p in tmp_path.iterdir()] == ["a.ms3d"]

@@ -67,8 +67,12 @@ def _hold(path: str) -> int | None:
 
 
 def _let_go(fd: int | None) -> None:
-    if fd is not None:
+    if fd is None:
+        return
+    try:
         threading.Thread(target=os.close, args=(fd,), name="io_ms3d_mdl close", daemon=True).start()
+    except RuntimeError:  # no thread to be had (a limit, or Python shutting down): the file is written, close here
+        os.close(fd)
 
 
 def replace_files(
