@@ -20,8 +20,8 @@ import threading
 import uuid
 from collections.abc import Collection, Iterator, Sequence
 
-# A file's bytes: one bytes object, or its pieces in order (bytes or views of memory, written without joining them)
-Data = bytes | Sequence[bytes | memoryview]
+# A file's bytes: one bytes-like object, or its pieces in order (bytes or views of memory, written without joining)
+Data = bytes | bytearray | memoryview | Sequence[bytes | memoryview]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
 
@@ -67,8 +67,12 @@ def _hold(path: str) -> int | None:
 
 
 def _let_go(fd: int | None) -> None:
-    if fd is not None:
+    if fd is None:
+        return
+    try:
         threading.Thread(target=os.close, args=(fd,), name="io_ms3d_mdl close", daemon=True).start()
+    except RuntimeError:  # no thread to be had (a limit, or Python shutting down): the file is written, close here
+        os.close(fd)
 
 
 def replace_files(
@@ -130,7 +134,7 @@ def _write_partial(path: str, data: Data) -> str:
     fd = os.open(partial, _FLAGS, 0o644)
     try:
         with os.fdopen(fd, "wb") as out:
-            for chunk in [data] if isinstance(data, bytes) else data:
+            for chunk in [data] if isinstance(data, (bytes, bytearray, memoryview)) else data:
                 out.write(chunk)
             out.flush()
             os.fsync(out.fileno())

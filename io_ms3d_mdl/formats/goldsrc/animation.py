@@ -290,6 +290,12 @@ class _Walk:
         found by jumping ``B`` spans a turn through a table built by doubling over the bytes they may cross.
         Returns the blocks as walkers for :meth:`_lockstep`, each to stop after its ``B`` spans."""
         raw, frames = self.raw, self.seq.numframes
+        out = ptr + 2 > self.ends[chan]  # (stopped on a span that ends past its file: the chain breaks there)
+        if out.any():
+            self.broken[chan[out]] = True
+            chan, ptr, cov, steps = chan[~out], ptr[~out], cov[~out], steps[~out]
+            if not len(chan):
+                return (np.zeros(0, np.int64),) * 5
         lo = int(ptr.min())
         # a span takes at most 512 bytes, and a chain may take at most frames + SPARE_STEPS of them: no further
         # (a chain that would is refused by the walk that follows it through its last block)

@@ -286,12 +286,14 @@ def _shared_lines(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """With corners numbered by vertex (``SmdTriangles.corners``), each vertex's line formatted once: the lines of
     one corner of each vertex, and each corner's line among them; None when not numbered (or too many
-    vertices for one table). The counts are the corners', as if each were formatted."""
+    vertices for one table, or not one whole number a corner). The counts are the corners', as if each were
+    formatted."""
     if corners is None:
         return None
-    ids = np.asarray(corners, dtype=np.int64).ravel()
-    if ids.min() < 0 or ids.max() > 4 * len(ids):
+    ids = np.asarray(corners).ravel()
+    if ids.dtype.kind not in "iu" or len(ids) != len(links[0]) or ids.min() < 0 or ids.max() > 4 * len(ids):
         return None
+    ids = ids.astype(np.int64)
     first = np.full(int(ids.max()) + 1, len(ids), dtype=np.int64)
     first[ids] = np.arange(len(ids))  # a corner of each vertex (which one does not matter: they are equal)
     present = first < len(ids)
@@ -301,7 +303,8 @@ def _shared_lines(
     line_of = (np.cumsum(present) - 1)[ids]
     parent, base, bones, weights, used, counts = (a[rows] for a in links)
     table = _corner_lines(parent, base, bones, weights, used, counts, SmdStats())
-    bad = (~np.isfinite(base)).sum(axis=1) + (~np.isfinite(weights) & used).sum(axis=1)
+    written = np.asarray(base, dtype=np.float32)  # (as float_chars counts: a float64 past float32's range is inf)
+    bad = (~np.isfinite(written)).sum(axis=1) + (~np.isfinite(weights) & used).sum(axis=1)
     stats.non_finite += int(bad[line_of].sum())
     stats.rows += len(ids)
     return table, line_of

@@ -79,7 +79,7 @@ def _expand_runs(cur: Cursor, buf: np.ndarray, runs: list[tuple[np.ndarray, ...]
         return np.zeros(total)
     track, first, span, valid, at = (np.concatenate(column) for column in zip(*runs, strict=True))
     check_reads(cur, at, 2 * valid, "animation values")
-    filled = valid > 0
+    filled = (valid > 0) & (span > 0)  # a stream of no frames still has a run read (and checked), covering none
     dest = ((np.cumsum(lengths) - lengths)[track] + first)[filled]  # where each run's frames go
     order = np.argsort(dest, kind="stable")
     dest, span, valid, at = dest[order], span[filled][order], valid[filled][order], at[filled][order]
