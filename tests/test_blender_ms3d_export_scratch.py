@@ -1,7 +1,8 @@
 """A rigged, animated mesh made from scratch in Blender exports to MilkShape 3D, and two independent readers give
 it back: MilkShape's own skinning maths (rig.py, the reference evaluator) poses the exported file exactly as
-Blender poses the scene, and Assimp (assimp_py) reads every export with our triangle, vertex, group and joint
-counts. Errors name the object and what is wrong, and a failed export leaves no file."""
+Blender poses the scene, and Assimp reads every export with our triangle, vertex, group and joint counts
+(assimp_py) and animation key counts per joint (assimpjs). Errors name the object and what is wrong, and a failed
+export leaves no file."""
 
 from __future__ import annotations
 
@@ -164,6 +165,41 @@ def test_assimp_reads_every_sample_export(blender, tmp_path, name):
     out = tmp_path / "out.ms3d"
     bpy.ops.export_scene.ms3d(filepath=str(out))
     assert _assimp_counts(out) == _our_counts(out)
+
+
+def _our_keys(path) -> dict[str, tuple[int, int]]:
+    """Per joint that has keys: (position keys, rotation keys), as our reader reads the file."""
+    counts = {j.name: (len(j.position_keys), len(j.rotation_keys)) for j in read_ms3d(path).joints}
+    return {name: keys for name, keys in counts.items() if keys != (0, 0)}
+
+
+def test_assimp_reads_every_export_with_our_animation_key_counts(blender, tmp_path):
+    """Assimp itself (assimpjs, which exposes the animation assimp_py does not) reads the export of every sample
+    with a mesh and of the scratch rig with the same key counts per joint as our reader, and the same triangles;
+    every sample's export keys some joint."""
+    from assimp_js import assimp_scenes, key_counts
+
+    bpy = blender
+    outs = []
+    for name in sample_names_to_parametrize("ms3d", "*.ms3d"):
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        bpy.ops.import_scene.ms3d(filepath=str(sample_path("ms3d", name)))
+        if any(o.type == "MESH" for o in bpy.data.objects):
+            outs.append(tmp_path / f"{len(outs)}.ms3d")
+            assert bpy.ops.export_scene.ms3d(filepath=str(outs[-1])) == {"FINISHED"}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    _column(bpy)
+    outs.append(tmp_path / "column.ms3d")
+    assert bpy.ops.export_scene.ms3d(filepath=str(outs[-1])) == {"FINISHED"}
+    scenes = assimp_scenes(outs)
+    keyed = 0
+    for out in outs:
+        scene = scenes[str(out)]
+        assert "error" not in scene, out.name
+        assert key_counts(scene) == _our_keys(out), out.name
+        assert sum(faces for _, faces, _ in scene["meshes"]) == len(read_ms3d(out).triangles)
+        keyed += bool(_our_keys(out))
+    assert keyed >= 5 and _our_keys(outs[-1])  # the animated samples, and the scratch rig's bend
 
 
 # --- errors and limits -------------------------------------------------------------------------------------------
