@@ -243,7 +243,7 @@ def test_more_than_four_influences_are_dropped_with_one_warning_or_refused(blend
         obj.vertex_groups.new(name=name).add([0], 0.1 * (i + 1), "REPLACE")
     obj.modifiers.new("Armature", "ARMATURE").object = rig
     out = tmp_path / "out.ms3d"
-    with pytest.raises(RuntimeError, match="object 'Skin': 1 vertices have more than 4 joint influences"):
+    with pytest.raises(RuntimeError, match="object 'Skin': 1 vertex has more than 4 joint influences"):
         bpy.ops.export_scene.ms3d(filepath=str(out), too_many_influences="ERROR")
     assert _files(tmp_path) == []
     assert len(bpy.data.node_groups) == 0 and [m.type for m in obj.modifiers] == ["ARMATURE"]  # nothing left
@@ -253,7 +253,7 @@ def test_more_than_four_influences_are_dropped_with_one_warning_or_refused(blend
 
     result = export_ms3d(bpy.context, str(out), ReadOptions())
     assert [w for w in result.warnings if "more than 4 joint influences" in w] == [
-        "1 vertices had more than 4 joint influences; the smallest were dropped and the rest rescaled"
+        "1 vertex had more than 4 joint influences ('Skin' 1); the smallest were dropped and the rest rescaled"
     ]
     model = read_ms3d(out)
     extra = model.vertex_extra

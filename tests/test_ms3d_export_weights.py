@@ -52,3 +52,24 @@ def test_weights_largest_first_write_what_any_column_order_writes():
     assert tied.any() and not tied.all()
     written = [write_ms3d_bytes(scene_to_ms3d(_scene(*skin))) for skin in (falling, shuffled)]
     assert written[0] == written[1]
+
+
+def test_the_one_warning_of_dropped_influences_names_each_object_and_its_count():
+    """Vertices past four influences lose their smallest, said once for the whole export, each object named with
+    its count (the first three of them, then how many more)."""
+    five = np.tile(np.arange(5, dtype=np.int32), (6, 1))
+    four = np.where(np.arange(5) < 4, five, -1).astype(np.int32)
+    weights = np.full((6, 5), 0.2, dtype=np.float32)
+    objects = []
+    for name, ids, over in (("a", five, 6), ("b", four, 0), ("c", five, 6), ("d", five, 6), ("e", five, 6)):
+        scene = _scene(ids.copy(), weights.copy())
+        objects.append(ObjectData(name, scene.objects[0].mesh, {}, skin=scene.objects[0].skin))
+        assert over == ((ids >= 0).sum(axis=1) > 4).sum()
+    scene = _scene(five, weights)
+    scene.objects = objects
+    scene_to_ms3d(scene)
+    dropped = [w for w in scene.warnings if "joint influences" in w]
+    assert dropped == [
+        "24 vertices had more than 4 joint influences ('a' 6, 'c' 6, 'd' 6 and 1 more object); the smallest were "
+        "dropped and the rest rescaled"
+    ]

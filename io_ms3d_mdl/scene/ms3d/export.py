@@ -130,7 +130,7 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
     )
     vertices["bone_id"] = 255
     groups: dict[tuple, _Group] = {}
-    dropped = 0
+    dropped: dict[str, int] = {}  # object name -> vertices that lost influences
     first_tri = 0
     for (_, obj), start in zip(parts, offsets[:-1].tolist(), strict=True):
         mesh = obj.mesh
@@ -151,7 +151,9 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
         _check_finite(obj.name, vertices["position"][rows], records)
         records["smoothing_group"] = smoothing_groups(tris, mesh.sharp_edges, nv)
         if obj.skin is not None and joints:
-            dropped += _weights(obj, vertices[rows], extra, rows, options, warnings)
+            lost = _weights(obj, vertices[rows], extra, rows, options, warnings)
+            if lost:
+                dropped[obj.name] = dropped.get(obj.name, 0) + lost
         slots = mesh.material_indices if mesh.material_indices is not None else np.zeros(nt, np.int32)
         slots = np.asarray(slots, dtype=np.int64)
         for slot in np.unique(slots).tolist():
@@ -163,9 +165,13 @@ def wide_model(scene: SceneData, options: Ms3dExportOptions = Ms3dExportOptions(
             groups[key].triangles.append(first_tri + np.flatnonzero(slots == slot))
         first_tri += nt
     if dropped:
+        total = sum(dropped.values())
+        named = ", ".join(f"'{name}' {count:,}" for name, count in list(dropped.items())[:3])
+        rest = len(dropped) - 3
+        more = f" and {rest:,} more {_plural(rest, 'object', 'objects')}" if rest > 0 else ""
         warnings.add(
-            f"{dropped:,} vertices had more than {MAX_INFLUENCES} joint influences; the smallest were dropped "
-            "and the rest rescaled"
+            f"{total:,} {_plural(total, 'vertex', 'vertices')} had more than {MAX_INFLUENCES} joint influences "
+            f"({named}{more}); the smallest were dropped and the rest rescaled"
         )
     if refuse:
         check_limit(len(groups), MAX_GROUPS, "groups")
@@ -267,7 +273,13 @@ def _fit_names(model: Ms3dModel, scene: SceneData, fit: bool) -> None:
             for joint in model.joints:
                 joint.parent_name = renamed.get(joint.parent_name, joint.parent_name)
     if changed:
-        scene.warnings.add(f"{changed} names were longer than MilkShape's {structs.NAME_SIZE} bytes and were cut")
+        scene.warnings.add(
+            f"{changed} {_plural(changed, 'name was', 'names were')} cut to fit MilkShape's {structs.NAME_SIZE} bytes"
+        )
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def _new_group(
@@ -344,7 +356,8 @@ def _weights(
     lost = int(over.sum()) if over is not None else 0
     if lost and options.too_many_influences == "ERROR":
         raise ExportError(
-            f"object '{obj.name}': {lost:,} vertices have more than {MAX_INFLUENCES} joint influences, which "
+            f"object '{obj.name}': {lost:,} {_plural(lost, 'vertex has', 'vertices have')} more than "
+            f"{MAX_INFLUENCES} joint influences, which "
             "MilkShape 3D cannot hold (limit them, or let the export drop the smallest)"
         )
     ids, weights = ids[:MAX_INFLUENCES], weights[:MAX_INFLUENCES]
