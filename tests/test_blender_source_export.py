@@ -337,6 +337,38 @@ def test_only_the_action_whose_keys_changed_counts_as_edited(blender, tmp_path, 
         assert list(edits.edited) == [action["source_animation"]] and edits.notes == []
 
 
+def test_actions_as_imported_are_read_without_their_channels_unless_asked(blender):
+    """A Source export writes an action left as imported from the file, so reading it skips the conversion of its
+    keys (``unchanged_channels=False``): such actions come back with no channels, the same ``keys_changed`` and
+    range, and an edited one with the channels a full read gives it."""
+    from io_ms3d_mdl.blender.scene_reader import ReadOptions, read_objects
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), animations="ALL")
+    meshes = [o for o in model.all_objects if o.type == "MESH"]
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    made = [a for a in bpy.data.actions if "source_animation" in a]
+    fcurve = next(c for c in _curves(made[1]) if c.data_path.endswith("rotation_quaternion"))
+    fcurve.keyframe_points[0].co[1] += 0.25
+
+    def read(unchanged_channels: bool) -> dict:
+        options = ReadOptions(animation="ALL", unchanged_channels=unchanged_channels)
+        return {a.name: a for a in read_objects(bpy.context, meshes, armature, options).actions}
+
+    full, lean = read(True), read(False)
+    assert sorted(full) == sorted(lean) and len(full) == len(made)
+    for name, action in full.items():
+        other = lean[name]
+        assert (other.keys_changed, other.frame_range) == (action.keys_changed, action.frame_range)
+        if action.keys_changed:
+            assert name == made[1].name and len(other.channels) == len(action.channels) > 0
+            for a, b in zip(action.channels, other.channels, strict=True):
+                np.testing.assert_array_equal(a.rotations, b.rotations)
+                np.testing.assert_array_equal(a.location_frames, b.location_frames)
+        else:
+            assert other.channels == [] and action.channels
+
+
 def _curves(action):
     if hasattr(action, "layers"):
         return [

@@ -49,6 +49,9 @@ class ReadOptions:
     shape_keys: bool = False  # each mesh's shape keys (world space), as MeshData.shape_keys
     # vertex groups read as bones past the skeleton's (index len(bones) + k): a Source export's deleted bones
     extra_groups: tuple[str, ...] = ()
+    # an imported action whose keys are as the import made them: its channels too (False: none, only
+    # ``keys_changed``; a Source export writes such an action from the file, so it skips their conversion)
+    unchanged_channels: bool = True
 
 
 def read_scene(context: bpy.types.Context, options: ReadOptions = ReadOptions()) -> SceneData:
@@ -697,7 +700,7 @@ def _animation(
         actions = [a for a in bpy.data.actions if _keys_bones(a, bone_names)]
     rotation_modes = {p.name: p.rotation_mode for p in armature.pose.bones}
     for action in actions:
-        data = _action(action, armature, bone_names, rotation_modes)
+        data = _action(action, armature, bone_names, rotation_modes, options.unchanged_channels)
         if data is not None:
             scene.actions.append(data)
 
@@ -751,23 +754,30 @@ def _bone_of(path: str) -> tuple[str | None, str]:
 
 
 def _action(
-    action: bpy.types.Action, armature: bpy.types.Object, bone_names: list[str], rotation_modes: dict[str, str]
+    action: bpy.types.Action,
+    armature: bpy.types.Object,
+    bone_names: list[str],
+    rotation_modes: dict[str, str],
+    unchanged_channels: bool = True,
 ) -> ActionData | None:
     index = {n: i for i, n in enumerate(bone_names)}
-    curves: dict[tuple[str, str], dict[int, np.ndarray]] = {}
     stamped = KEYS_PROPERTY in action
-    every: list[tuple[str, int, np.ndarray]] = []  # for an import's action: all its curves, to compare with
+    read: list[tuple[str, int, str | None, str, np.ndarray]] = []  # path, index, bone, property, keys
     for fcurve in _action_fcurves(action, armature):
-        bone, prop = _bone_of(fcurve.data_path)
-        wanted = bone in index and prop in ("rotation_quaternion", "rotation_euler", "location")
-        if not wanted and not stamped:
+        path = fcurve.data_path
+        bone, prop = _bone_of(path)
+        if not stamped and not (bone in index and prop in _POSE_PATHS):  # (an import's: all, for the fingerprint)
             continue
-        count = len(fcurve.keyframe_points)
-        keys = _get(fcurve.keyframe_points, "co", count, np.float32, 2)
-        if stamped:
-            every.append((fcurve.data_path, fcurve.array_index, keys))
-        if wanted and count:
-            curves.setdefault((bone, prop), {})[fcurve.array_index] = keys.astype(np.float64)
+        keys = _get(fcurve.keyframe_points, "co", len(fcurve.keyframe_points), np.float32, 2)
+        read.append((path, fcurve.array_index, bone, prop, keys))
+    changed = read_back_digest([(p, i, k) for p, i, _, _, k in read]) != stored_keys(action) if stamped else None
+    start, end = (float(f) for f in action.frame_range)
+    if changed is False and not unchanged_channels:
+        return ActionData(action.name, [], (start, end), props=_props(action), keys_changed=False)
+    curves: dict[tuple[str, str], dict[int, np.ndarray]] = {}
+    for _, array_index, bone, prop, keys in read:
+        if bone in index and prop in _POSE_PATHS and len(keys):
+            curves.setdefault((bone, prop), {})[array_index] = keys.astype(np.float64)
     channels = []
     scale = _uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
     for bone in bone_names:
@@ -787,9 +797,10 @@ def _action(
         channels.append(BoneChannels(index[bone], rot_frames, quats, loc_frames, locations * scale))
     if not channels:
         return None
-    start, end = (float(f) for f in action.frame_range)
-    changed = read_back_digest(every) != stored_keys(action) if stamped else None
     return ActionData(action.name, channels, (start, end), props=_props(action), keys_changed=changed)
+
+
+_POSE_PATHS = ("rotation_quaternion", "rotation_euler", "location")
 
 
 def _sampled(components: dict[int, np.ndarray] | None, width: int, rest: tuple) -> tuple[np.ndarray, np.ndarray]:

@@ -91,7 +91,11 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
     deleted = _deleted_bones(armature, ids) if armature is not None else []
     with _all_shown(context, model):
         animation = "ALL" if armature is not None else "NONE"
-        options = ReadOptions(animation=animation, shape_keys=True, extra_groups=tuple(deleted))
+        # an imported action left as imported is written from the file: its channels are read only when bones
+        # were deleted (Blender then poses their children without them, so every one of the model's is written)
+        options = ReadOptions(
+            animation=animation, shape_keys=True, extra_groups=tuple(deleted), unchanged_channels=bool(deleted)
+        )
         scene = read_objects(context, every, armature, options)
     if armature is not None:
         rig = _rig_names(armature, ids, [b.name for b in scene.skeleton.bones], edits)
