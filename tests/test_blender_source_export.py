@@ -494,6 +494,51 @@ def test_goldsrc_an_edited_sequence_and_a_new_action_export_as_blender_poses_the
     assert_posed_as(smd_reader.read(tmp_path / "out" / "wave.smd"), waved)
 
 
+def test_goldsrc_an_edited_sequence_is_read_back_by_blender_source_tools_as_blender_poses_it(blender, tmp_path):
+    """houndeye: an imported sequence changed in Blender (one bone turned on every frame); Blender Source Tools
+    imports the exported QC, and that sequence poses every bone as ours does, frame by frame (up to studiomdl's
+    root turn, which the SMDs undo)."""
+    import bst_oracle
+    from test_decompile_readback import unturned
+
+    from io_ms3d_mdl.blender.action_keys import stored_step
+
+    bpy = blender
+    bst_oracle.enable_bst(bst_oracle.require_bst())
+    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    in_place = [
+        a
+        for a in bpy.data.actions
+        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
+    ]
+    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    step, count = stored_step(action), int(action["source_frames"])
+    for track in armature.animation_data.nla_tracks:  # the action alone poses the armature
+        track.mute = True
+    armature.animation_data.action = action
+    if hasattr(armature.animation_data, "action_slot") and armature.animation_data.action_slot is None:
+        armature.animation_data.action_slot = action.slots[0]
+    unedited = bst_oracle.pose_matrices(armature, [k * step for k in range(count)])
+    _, expected = _edit_bone_keys(bpy, armature, action)
+    stem = str(action["source_animation"]).lstrip("@")
+    ours = bst_oracle.pose_matrices(armature, [k * step for k in range(len(expected))])
+    written = export(bpy, tmp_path / "out")
+    for obj in list(model.all_objects):
+        bpy.data.objects.remove(obj)
+    for made in list(bpy.data.actions):  # (before slots, Blender Source Tools names an action after its SMD)
+        bpy.data.actions.remove(made)
+    theirs = bst_oracle.import_qc(tmp_path / "out" / next(n for n in written if n.endswith(".qc")))
+    theirs.animations[stem]()
+    frames = bst_oracle.bst_frames(theirs.armature)
+    assert len(frames) == len(expected)
+    their_poses = bst_oracle.pose_matrices(theirs.armature, frames)
+    bst_oracle.compare_poses(unturned(ours, their_poses), their_poses, 100.0, stem)
+    with pytest.raises(AssertionError):  # the edit is there: the sequence as imported is not what it reads
+        bst_oracle.compare_poses(unturned(unedited, their_poses), their_poses, 100.0, stem)
+
+
 def test_the_operator_is_in_file_export_and_only_for_an_imported_source_model(blender, tmp_path):
     bpy = blender
     from io_ms3d_mdl.blender import source_export
