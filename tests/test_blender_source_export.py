@@ -448,6 +448,19 @@ def test_an_edited_and_a_new_action_are_read_back_by_blender_source_tools_as_ble
         bst_oracle.compare_poses(unturned(poses, their_poses), their_poses, 100.0, stem)
 
 
+def _houndeye_in_place(bpy, path: Path):
+    """houndeye imported with its own sequences: the collection, the armature, and its longest sequence that does
+    not move the entity (no linear or rotational motion flag), to edit."""
+    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    in_place = [
+        a
+        for a in bpy.data.actions
+        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
+    ]
+    return model, armature, max(in_place, key=lambda a: int(a["source_frames"]))
+
+
 def test_goldsrc_an_edited_sequence_and_a_new_action_export_as_blender_poses_them(blender, tmp_path):
     """houndeye: one imported sequence changed (written from Blender in its own $sequence line, the bones not
     touched keeping the decompiler's lines) and a new action (its own SMD, a $sequence with rotate -90: the
@@ -458,14 +471,7 @@ def test_goldsrc_an_edited_sequence_and_a_new_action_export_as_blender_poses_the
     bpy = blender
     path = next(p for p in goldsrc_models() if p.stem == "houndeye")
     before = decompiled(path, tmp_path / "decompiled")
-    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
-    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
-    in_place = [
-        a
-        for a in bpy.data.actions
-        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
-    ]
-    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    _, armature, action = _houndeye_in_place(bpy, path)
     moved, expected = _edit_bone_keys(bpy, armature, action)
     wave = bpy.data.actions.new("wave")
     armature.animation_data.action = wave
@@ -505,15 +511,7 @@ def test_goldsrc_an_edited_sequence_is_read_back_by_blender_source_tools_as_blen
 
     bpy = blender
     bst_oracle.enable_bst(bst_oracle.require_bst())
-    path = next(p for p in goldsrc_models() if p.stem == "houndeye")
-    model = imported(bpy, path, bone_orientation="SOURCE", animations="OWN")
-    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
-    in_place = [
-        a
-        for a in bpy.data.actions
-        if "source_sequence" in a and not int(a["source_motion_type"]) & 0x1C7 and int(a["source_frames"]) > 2
-    ]
-    action = max(in_place, key=lambda a: int(a["source_frames"]))
+    model, armature, action = _houndeye_in_place(bpy, next(p for p in goldsrc_models() if p.stem == "houndeye"))
     step, count = stored_step(action), int(action["source_frames"])
     for track in armature.animation_data.nla_tracks:  # the action alone poses the armature
         track.mute = True
