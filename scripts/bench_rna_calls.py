@@ -67,16 +67,15 @@ def measure(runs: int) -> dict[str, float]:
         curves = _curves(CURVES, keys)
         pairs = np.arange(2 * keys, dtype=np.float32)  # frames 0, 2, 4...: sorted, as an import sets them
         points = [c.keyframe_points for c in curves]
-        out[f"`co`, {keys} key{'s' * (keys > 1)}"] = _per_call(
-            [lambda p=p, v=pairs: p.foreach_set("co", v) for p in points], runs
-        )
-        out[f"`interpolation` (uint8), {keys} key{'s' * (keys > 1)}"] = _per_call(
+        held = f"{keys} key{'s' * (keys > 1)}"
+        out[f"`co`, {held}"] = _per_call([lambda p=p, v=pairs: p.foreach_set("co", v) for p in points], runs)
+        out[f"`interpolation` (uint8), {held}"] = _per_call(
             [lambda p=p, v=linear[:keys]: p.foreach_set("interpolation", v) for p in points], runs
         )
-        out[f"`foreach_get('co')`, {keys} key{'s' * (keys > 1)}"] = _per_call(
+        out[f"`foreach_get('co')`, {held}"] = _per_call(
             [lambda p=p, v=pairs: p.foreach_get("co", v) for p in points], runs
         )
-        out[f"`update()`, {keys} key{'s' * (keys > 1)}"] = _per_call([c.update for c in curves], runs)
+        out[f"`update()`, {held}"] = _per_call([c.update for c in curves], runs)
     walked = [c.keyframe_points for c in _fcurves(curves[0].id_data)]  # the same curves, reached by a walk
     out[f"`co`, {KEYS} keys, a curve reached by walking its channelbag"] = _per_call(
         [lambda p=p, v=pairs: p.foreach_set("co", v) for p in walked], runs

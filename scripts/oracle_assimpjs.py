@@ -33,9 +33,13 @@ def module(folder: Path) -> Path:
     return folder / "node_modules" / "assimpjs"
 
 
+def installed(folder: Path) -> bool:
+    return (module(folder) / "dist" / "assimpjs.wasm").is_file()
+
+
 def install(version: str = VERSION) -> Path:
     final = target(version)
-    if (module(final) / "dist" / "assimpjs.wasm").is_file():
+    if installed(final):
         return final
     npm = shutil.which("npm")
     if npm is None:
@@ -48,7 +52,7 @@ def install(version: str = VERSION) -> Path:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        if not (module(partial) / "dist" / "assimpjs.wasm").is_file():
+        if not installed(partial):
             raise SystemExit(f"npm installed no assimpjs {version} into {partial}")
         partial.rename(final)
     finally:

@@ -27,7 +27,7 @@ def _setup_script():
 def _require() -> tuple[str, Path]:
     setup = _setup_script()
     node, folder = shutil.which("node"), setup.target()
-    if node is None or not (setup.module(folder) / "dist" / "assimpjs.wasm").is_file():
+    if node is None or not setup.installed(folder):
         reason = (
             f"Assimp (assimpjs) not found at {folder}: run `python scripts/oracle_assimpjs.py` (Node.js and npm, "
             "network)" + ("" if node else "; node is not on PATH")
@@ -60,3 +60,12 @@ def key_counts(scene: dict) -> dict[str, tuple[int, int]]:
     animations = scene.get("animations", [])
     assert len(animations) <= 1, [a["name"] for a in animations]  # MilkShape files hold one timeline
     return {name: (positions, rotations) for a in animations for name, positions, rotations in a["channels"]}
+
+
+def our_key_counts(path: Path) -> dict[str, tuple[int, int]]:
+    """The same from our reader: {joint name: (position keys, rotation keys)} of each joint that has keys (Assimp
+    makes no channel for the others)."""
+    from io_ms3d_mdl.formats.ms3d.reader import read_ms3d
+
+    counts = {j.name: (len(j.position_keys), len(j.rotation_keys)) for j in read_ms3d(path).joints}
+    return {name: keys for name, keys in counts.items() if keys != (0, 0)}

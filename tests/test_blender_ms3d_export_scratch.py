@@ -167,17 +167,11 @@ def test_assimp_reads_every_sample_export(blender, tmp_path, name):
     assert _assimp_counts(out) == _our_counts(out)
 
 
-def _our_keys(path) -> dict[str, tuple[int, int]]:
-    """Per joint that has keys: (position keys, rotation keys), as our reader reads the file."""
-    counts = {j.name: (len(j.position_keys), len(j.rotation_keys)) for j in read_ms3d(path).joints}
-    return {name: keys for name, keys in counts.items() if keys != (0, 0)}
-
-
 def test_assimp_reads_every_export_with_our_animation_key_counts(blender, tmp_path):
     """Assimp itself (assimpjs, which exposes the animation assimp_py does not) reads the export of every sample
     with a mesh and of the scratch rig with the same key counts per joint as our reader, and the same triangles;
     every sample's export keys some joint."""
-    from assimp_js import assimp_scenes, key_counts
+    from assimp_js import assimp_scenes, key_counts, our_key_counts
 
     bpy = blender
     outs = []
@@ -196,10 +190,11 @@ def test_assimp_reads_every_export_with_our_animation_key_counts(blender, tmp_pa
     for out in outs:
         scene = scenes[str(out)]
         assert "error" not in scene, out.name
-        assert key_counts(scene) == _our_keys(out), out.name
+        ours = our_key_counts(out)
+        assert key_counts(scene) == ours, out.name
         assert sum(faces for _, faces, _ in scene["meshes"]) == len(read_ms3d(out).triangles)
-        keyed += bool(_our_keys(out))
-    assert keyed >= 5 and _our_keys(outs[-1])  # the animated samples, and the scratch rig's bend
+        keyed += bool(ours)
+    assert keyed >= 5 and our_key_counts(outs[-1])  # the animated samples, and the scratch rig's bend
 
 
 # --- errors and limits -------------------------------------------------------------------------------------------

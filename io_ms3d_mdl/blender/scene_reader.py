@@ -762,22 +762,23 @@ def _action(
 ) -> ActionData | None:
     index = {n: i for i, n in enumerate(bone_names)}
     stamped = KEYS_PROPERTY in action
-    read: list[tuple[str, int, str | None, str, np.ndarray]] = []  # path, index, bone, property, keys
+    read: list[tuple[str, int, tuple[str, str] | None, np.ndarray]] = []  # path, index, (bone, property), keys
     for fcurve in _action_fcurves(action, armature):
         path = fcurve.data_path
         bone, prop = _bone_of(path)
-        if not stamped and not (bone in index and prop in _POSE_PATHS):  # (an import's: all, for the fingerprint)
+        pose = (bone, prop) if bone in index and prop in _POSE_PATHS else None
+        if pose is None and not stamped:  # (an import's action: every curve is read, for the fingerprint)
             continue
         keys = _get(fcurve.keyframe_points, "co", len(fcurve.keyframe_points), np.float32, 2)
-        read.append((path, fcurve.array_index, bone, prop, keys))
-    changed = read_back_digest([(p, i, k) for p, i, _, _, k in read]) != stored_keys(action) if stamped else None
+        read.append((path, fcurve.array_index, pose, keys))
+    changed = read_back_digest([(p, i, k) for p, i, _, k in read]) != stored_keys(action) if stamped else None
     start, end = (float(f) for f in action.frame_range)
     if changed is False and not unchanged_channels:
         return ActionData(action.name, [], (start, end), props=_props(action), keys_changed=False)
     curves: dict[tuple[str, str], dict[int, np.ndarray]] = {}
-    for _, array_index, bone, prop, keys in read:
-        if bone in index and prop in _POSE_PATHS and len(keys):
-            curves.setdefault((bone, prop), {})[array_index] = keys.astype(np.float64)
+    for _, array_index, pose, keys in read:
+        if pose is not None and len(keys):
+            curves.setdefault(pose, {})[array_index] = keys.astype(np.float64)
     channels = []
     scale = _uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
     for bone in bone_names:
