@@ -159,10 +159,12 @@ def float_chars(values: np.ndarray, dedupe: bool = True) -> tuple[np.ndarray, in
 
 
 def _unique(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(flat, return_inverse=True)`` for finite float32 without -0, sorted by bit pattern instead (a
-    stable integer sort is the cheaper one; the order does not matter here)."""
+    """``np.unique(flat, return_inverse=True)`` for finite float32 without -0, sorted by bit pattern instead. The
+    order among equal values does not matter here, so numpy's default (unstable) sort: on a mesh's 43,000 numbers
+    1.2 ms where the stable one took 2.6 (and 47 against 120 ms on a million random values; only input already in
+    order sorts faster stably)."""
     bits = flat.view(np.uint32)
-    order = np.argsort(bits, kind="stable")
+    order = np.argsort(bits)
     ordered = bits[order]
     first = np.empty(flat.size, dtype=bool)
     first[:1] = True
