@@ -5,7 +5,6 @@ that a failure, for CI)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -13,15 +12,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import script_module
 
 
 def _setup_script():
-    spec = importlib.util.spec_from_file_location("oracle_assimpjs", ROOT / "scripts" / "oracle_assimpjs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("oracle_assimpjs")
 
 
 def _require() -> tuple[str, Path]:

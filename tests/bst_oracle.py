@@ -15,7 +15,6 @@ normal, UV, weights by bone name), order-free; shape keys per corner too.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
@@ -23,16 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import script_module
 
-ROOT = Path(__file__).resolve().parents[1]
 _registered: dict[str, object] = {}
 
 
 def _setup_script():
-    spec = importlib.util.spec_from_file_location("oracle_bst", ROOT / "scripts" / "oracle_bst.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("oracle_bst")
 
 
 def bst_folder() -> Path | None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -27,6 +29,15 @@ try:
     import bpy
 except ImportError:
     bpy = None
+
+
+def script_module(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module: the set-up and bench scripts are files to run, not a package to import,
+    yet their tests call their functions."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def samples_dir() -> Path:

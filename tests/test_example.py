@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLE, ROOT, bpy, samples_dir
+from conftest import EXAMPLE, ROOT, bpy, samples_dir, script_module
 
 
 def load_make_example():
-    spec = importlib.util.spec_from_file_location("make_example", ROOT / "scripts" / "make_example.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("make_example")
 
 
 def test_committed_example_matches_the_generator():

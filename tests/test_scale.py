@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
-from conftest import ROOT, bpy
+from conftest import bpy, script_module
 
 pytestmark = [
     pytest.mark.skipif(bpy is None, reason="Blender (the bpy wheel) is not installed; run ./scripts/test.sh"),
@@ -17,10 +15,7 @@ KB_PER_UNIT = 1.0  # the bound BENCHMARKS.md states: an import adds at most 1 KB
 
 
 def scale_module():
-    spec = importlib.util.spec_from_file_location("scale", ROOT / "scripts" / "scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("scale")
 
 
 @pytest.mark.parametrize("kind", ["ms3d", "source"])

@@ -8,7 +8,6 @@ The set-up tests build real virtual environments, offline: a throwaway requireme
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
@@ -19,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, script_module
 
 VERSION = "9.9"  # not a Blender version: the requirements come from the test's own folder
 PROBE = "io_ms3d_mdl_probe"
@@ -29,10 +28,7 @@ pytestmark = pytest.mark.long
 
 
 def load_bootstrap():
-    spec = importlib.util.spec_from_file_location("bootstrap", ROOT / "scripts" / "bootstrap.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("bootstrap")
 
 
 def write_probe_wheel(folder: Path) -> None:
