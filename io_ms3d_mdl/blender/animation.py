@@ -138,13 +138,21 @@ class _ActionLayout:
     import may hold 39,000 curves). ``signature`` tells which curves the action has, for sharing a template."""
 
     def __init__(self, data: ActionData) -> None:
-        channels = data.channels
-        rotations, rot_first, rot_counts, lost = _pairs(
-            [c.rotation_frames for c in channels], [c.rotations for c in channels], 4
-        )
-        locations, loc_first, loc_counts, lost_too = _pairs(
-            [c.location_frames for c in channels], [c.locations for c in channels], 3
-        )
+        channels, packed = data.channels, data.packed
+        if packed is not None and len(packed.rotation_counts) == len(packed.location_counts) == len(channels):
+            rotations, rot_first, rot_counts, lost = _laid_pairs(
+                packed.rotation_frames, packed.rotations, packed.rotation_counts, 4
+            )
+            locations, loc_first, loc_counts, lost_too = _laid_pairs(
+                packed.location_frames, packed.locations, packed.location_counts, 3
+            )
+        else:
+            rotations, rot_first, rot_counts, lost = _pairs(
+                [c.rotation_frames for c in channels], [c.rotations for c in channels], 4
+            )
+            locations, loc_first, loc_counts, lost_too = _pairs(
+                [c.location_frames for c in channels], [c.locations for c in channels], 3
+            )
         self.dropped = lost + lost_too
         self.pairs = np.concatenate([rotations, locations])
         rot_keys, loc_keys = len(rotations) // 8, len(locations) // 6
@@ -188,6 +196,15 @@ def _pairs(
     counts = np.array([len(f) for f in frames], dtype=np.int64)
     frames = np.concatenate([np.zeros(0), *frames])
     values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
+    return _laid_pairs(frames, values, counts, width)
+
+
+def _laid_pairs(
+    frames: np.ndarray, values: np.ndarray, counts: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`_pairs` of keys already end to end: ``frames`` (N,), ``values`` (N, width), ``counts`` per channel."""
+    counts = np.asarray(counts, dtype=np.int64)
+    values = np.reshape(values, (-1, width))
     showable = np.abs(frames) <= Limits.MAX_FRAME  # False for NaN and infinities too
     dropped = len(frames) - int(np.count_nonzero(showable))
     if dropped:

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .types import BoneChannels, MaterialData, SceneData
+from .types import ActionData, MaterialData, SceneData
 
 IDENTITY_QUATERNION = np.array([1.0, 0.0, 0.0, 0.0])
 MAX_BONE_LENGTH = 1e6
@@ -121,11 +121,17 @@ def _quaternions(array: np.ndarray) -> int:
     return count
 
 
-def _channels(channels: list[BoneChannels], finite: set[int]) -> int:
+def _channels(action: ActionData, finite: set[int]) -> int:
     """An action's keys. Converters gather them into a few arrays (for many actions at once) and hand out views:
     when the arrays behind every view are finite, so is every view, one check per array instead of four per bone
     (70 ms of a 130-action import). Otherwise, or with arrays of their own, each is repaired as before. ``finite``
-    holds the arrays already found finite, for the next actions."""
+    holds the arrays already found finite, for the next actions. An action whose keys are packed (its channels
+    views of them) is checked through those few arrays, not its channels one by one."""
+    packed, channels = action.packed, action.channels
+    if packed is not None:
+        whole = [packed.rotation_frames, packed.location_frames, packed.rotations, packed.locations]
+        if _all_finite(whole, finite):
+            return 0
     kinds = (
         ([c.rotation_frames for c in channels], _zero_non_finite),
         ([c.location_frames for c in channels], _zero_non_finite),
@@ -285,7 +291,7 @@ def _replace_non_finite(scene: SceneData) -> None:
         count += _bones(scene.skeleton.bones)
     finite: set[int] = set()
     for action in scene.actions:
-        count += _channels(action.channels, finite)
+        count += _channels(action, finite)
     if count:
         scene.warnings.add(
             f"{count} values in the file were not usable numbers (NaN, infinity, or beyond what Blender can hold); "

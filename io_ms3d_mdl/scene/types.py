@@ -185,6 +185,21 @@ class BoneChannels:
 
 
 @dataclass
+class PackedKeys:
+    """An action's keys as a converter laid them out: every channel's rotation keys end to end, channel after channel
+    in ``ActionData.channels``' order, then the same for its locations, with each channel's key counts. The channels
+    are views of these arrays (a change made in place shows in both), so the builder and the finite guard take the
+    keys whole, a few arrays an action instead of four per bone."""
+
+    rotation_frames: np.ndarray  # (N,)
+    rotations: np.ndarray  # (N, 4)
+    rotation_counts: np.ndarray  # (C,) int: keys of each channel
+    location_frames: np.ndarray  # (M,)
+    locations: np.ndarray  # (M, 3)
+    location_counts: np.ndarray  # (C,)
+
+
+@dataclass
 class ClipData:
     """A named frame range (MilkShape users list them in the model comment)."""
 
@@ -204,6 +219,7 @@ class ActionData:
     props: Props = field(default_factory=dict)
     keys_changed: bool | None = None  # read back from Blender: keys other than the import made (None: not known)
     frame_step: float | None = None  # an import's: Blender frames per file frame (kept with the keys' fingerprint)
+    packed: PackedKeys | None = None  # the channels' keys whole, when a converter made the channels views of them
 
 
 @dataclass

@@ -29,7 +29,7 @@ from ..rotations import (
     quaternion_to_matrix,
     right_matrix,
 )
-from ..types import ActionData, AnimationEntry, BoneChannels, SceneData
+from ..types import ActionData, AnimationEntry, BoneChannels, PackedKeys, SceneData
 
 BUILD_CHOICES = ("NONE", "DEFAULT", "OWN", "ALL")
 
@@ -299,16 +299,16 @@ def _clipbuild_channels(
     both = np.zeros((2 * len(bones), *quats.shape[1:]))  # rotations and locations (a zero fourth component)
     both[: len(bones)], both[len(bones) :, :, :3] = quats, locs
     keep = _needed_keys(both, np.repeat([ROTATION_TOLERANCE, LOCATION_TOLERANCE * abs(scale)], len(bones)), starts)
-    kept_frames, rotations, locations, spans = _kept(frames, quats, locs, keep, starts)
+    (rot_frames, rotations, loc_frames, locations), packs, spans = _kept(frames, quats, locs, keep, starts)
     actions = []
     names = bones.tolist()
-    for a, anim in enumerate(anims):
+    for a, (anim, packed) in enumerate(zip(anims, packs, strict=True)):
         channels = [
-            BoneChannels(b, kept_frames[r0:r1], rotations[q0:q1], kept_frames[l0:l1], locations[p0:p1])
-            for b, (r0, r1, q0, q1, l0, l1, p0, p1) in zip(names, spans[a], strict=True)
+            BoneChannels(b, rot_frames[r0:r1], rotations[r0:r1], loc_frames[l0:l1], locations[l0:l1])
+            for b, (r0, r1, l0, l1) in zip(names, spans[a], strict=True)
         ]
         end = float(frames[starts[a] + lengths[a] - 1])
-        actions.append(ActionData(anim.name, channels, (0.0, end), additive=anim.delta))
+        actions.append(ActionData(anim.name, channels, (0.0, end), additive=anim.delta, packed=packed))
     return actions
 
 
@@ -365,19 +365,48 @@ def _conversions(rest_rot: bytes, x: bytes, count: int, delta: bool) -> tuple[np
 
 def _kept(
     frames: np.ndarray, quats: np.ndarray, locs: np.ndarray, keep: np.ndarray, starts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
-    """The kept frames (rotation rows, then location rows), rotations and locations, each gathered once for all
-    the animations, and per animation, per bone, where its slices of them begin and end: frames, rotations,
-    frames, locations (each channel's keys are views, not copies)."""
+) -> tuple[tuple[np.ndarray, ...], list[PackedKeys], list]:
+    """The kept keys of every animation gathered once (rotation frames, rotations, location frames, locations),
+    animation after animation, each one's keys bone after bone; each animation's keys packed (views of those
+    arrays); and per animation, per bone, where its rotation and location keys begin and end in them.
+
+    The mask hands the keys out channel by channel (each channel's animations in turn): each run is moved to its
+    place in the animation-major order in one scatter, so that an action's keys lie together (its channels and its
+    ``PackedKeys`` are views of the same arrays, and the builder takes them without joining 4 arrays a bone)."""
     bones = len(quats)
-    counts = np.add.reduceat(keep, starts, axis=1, dtype=np.int64)  # (2B, A)
-    ends = np.cumsum(counts.ravel()).reshape(counts.shape)
-    begins = ends - counts
-    below = int(ends[bones - 1, -1]) if bones else 0  # kept rotation keys: the locations' rows start there
-    rot, loc = (begins[:bones], ends[:bones]), (begins[bones:], ends[bones:])
-    spans = np.stack([*rot, *rot, *loc, loc[0] - below, loc[1] - below], axis=-1)  # (B, A, 8)
-    kept_frames = np.broadcast_to(frames, keep.shape)[keep]
-    return kept_frames, quats[keep[:bones]], locs[keep[bones:]], spans.swapaxes(0, 1).tolist()
+    counts = np.add.reduceat(keep, starts, axis=1, dtype=np.int64)  # (2B, A): keys per channel and animation
+    every_frame = np.broadcast_to(frames, (bones, len(frames)))
+    arrays, where, totals = [], [], []
+    for mask, runs, values in ((keep[:bones], counts[:bones], quats), (keep[bones:], counts[bones:], locs)):
+        flat = runs.ravel()  # (bone, animation) order: the mask's
+        by_animation = runs.T.ravel()  # (animation, bone) order: the one wanted
+        placed = (np.cumsum(by_animation) - by_animation).reshape(runs.shape[::-1]).T  # (B, A): where each run goes
+        to = np.arange(int(flat.sum())) + np.repeat(placed.ravel() - (np.cumsum(flat) - flat), flat)
+        kept_frames = np.empty(len(to), dtype=frames.dtype)
+        kept_frames[to] = every_frame[mask]
+        kept = np.empty((len(to), values.shape[2]), dtype=values.dtype)
+        kept[to] = values[mask]
+        arrays += [kept_frames, kept]
+        where.append(placed)
+        totals.append(runs.sum(axis=0))
+    rot_frames, rotations, loc_frames, locations = arrays
+    (rot_at, loc_at), (rot_total, loc_total) = where, totals
+    rot_first, loc_first = rot_at[0] if bones else rot_total * 0, loc_at[0] if bones else loc_total * 0
+    packs = [
+        PackedKeys(
+            rot_frames[r : r + n],
+            rotations[r : r + n],
+            counts[:bones, a],
+            loc_frames[q : q + m],
+            locations[q : q + m],
+            counts[bones:, a],
+        )
+        for a, (r, n, q, m) in enumerate(
+            zip(rot_first.tolist(), rot_total.tolist(), loc_first.tolist(), loc_total.tolist(), strict=True)
+        )
+    ]
+    spans = np.stack([rot_at, rot_at + counts[:bones], loc_at, loc_at + counts[bones:]], axis=-1)  # (B, A, 4)
+    return (rot_frames, rotations, loc_frames, locations), packs, spans.swapaxes(0, 1).tolist()
 
 
 ROTATION_TOLERANCE = 1e-5  # per quaternion component (about 2e-5 rad): a third of Quaternion48's finest step
