@@ -49,17 +49,28 @@ def bst_folder() -> Path | None:
     return found[-1].parents[1] if found else None
 
 
-def require_bst() -> Path:
+def missing_bst() -> str:
+    """Why Blender Source Tools is not there, and how to set it up."""
+    where = os.environ.get("IO_MS3D_MDL_BST") or _setup_script().target()
+    return (
+        f"Blender Source Tools not found at {where}: run `python scripts/oracle_bst.py` (network) or "
+        "`python scripts/oracle_bst.py PATH_TO_A_CLONE`, or set IO_MS3D_MDL_BST"
+    )
+
+
+def optional_bst() -> Path | None:
+    """Its folder, or None when it is not set up (the caller leaves out what needs it and says so); a failure
+    instead where it must be there (``IO_MS3D_MDL_REQUIRE_BST=1``, CI)."""
     folder = bst_folder()
+    if folder is None and os.environ.get("IO_MS3D_MDL_REQUIRE_BST"):
+        pytest.fail(missing_bst())
+    return folder
+
+
+def require_bst() -> Path:
+    folder = optional_bst()
     if folder is None:
-        where = os.environ.get("IO_MS3D_MDL_BST") or _setup_script().target()
-        reason = (
-            f"Blender Source Tools not found at {where}: run `python scripts/oracle_bst.py` (network) or "
-            "`python scripts/oracle_bst.py PATH_TO_A_CLONE`, or set IO_MS3D_MDL_BST"
-        )
-        if os.environ.get("IO_MS3D_MDL_REQUIRE_BST"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        pytest.skip(missing_bst())
     return folder
 
 

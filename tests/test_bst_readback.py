@@ -153,3 +153,13 @@ def test_without_the_oracle_the_harness_skips_with_the_way_to_set_it_up(monkeypa
     monkeypatch.delenv("IO_MS3D_MDL_REQUIRE_BST", raising=False)
     with pytest.raises(pytest.skip.Exception, match=r"scripts/oracle_bst\.py"):
         bst_oracle.require_bst()
+
+
+def test_where_the_oracle_is_optional_it_is_none_or_a_failure_where_required(monkeypatch, tmp_path):
+    """The GUI tour leaves its re-import out without it (``optional_bst``), but not where CI requires it."""
+    monkeypatch.setenv("IO_MS3D_MDL_BST", str(tmp_path / "absent"))
+    monkeypatch.delenv("IO_MS3D_MDL_REQUIRE_BST", raising=False)
+    assert bst_oracle.optional_bst() is None
+    monkeypatch.setenv("IO_MS3D_MDL_REQUIRE_BST", "1")
+    with pytest.raises(pytest.fail.Exception, match=r"scripts/oracle_bst\.py"):
+        bst_oracle.optional_bst()

@@ -15,7 +15,9 @@ The extension is the zip ``scripts/build_extension.py`` builds (once per run), o
 ``test_gui_tour`` keeps its screenshots in its temporary folder (the path is in its output with ``-rP``) and, when
 ``IO_MS3D_MDL_SCREENSHOTS=DIR`` is set, writes small cropped copies to DIR (relative to the checkout) for the
 README: ``IO_MS3D_MDL_SCREENSHOTS=docs/screenshots`` (the first listed Blender's; the others' go to
-``DIR/<their folder's name>``).
+``DIR/<their folder's name>``). Its last stop reads the edited model's Source export back with Blender Source Tools
+(``tests/bst_oracle.py``) inside the real Blender: without it that sub-step is left out, saying why, unless
+``IO_MS3D_MDL_REQUIRE_BST=1`` (CI), which fails instead.
 
     cd tests && python -m pytest -q test_real_blender.py
 """
@@ -34,6 +36,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from bst_oracle import missing_bst, optional_bst
 from conftest import ROOT, samples_dir
 from steam_writer import steam_tree
 
@@ -339,6 +342,7 @@ GUI_SHOTS = ("import_menu", "ms3d_browser", "source_browser", "source_browser_op
 GUI_SHOTS += ("sidebar", "decompile_browser")
 GUI_SHOTS += ("material_preview", "physics", "preferences", "sidebar_game_models", "game_browser")
 GUI_SHOTS += ("goldsrc", "bloodlines", "export_menu", "ms3d_export_browser", "source_export_browser")
+GUI_SHOTS += ("source_reimport",)  # Blender Source Tools' import of the edited model's export: only with it set up
 DOC_WIDTH = 900  # README images: at most this wide,
 DOC_BYTES = 200_000  # and this large
 
@@ -420,6 +424,13 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     command += ["--rigged", rigged, "--goldsrc", sample(GOLDSRC), "--vpk", vpk, "--steam", steam_tree(tmp_path)]
     vampire, textured = bloodlines_game(tmp_path)
     command += ["--bloodlines", vampire]
+    # The independent reader of the edited Source export; without it (not set up, and not required) that sub-step
+    # is left out, saying so.
+    bst = optional_bst()
+    if bst is None:
+        print(f"GUI tour: no re-import of the edited Source export: {missing_bst()}")
+    else:
+        command += ["--bst", bst]
     code, log = run(command, installed, timeout=620)
     print(f"GUI tour screenshots: {shots}\n{log}")
     (shots / "blender.log").write_text(log)
@@ -473,6 +484,22 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert checks["source_export_browser_operator"] == "EXPORT_SCENE_OT_source_qc", checks
     assert checks["source_export"] == ["FINISHED"] and "metal_box.qc" in checks["source_export_files"], checks
     assert checks["source_export_differs"] == [], checks
+    # ... then edited in Edit Mode (the top half of its mesh moved up 10 units) and exported into a second folder
+    (low, high), (edited_low, edited_high) = checks["source_unedited_bounds"], checks["source_edit_bounds"]
+    assert checks["source_edit_move"] == checks["source_edit_export"] == ["FINISHED"], checks
+    assert 0 < checks["source_edit_selected"] < 5364, checks  # part of the mesh's vertices
+    assert edited_low == low and abs(edited_high[2] - high[2] - 10) < 1e-3 and edited_high[:2] == high[:2], checks
+    assert checks["source_reimport_file"] == "metal_box.smd", checks
+    if bst is not None:  # ... whose reference SMD Blender Source Tools reads back in the same Blender: the edit
+        assert checks["source_reimport"] == ["FINISHED"], checks
+        assert checks["source_reimport_objects"] == ["ARMATURE", "MESH"], checks
+        # its vertices are the mesh's distinct positions (it welds an SMD's corners), its triangles the mesh's
+        assert checks["source_reimport_counts"] == checks["source_edit_counts"], checks
+        assert checks["source_edit_counts"][1] == 5064, checks
+        corners = zip(checks["source_reimport_bounds"], checks["source_edit_bounds"], strict=True)
+        worst = max(abs(a - b) for theirs, ours in corners for a, b in zip(theirs, ours, strict=True))
+        assert worst < 1e-3, checks  # one Blender-held float32 and the SMD's six decimals apart
+        assert checks["source_reimport_materials"] == ["metal_box"], checks
     # Bloodlines: the whole character (its own vertices, VTX 107 strips), skinned to its 77 bones and posed in its
     # default sequence, standing (feet at 0, head near the 72-unit hull's top), the body's .tth/.ttz texture shown
     assert checks["bloodlines_import"] == ["FINISHED"] and checks["bloodlines_version"] == 2531, checks
@@ -484,7 +511,8 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
         body = [size for name, *size in checks["bloodlines_images"] if name.startswith("femcitizen3body")]
         assert body == [[1024, 512]], checks["bloodlines_images"]
 
-    assert sorted(result["shots"]) == sorted(GUI_SHOTS), result["shots"]
+    expected_shots = GUI_SHOTS if bst is not None else tuple(s for s in GUI_SHOTS if s != "source_reimport")
+    assert sorted(result["shots"]) == sorted(expected_shots), result["shots"]
     crops = tmp_path / "crops"
     crops.mkdir()
     docs = os.environ.get("IO_MS3D_MDL_SCREENSHOTS")
@@ -498,5 +526,5 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
         if blender_gui.parent != LANES[0]:  # the README shows the first Blender's; the others' go to a subfolder
             target /= blender_gui.parent.name
         target.mkdir(parents=True, exist_ok=True)
-        for name in GUI_SHOTS:
+        for name in expected_shots:
             shutil.copy(crops / f"{name}.png", target / f"{name}.png")

@@ -3,7 +3,7 @@
 Run by ``tests/test_real_blender.py`` (``test_gui_tour``) through the ``blender-gui`` wrapper (Xvfb, software GL):
 
     blender-gui --python tests/real_blender/gui_tour.py -- --out DIR --mdl MODEL.mdl --ms3d MODEL.ms3d --rigged RIG.mdl
-        --vpk ADDON.vpk --steam STEAM_FOLDER [--goldsrc HL1.mdl] [--bloodlines VTMB.mdl]
+        --vpk ADDON.vpk --steam STEAM_FOLDER [--goldsrc HL1.mdl] [--bloodlines VTMB.mdl] [--bst BST_FOLDER]
 
 The extension must be installed and enabled in the user configuration Blender runs with. The tour opens
 File > Import, both file browsers with their options sidebar, imports the Source model, selects one of its
@@ -11,7 +11,9 @@ objects and shows the Object and Collection tabs, the 3D Viewport sidebar tab "S
 model's collision hull (its hidden physics collection, shown), imports a rigged model while one of the first
 model's meshes is active, shows the add-on's games in the Preferences window (a made-up Steam installation's games
 found, the VPK added), opens Browse Game Models and clicks the VPK's first model, which imports, and finally shows
-a Half-Life 1 model and a Bloodlines character alone, textured, in Material Preview.
+a Half-Life 1 model and a Bloodlines character alone, textured, in Material Preview, then File > Export to
+MilkShape 3D and back, and to Source Model Sources: the unedited model, then the model edited in Edit Mode, whose
+reference SMD Blender Source Tools (``--bst``, its folder) imports in this same Blender.
 Screenshots are of the whole X screen (``import -window root``); ``DIR/result.json`` records each one with the
 screen rectangle worth cropping, what was checked, and any Python error (the test fails on those). Blender quits
 at the end, also after an error.
@@ -23,11 +25,13 @@ import argparse
 import filecmp
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import traceback
 
+import bmesh
 import bpy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # Blender runs this file alone
@@ -48,6 +52,7 @@ parser.add_argument("--goldsrc", default="", help="a GoldSrc (Half-Life 1) model
 parser.add_argument("--bloodlines", default="", help="a Bloodlines (MDL 2531) character to import and show")
 parser.add_argument("--vpk", required=True)
 parser.add_argument("--steam", required=True)
+parser.add_argument("--bst", default="", help="the folder holding Blender Source Tools' io_scene_valvesource")
 ARGS = parser.parse_args(sys.argv[sys.argv.index("--") + 1 :])
 
 RESULT: dict = {"shots": {}, "checks": {}, "errors": [], "finished": False}
@@ -361,7 +366,7 @@ def tour():
     if ARGS.bloodlines:
         yield from bloodlines_stop(view3d)
     yield from export_stop()
-    yield from source_export_stop(model)
+    yield from source_export_stop(model, obj)
 
 
 def decompile_stop(model: bpy.types.Collection, sidebar: bpy.types.Region):
@@ -645,14 +650,15 @@ def export_stop():
     checks["export_bones"] = [len(o.data.bones) for o in again.all_objects if o.type == "ARMATURE"]
 
 
-def source_export_stop(model: bpy.types.Collection):
+def source_export_stop(model: bpy.types.Collection, obj: bpy.types.Object):
     """File › Export › Source Model Sources (.qc) on the textured Source model, unedited: its file browser (shot),
-    then Accept; the files equal the ones its Decompile… wrote, byte for byte (the decompile stop's folder)."""
+    then Accept; the files equal the ones its Decompile… wrote, byte for byte (the decompile stop's folder). ``obj``:
+    its mesh, the one made active after its import (it alone is shown: the tour's later imports went into the model's
+    collection, an import's collection being linked under the active one)."""
     checks = RESULT["checks"]
     for other in bpy.context.view_layer.objects:
-        other.hide_set(other not in set(model.all_objects))
+        other.hide_set(other != obj)
         other.select_set(False)
-    obj = model_objects(model)[0]
     obj.select_set(True)
     bpy.context.view_layer.objects.active = obj
     chosen = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "exported")
@@ -680,6 +686,108 @@ def source_export_stop(model: bpy.types.Collection):
         or not filecmp.cmp(os.path.join(decompiled, n), os.path.join(chosen, n), shallow=False)
     ]
     yield 0.5
+    yield from source_reimport_stop(model, obj)
+
+
+EDIT_RISE = 10.0  # Source units: how far the edit moves the top half of the model's mesh up
+
+
+def source_bounds(points: list, scale: float) -> list[list[float]]:
+    """The corners (lowest, highest) of ``points`` in Source units, to 1e-4 (an SMD has six decimals). The tour imports
+    with Source's own axes (the default), so only the import's scale lies between Blender and Source."""
+    lows = [min(p[i] for p in points) / scale for i in range(3)]
+    highs = [max(p[i] for p in points) / scale for i in range(3)]
+    return [[round(v, 4) for v in lows], [round(v, 4) for v in highs]]
+
+
+def source_reimport_stop(model: bpy.types.Collection, obj: bpy.types.Object):
+    """The model edited as a user edits it: in Edit Mode, the top half of its mesh selected and moved up EDIT_RISE
+    Source units with the Move operator (what G does), back to Object Mode; File › Export › Source Model Sources
+    into a second folder (its browser, Accept); then that export's reference SMD (the QC's ``studio``) imported by
+    an independent reader in this same Blender, Blender Source Tools' ``import_scene.smd`` (GPL, never part of the
+    project; registered from ``--bst`` for this stop only, left out when the test has none). Shot: its mesh alone."""
+    checks = RESULT["checks"]
+    scale = float(model["source_import_scale"])
+    checks["source_edit_object"] = obj.name
+    world = [obj.matrix_world @ v.co for v in obj.data.vertices]
+    checks["source_unedited_bounds"] = source_bounds(world, scale)
+    middle = (min(p.z for p in world) + max(p.z for p in world)) / 2
+    for other in bpy.context.view_layer.objects:
+        other.select_set(other == obj)
+    bpy.context.view_layer.objects.active = obj
+    with override():
+        bpy.ops.object.mode_set(mode="EDIT")
+    yield 0.5
+    checks["source_edit_mode"] = obj.mode
+    mesh = bmesh.from_edit_mesh(obj.data)  # the selection a box select over the top half makes
+    for vertex in mesh.verts:
+        vertex.select_set((obj.matrix_world @ vertex.co).z > middle)
+    mesh.select_flush_mode()
+    bmesh.update_edit_mesh(obj.data)
+    checks["source_edit_selected"] = sum(v.select for v in mesh.verts)
+    with override():
+        checks["source_edit_move"] = sorted(bpy.ops.transform.translate(value=(0.0, 0.0, EDIT_RISE * scale)))
+        bpy.ops.object.mode_set(mode="OBJECT")
+    yield 0.5
+    world = [obj.matrix_world @ v.co for v in obj.data.vertices]
+    checks["source_edit_bounds"] = source_bounds(world, scale)
+    # Blender Source Tools welds an SMD's corners by position (and weights: one bone here), where our import keeps
+    # the VVD's vertices (split at UV and normal seams): its vertex count is the mesh's distinct positions.
+    positions = {tuple(round(c / scale, 4) for c in p) for p in world}
+    triangles = sum(len(p.vertices) - 2 for p in obj.data.polygons)
+    checks["source_edit_counts"] = [len(positions), triangles]
+
+    edited = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "exported_edited")
+    os.makedirs(edited, exist_ok=True)
+    windows = len(bpy.context.window_manager.windows)
+    with override():
+        bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(edited, "metal_box.qc"))
+    browser, area = yield from opened_browser(windows, "edited Source export")
+    yield 1.0
+    checks["source_edit_export"] = yield from accept(browser, area, windows, "edited Source export")
+    with open(os.path.join(edited, "metal_box.qc"), encoding="utf-8") as qc:
+        reference = re.search(r'^\s*studio\s+"([^"]+)"', qc.read(), re.MULTILINE)
+    checks["source_reimport_file"] = reference.group(1) if reference else None
+    assert reference, "the edited export's QC names no reference SMD"
+    if not ARGS.bst:
+        return
+    if ARGS.bst not in sys.path:
+        sys.path.insert(0, ARGS.bst)
+    import io_scene_valvesource
+
+    io_scene_valvesource.register()
+    try:
+        before = set(bpy.data.objects)
+        with override():  # a new armature of its own (not our models'), no bone shapes
+            checks["source_reimport"] = sorted(
+                bpy.ops.import_scene.smd(
+                    filepath=os.path.join(edited, reference.group(1)), append="NEW_ARMATURE", boneMode="NONE"
+                )
+            )
+        made = [o for o in bpy.data.objects if o not in before]
+        meshes = [o for o in made if o.type == "MESH"]
+        checks["source_reimport_objects"] = sorted(o.type for o in made)
+        checks["source_reimport_counts"] = [
+            sum(len(o.data.vertices) for o in meshes),
+            sum(len(p.vertices) - 2 for o in meshes for p in o.data.polygons),
+        ]
+        # Its scene is in Source units (one unit a Blender unit, Z up): bounds at scale 1.
+        checks["source_reimport_bounds"] = source_bounds(
+            [o.matrix_world @ v.co for o in meshes for v in o.data.vertices], 1.0
+        )
+        checks["source_reimport_materials"] = sorted({s.material.name for o in meshes for s in o.material_slots})
+        assert meshes, "Blender Source Tools made no mesh"
+        for other in bpy.context.view_layer.objects:
+            other.hide_set(other not in meshes)
+        # (textured: Blender Source Tools takes an existing material of the SMD's name, our import's metal_box)
+        yield from front_view_shot(
+            find_area("VIEW_3D"),
+            meshes,
+            "source_reimport",
+            "the edited metal_box (top half moved up) exported, and its SMD imported by Blender Source Tools",
+        )
+    finally:
+        io_scene_valvesource.unregister()
 
 
 def opened_browser(windows: int, what: str):
