@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import sample_path
+from conftest import ms3d_sample, sample_path
 from test_archives import KNIFE
 
 from io_ms3d_mdl.cli import main
@@ -18,6 +18,7 @@ from io_ms3d_mdl.decompile import DecompileOptions, decompile
 pytestmark = pytest.mark.blender
 
 METAL_BOX = "Igrium__portal_nrtx/models/props/metal_box.mdl"
+DWARF = "akadjoker__H3DView/media/dwarf.ms3d"
 UNEDITED = [
     METAL_BOX,
     "icewind1991__vmdl/data/barrel01.mdl",
@@ -95,6 +96,24 @@ def test_a_model_imported_into_anothers_collection_is_not_part_of_its_export(ble
     set_skin(box, 1)  # (the skin switch of the outer model leaves the inner one's slots alone)
     assert {o.name: [s.material for s in o.material_slots] for o in civilian.all_objects} == theirs
     assert own.material_slots[0].material.name == "metal_box_companion"
+
+
+def test_a_milkshape_model_imported_into_its_collection_is_not_part_of_its_export(blender, tmp_path):
+    """The same for a MilkShape model (the GUI tour's dwarf, with its own armature, imported while metal_box's
+    collection is active): its armature is not taken for metal_box's, nor its meshes for metal_box's."""
+    from io_ms3d_mdl.blender.source_switch import own_objects
+
+    box = imported(blender, sample_path("source", METAL_BOX))
+    own = blender.context.view_layer.objects.active
+    layer = next(c for c in blender.context.view_layer.layer_collection.children if c.collection == box)
+    blender.context.view_layer.active_layer_collection = layer
+    assert blender.ops.import_scene.ms3d(filepath=str(ms3d_sample(DWARF))) == {"FINISHED"}
+    dwarf = next(c for c in blender.data.collections if "ms3d_version" in c)
+    assert dwarf.name in box.children and any(o.type == "ARMATURE" for o in dwarf.all_objects)
+    assert set(own_objects(box)).isdisjoint(dwarf.all_objects)
+    blender.context.view_layer.objects.active = own
+    ours = export(blender, tmp_path / "export")
+    assert differences(ours, decompiled(sample_path("source", METAL_BOX), tmp_path / "decompiled")) == []
 
 
 def same_numbers(a: bytes, b: bytes) -> bool:

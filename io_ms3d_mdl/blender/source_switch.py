@@ -31,15 +31,19 @@ def model_collection(context: bpy.types.Context) -> bpy.types.Collection | None:
     return None
 
 
+MODEL_MARKS = ("source_version", "ms3d_version")  # what every import stamps on its model's collection
+
+
 def own_objects(model: bpy.types.Collection) -> list[bpy.types.Object]:
     """The model's objects, without those of another model imported into its collection (an import links its
-    collection under the active one, so a model's ``all_objects`` may hold a second model's meshes and armature)."""
+    collection under the active one, so a model's ``all_objects`` may hold a second model's meshes and armature:
+    a Source, GoldSrc or MilkShape one)."""
     found: dict[bpy.types.Object, None] = {}
     stack = [model]
     while stack:
         coll = stack.pop()
         found.update(dict.fromkeys(coll.objects))
-        stack.extend(c for c in coll.children if "source_version" not in c)
+        stack.extend(c for c in coll.children if not any(mark in c for mark in MODEL_MARKS))
     return list(found)
 
 
