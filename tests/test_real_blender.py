@@ -113,6 +113,7 @@ def blender_gui(real_blender) -> Path:
 BAD_LINES = re.compile(
     r"Traceback \(most recent call last\)"
     r"|^Error\b|^ERROR\b|^WARN\b|^Warning\b"  # operator reports and Blender's own (CLOG) errors and warnings
+    r"|^\d+:\d+\.\d+ +[\w.]+ +\| (WARNING|ERROR|FATAL)\b"  # the same, as 5.x logs them: after a time stamp
     r"|\b\w*(Error|Exception|Warning): "  # Python exceptions and warnings (DeprecationWarning: ...)
     r"|unable to get Python class|has been registered before|Exception in module|property not found"
     r"|Segmentation fault|blender\.crash\.txt",
@@ -441,10 +442,17 @@ def test_gui_tour(blender_gui, gui_tools, installed, tmp_path):
     assert code == 0 and result["finished"], log
     # Debian's Blender has no translations: drawing the Preferences window warns that its language matches no item.
     no_languages = (
-        r"WARN \(bpy\.rna\): .* current value '\d+' matches no enum in 'PreferencesView', '\(null\)', 'language'"
+        r"(WARN \(bpy\.rna\): .*|.*bpy\.rna +\| WARNING) current value '\d+' matches no enum in 'PreferencesView', "
+        r"'\(null\)', 'language'"
+    )
+    # 5.x uploads a DDS image's blocks to the GPU as they are, read again from its file: ours are packed, so Blender
+    # says so and decodes them itself (as it does for a format the GPU lacks: software GL has no BC7), as 4.x always
+    # did. The textures show either way (the Material Preview shot).
+    gpu_decodes = r".*image\.gpu +\| WARNING DDS image '' (failed to load data from file|falling back to " + (
+        r"uncompressed|is not in a supported GPU compression format)"
     )
     expected = importer_warnings(mdl, rigged, GOLDSRC, "v_knife_t.mdl", vampire).pattern
-    allowed = re.compile(f"{expected}|{no_languages}")
+    allowed = re.compile(f"{expected}|{no_languages}|{gpu_decodes}")
     assert not bad_lines(log, allowed), log
     assert not crash_files(installed)
 
