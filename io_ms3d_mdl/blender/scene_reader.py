@@ -10,7 +10,7 @@ meshes are evaluated), and nothing in the file is changed once the export has fi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -725,13 +725,19 @@ def _clips(armature: bpy.types.Object) -> list[ClipData]:
 
 
 def _action_fcurves(action: bpy.types.Action, armature: bpy.types.Object | None = None) -> list[bpy.types.FCurve]:
-    """The action's curves on every Blender: 4.4+ keep them in channelbags per slot (5.0 has nothing else).
+    """The action's curves on every Blender: 4.4+ keep them in channelbags per slot (5.0 has nothing else)."""
+    return [curve for curve, _ in _curves_and_finders(action, armature)]
 
-    From 4.5 a curve reached by walking its channelbag reads its keys six times slower (about 120 ns a key in
-    ``foreach_get`` against 20: ``scripts/bench_rna_calls.py``) than the same curve ``find`` returns, so each is
-    looked up by its path (a scan in C) in a channelbag of up to ``FIND_UP_TO`` curves."""
+
+def _curves_and_finders(
+    action: bpy.types.Action, armature: bpy.types.Object | None = None
+) -> list[tuple[bpy.types.FCurve, Callable | None]]:
+    """Each curve of the action (:func:`_action_fcurves`) with its channelbag's ``find`` (None on 4.2's legacy
+    list). From 4.5 a curve reached by walking its channelbag reads its keys six times slower (about 120 ns a key
+    in ``foreach_get`` against 20, ``scripts/bench_rna_calls.py``) than the one ``find`` returns: :func:`_keys`
+    looks a long curve up again (a scan in C costing what about 30 keys do)."""
     if not hasattr(action, "layers"):
-        return list(action.fcurves)
+        return [(curve, None) for curve in action.fcurves]
     slot = None
     anim = armature.animation_data if armature is not None else None
     if anim is not None and anim.action == action:
@@ -742,12 +748,21 @@ def _action_fcurves(action: bpy.types.Action, armature: bpy.types.Object | None 
             for bag in strip.channelbags:
                 if slot is None or bag.slot == slot:
                     listed = bag.fcurves
-                    if len(listed) > FIND_UP_TO:
-                        curves.extend(listed)
-                        continue
-                    find = listed.find
-                    curves.extend(find(c.data_path, index=c.array_index) or c for c in listed)
+                    find = listed.find if len(listed) <= FIND_UP_TO else None
+                    curves.extend((curve, find) for curve in listed)
     return curves
+
+
+FIND_FROM_KEYS = 32  # keys from which a walked curve is looked up again before they are read
+
+
+def _keys(fcurve: bpy.types.FCurve, find: Callable | None) -> np.ndarray:
+    """(K, 2) float32 frames and values of a curve, read through the curve ``find`` gives for a long one."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    if find is not None and count >= FIND_FROM_KEYS:
+        points = (find(fcurve.data_path, index=fcurve.array_index) or fcurve).keyframe_points
+    return _get(points, "co", count, np.float32, 2)
 
 
 def _keys_bones(action: bpy.types.Action, bone_names: list[str]) -> bool:
@@ -773,13 +788,13 @@ def _action(
     index = {n: i for i, n in enumerate(bone_names)}
     stamped = KEYS_PROPERTY in action
     read: list[tuple[str, int, tuple[str, str] | None, np.ndarray]] = []  # path, index, (bone, property), keys
-    for fcurve in _action_fcurves(action, armature):
+    for fcurve, find in _curves_and_finders(action, armature):
         path = fcurve.data_path
         bone, prop = _bone_of(path)
         pose = (bone, prop) if bone in index and prop in _POSE_PATHS else None
         if pose is None and not stamped:  # (an import's action: every curve is read, for the fingerprint)
             continue
-        keys = _get(fcurve.keyframe_points, "co", len(fcurve.keyframe_points), np.float32, 2)
+        keys = _keys(fcurve, find)
         read.append((path, fcurve.array_index, pose, keys))
     changed = read_back_digest([(p, i, k) for p, i, _, k in read]) != stored_keys(action) if stamped else None
     start, end = (float(f) for f in action.frame_range)
