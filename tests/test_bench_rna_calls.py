@@ -21,10 +21,11 @@ def test_every_call_is_timed_on_what_it_names(blender):
     from io_ms3d_mdl.blender.animation import _fcurves
 
     measured = bench_rna_calls.measure(runs=1)
-    assert len(measured) == 14 and all(math.isfinite(us) and us > 0 for us in measured.values())
+    assert len(measured) == 16 and all(math.isfinite(us) and us > 0 for us in measured.values())
     assert len(bench_rna_calls.table(measured)) == 3 + len(measured)
     curves = [c for a in bpy.data.actions if a.name.startswith("rna calls") for c in _fcurves(a)]
-    assert len(curves) == 3 * bench_rna_calls.CURVES  # 1-key, 20-key, and the ones keys were added to
+    assert len(curves) == 3 * bench_rna_calls.CURVES + bench_rna_calls.CURVES // 10  # 1-, 20-, 2,000-key, grown
+    assert sum(len(c.keyframe_points) == bench_rna_calls.LONG for c in curves) == bench_rna_calls.CURVES // 10
     keys = bench_rna_calls.KEYS
     full = [c for c in curves if len(c.keyframe_points) == keys]
     assert len(full) == bench_rna_calls.CURVES
