@@ -7,7 +7,8 @@ exporter (``wm.obj_export``) on the same mesh, and the keys' rate. Reports media
     and, in a second case, an armature of 64 bones weighting every vertex: our export (the operator, file written)
     against ``wm.obj_export`` of the same objects (UVs, normals, materials; the OBJ writes no weights).
 (b) Source: metal_box and the rigged civilian imported, then File > Export > Source Model Sources (QC, reference,
-    physics and animation SMDs, every file written) against ``wm.obj_export`` of the model's meshes.
+    physics and animation SMDs, every file written) against ``wm.obj_export`` of the model's meshes; where
+    ``scripts/oracle_bst.py`` set Blender Source Tools up, also against its SMD export of the same meshes.
 (c) Keys: 64 bones keyed on every frame of 2,000 (rotation and location; 256,000 MilkShape keys): the export's
     time with them minus its time without, as MilkShape keys per second.
 Runs alternate so drift hits both; ratio = ours / OBJ (below 1.0 means we are faster).
@@ -127,6 +128,7 @@ def export_tables(runs: int) -> list[str]:
         a, b = _pair(lambda: bpy.ops.export_scene.ms3d(filepath=ours_file, animation="NONE"), obj_file, runs)
         label = f"MilkShape 3D, grid{' + 64 bones, 2 weights a vertex' if rigged else ''}"
         out.append(f"| {label} | 64,800 | {a * 1000:.1f} | {b * 1000:.1f} | {a / b:.2f} |")
+    bst_notes: list[str] = []
     for relative in SOURCE_MODELS:
         path = SAMPLES / "source" / relative
         if not path.is_file():
@@ -144,10 +146,52 @@ def export_tables(runs: int) -> list[str]:
         a, b = _pair(lambda t=str(target): bpy.ops.export_scene.source_qc(filepath=t, overwrite=True), obj_file, runs)
         label = f"Source QC + SMD, {path.name} (unedited)"
         out.append(f"| {label} | {triangles:,} | {a * 1000:.1f} | {b * 1000:.1f} | {a / b:.2f} |")
+        bst = _bst_smd(meshes, folder / "bst", runs)
+        if bst is not None:
+            bst_notes.append(
+                f"{path.name}: Blender Source Tools' SMD export of the same meshes {bst * 1000:.1f} ms, ours (the whole"
+                f" QC + SMD set) {a * 1000:.1f} ms: ours ÷ theirs {a / bst:.2f}"
+            )
+    if bst_notes:
+        peer = "Peer for the Source export (Blender Source Tools' SMD exporter, the one most people use): "
+        out += ["", peer + "; ".join(bst_notes) + "."]
     grid(True)
     out += ["", _keys_line(runs, animate())]
     addon.unregister()
     return out
+
+
+def _bst_smd(meshes: list, folder: Path, runs: int) -> float | None:
+    """The median time of Blender Source Tools' SMD export (``export_scene.smd``, GPL, never part of the project) of
+    the scene's meshes, where ``scripts/oracle_bst.py`` set it up; None where it did not. Its export ends with an
+    undo step, which frees every Python reference to Blender data: the meshes are found again by name after it."""
+    import importlib
+
+    if str(ROOT / "scripts") not in sys.path:
+        sys.path.insert(0, str(ROOT / "scripts"))
+    target = importlib.import_module("oracle_bst").target()
+    if not (target / "io_scene_valvesource" / "__init__.py").is_file():
+        return None
+    if str(target) not in sys.path:
+        sys.path.insert(0, str(target))
+    bst = importlib.import_module("io_scene_valvesource")
+    if not hasattr(bpy.types.Scene, "vs"):
+        bst.register()
+    state = importlib.import_module("io_scene_valvesource.utils").State
+    names = [o.name for o in meshes]
+    active = bpy.context.view_layer.objects.active.name
+    scene = bpy.context.scene
+    scene.vs.export_path, scene.vs.export_format = str(folder), "SMD"
+
+    def export() -> None:
+        state.update_scene()
+        bpy.ops.export_scene.smd(export_scene=True)
+        for o in bpy.context.view_layer.objects:  # (the undo step made new objects: selected again by name)
+            o.select_set(o.name in names)
+        bpy.context.view_layer.objects.active = bpy.data.objects[active]
+
+    export()
+    return statistics.median(timed(export) for _ in range(runs))
 
 
 def _pair(ours, obj_file: str, runs: int) -> tuple[float, float]:
