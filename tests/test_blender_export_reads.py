@@ -132,3 +132,32 @@ def test_triangles_are_blenders_own_for_folded_flat_and_concave_quads(blender, m
     folded = ((loops[:, 1] - loops[:, 0] == 1) & (loops[:, 2] - loops[:, 0] == 3)).sum()  # cut along 1-3
     assert 100 < folded < 350  # (both cuts are made)
     assert read.count("loops") == (extra != "none")
+
+
+def test_a_long_curve_sharing_its_path_and_index_with_another_reads_its_own_keys(blender):
+    """The reader looks a curve of ``FIND_FROM_KEYS`` keys or more up again by path and index before reading its
+    keys; two curves may share both (a script can set ``array_index``), and then the second is not the first."""
+    from io_ms3d_mdl.blender.scene_reader import FIND_FROM_KEYS, _action, _curves_and_finders, _keys
+
+    bpy = blender
+    bpy.ops.object.armature_add()
+    rig = bpy.context.object
+    action = bpy.data.actions.new("shared path")
+    if not hasattr(action, "layers"):
+        pytest.skip("4.2's legacy action: no channelbag to look a curve up in")
+    slot = action.slots.new(id_type="OBJECT", name="rig")
+    bag = action.layers.new("layer").strips.new(type="KEYFRAME").channelbags.new(slot)
+    path = 'pose.bones["Bone"].location'
+    expected = []
+    for index, (count, value) in enumerate([(FIND_FROM_KEYS + 8, 1.0), (FIND_FROM_KEYS + 18, 2.0)]):
+        curve = bag.fcurves.new(path, index=index)
+        keys = np.stack([np.arange(count), np.full(count, value)], axis=1).astype(np.float32)
+        curve.keyframe_points.add(count)
+        curve.keyframe_points.foreach_set("co", keys.ravel())
+        expected.append(keys)
+    bag.fcurves[1].array_index = 0  # both curves are location[0] now
+    read = [_keys(curve, find) for curve, find in _curves_and_finders(action)]
+    assert [k.tobytes() for k in read] == [k.tobytes() for k in expected]
+    data = _action(action, rig, ["Bone"], {})
+    np.testing.assert_array_equal(data.channels[0].location_frames, expected[1][:, 0])
+    np.testing.assert_array_equal(data.channels[0].locations[:, 0], expected[1][:, 1])

@@ -324,3 +324,50 @@ def test_a_failure_while_making_a_template_removes_it(blender, tmp_path, monkeyp
     with pytest.raises(RuntimeError, match="injected failure in a template"):
         animation.build_actions(blender.data.objects["guy"], _two_alike(skeleton, ["a", "b"]), skeleton)
     assert sorted(a.name for a in blender.data.actions) == before
+
+
+def test_packed_keys_lay_out_as_the_channels_do_after_the_finite_guard(blender):
+    """``ActionData.packed``: each channel's keys are views of the packed arrays at their place (the builder lays
+    them out from there, the finite guard checks them there), so a repair made through either shows in both; the
+    layout is the one the channels give, keys beyond Blender's frames dropped alike. No bones, deltas keying some,
+    one frame, animations of different lengths, non-finite values and frames past ``MAX_FRAME``."""
+    import dataclasses
+
+    from io_ms3d_mdl.blender import animation
+    from io_ms3d_mdl.formats.source.animation import DecodedAnimation
+    from io_ms3d_mdl.scene.finite import replace_non_finite
+    from io_ms3d_mdl.scene.source.animation import build_channels
+    from io_ms3d_mdl.scene.types import SceneData
+
+    rng = np.random.default_rng(40)
+    for bones, delta in ((0, False), (1, False), (5, False), (5, True)):
+        anims = []
+        for k, frames in enumerate((1, 2, 7, 40, 3)):
+            rotations = rng.standard_normal((frames, bones, 4)) * (k % 2) + (1.0, 0.0, 0.0, 0.0)
+            positions = np.cumsum(rng.standard_normal((frames, bones, 3)), axis=0)
+            if bones and frames > 2:
+                rotations[1, -1, 2], positions[-1, 0, 1] = np.nan, np.inf
+            animated = np.arange(bones) % 2 == 0 if delta else np.ones(bones, bool)
+            anims.append(DecodedAnimation(f"a{k}", 30.0, delta, rotations, positions, animated))
+        scales = [1.0, 2.0, 0.5, 1e5, 1e9]  # (the last two animations' later keys are past MAX_FRAME)
+        eye = np.repeat(np.eye(3)[None], bones, axis=0)
+        with np.errstate(invalid="ignore"):  # (inf · 0 in the conversion: NaN, which the guard repairs)
+            actions = build_channels(anims, scales, eye, rng.standard_normal((bones, 3)), eye, 1.0)
+        replace_non_finite(SceneData("s", actions=actions))
+        for data in actions:
+            packed = data.packed
+            for kind, value in (("rotation", "rotations"), ("location", "locations")):
+                whole_frames, whole = getattr(packed, f"{kind}_frames"), getattr(packed, value)
+                counts = [len(getattr(c, f"{kind}_frames")) for c in data.channels]
+                assert np.asarray(getattr(packed, f"{kind}_counts")).tolist() == counts
+                assert np.isfinite(whole_frames).all() and np.isfinite(whole).all()
+                for c, first in zip(data.channels, np.cumsum(counts) - counts, strict=True):
+                    part = slice(int(first), int(first) + len(getattr(c, f"{kind}_frames")))
+                    for mine, theirs in ((getattr(c, f"{kind}_frames"), whole_frames), (getattr(c, value), whole)):
+                        assert np.shares_memory(mine, theirs) or not len(mine)
+                        assert np.array_equal(mine, theirs[part])
+            laid = animation._ActionLayout(data)
+            alone = animation._ActionLayout(dataclasses.replace(data, packed=None))
+            assert laid.pairs.tobytes() == alone.pairs.tobytes() and laid.dropped == alone.dropped
+            assert (laid.starts, laid.counts, laid.signature) == (alone.starts, alone.counts, alone.signature)
+        assert sum(animation._ActionLayout(a).dropped for a in actions) > 0 or not bones

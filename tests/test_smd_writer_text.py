@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 
 import numpy as np
+import pytest
 
 from io_ms3d_mdl.formats.float_text import finite32, float_tokens
 from io_ms3d_mdl.formats.smd import SmdSkeleton, SmdTriangles, write_smd, write_vta
@@ -112,3 +113,41 @@ def test_corners_numbered_by_vertex_write_the_same_text():
         counts.append((stats.rows, stats.non_finite))
     assert texts[0] == texts[1]
     assert counts[0] == counts[1] == (12 + t * 3, 2 * int((tris == 7).sum()))
+
+
+def test_shared_lines_equal_the_corners_written_alone_at_every_edge():
+    """The shared lines' writer (each triangle four picks from a pool of lines: its material's, its corners') against
+    the corners formatted alone: material names with NULs, quotes, line breaks, non-ASCII and surrogate-escaped
+    bytes or nothing at all; no materials; indices counted from the end; one triangle and either side of a chunk;
+    corner numbers with gaps; non-finite values. A material index past the end is refused by both."""
+    from io_ms3d_mdl.formats.smd.writer import CHUNK, SmdStats, write_triangles
+
+    rng = np.random.default_rng(40)
+    odd = ["", "a\0b", "\0", "x\0", 'q"uote', "é日本", "bad\udcff\udc80", "line\nbreak\r", " "]
+    per_chunk = CHUNK // 3
+    for t, materials in [(1, odd), (1, []), (per_chunk, odd), (per_chunk + 1, odd), (per_chunk + 1, ["m"])]:
+        v = min(3 * t, 4000)
+        tris = rng.integers(0, v, (t, 3))
+        positions = rng.standard_normal((v, 3)).astype(np.float32)
+        positions[0] = (np.nan, np.inf, -np.inf)
+        weights = rng.random((v, 3)).astype(np.float32) * (rng.random((v, 3)) > 0.3)
+        weights[1, 0] = np.nan
+        fields = (positions[tris], rng.standard_normal((v, 3))[tris], rng.random((v, 2))[tris])
+        links = (rng.integers(-1, 300, (v, 3))[tris], weights[tris])
+        count = max(len(materials), 1)
+        index = rng.integers(-count, count, t)
+        texts, stats = [], []
+        for corners in (None, tris * 3 + 1):
+            out, counted = io.BytesIO(), SmdStats()
+            write_triangles(out, SmdTriangles(materials, index, *fields, *links, corners=corners), counted)
+            texts.append(out.getvalue())
+            stats.append((counted.rows, counted.non_finite))
+        assert texts[0] == texts[1] and stats[0] == stats[1]
+        assert texts[0].count(b"\n") == 2 + 4 * t and b"\0" not in texts[0]
+        past = index.copy()
+        past[-1] = count
+        for corners in (None, tris):
+            with pytest.raises(IndexError):
+                write_triangles(
+                    io.BytesIO(), SmdTriangles(materials, past, *fields, *links, corners=corners), SmdStats()
+                )

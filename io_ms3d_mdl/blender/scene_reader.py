@@ -757,11 +757,14 @@ FIND_FROM_KEYS = 32  # keys from which a walked curve is looked up again before 
 
 
 def _keys(fcurve: bpy.types.FCurve, find: Callable | None) -> np.ndarray:
-    """(K, 2) float32 frames and values of a curve, read through the curve ``find`` gives for a long one."""
+    """(K, 2) float32 frames and values of a curve, read through the curve ``find`` gives for a long one (when it
+    is this curve: a script may give two curves one path and index, and ``find`` returns the first)."""
     points = fcurve.keyframe_points
     count = len(points)
     if find is not None and count >= FIND_FROM_KEYS:
-        points = (find(fcurve.data_path, index=fcurve.array_index) or fcurve).keyframe_points
+        found = find(fcurve.data_path, index=fcurve.array_index)
+        if found == fcurve:  # (the same curve: the comparison is of the pointers)
+            points = found.keyframe_points
     return _get(points, "co", count, np.float32, 2)
 
 
