@@ -662,11 +662,7 @@ def source_export_stop(model: bpy.types.Collection, obj: bpy.types.Object):
     obj.select_set(True)
     bpy.context.view_layer.objects.active = obj
     chosen = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "exported")
-    os.makedirs(chosen, exist_ok=True)
-    windows = len(bpy.context.window_manager.windows)
-    with override():
-        bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(chosen, "metal_box.qc"))
-    browser, area = yield from opened_browser(windows, "Source export")
+    windows, browser, area = yield from source_export_browser(chosen, "Source export")
     area.spaces.active.show_region_tool_props = True
     operator = area.spaces.active.active_operator
     checks["source_export_browser_operator"] = operator.bl_idname if operator else None
@@ -738,11 +734,7 @@ def source_reimport_stop(model: bpy.types.Collection, obj: bpy.types.Object):
     checks["source_edit_counts"] = [len(positions), triangles]
 
     edited = os.path.join(os.path.dirname(os.path.abspath(ARGS.out)), "exported_edited")
-    os.makedirs(edited, exist_ok=True)
-    windows = len(bpy.context.window_manager.windows)
-    with override():
-        bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(edited, "metal_box.qc"))
-    browser, area = yield from opened_browser(windows, "edited Source export")
+    windows, browser, area = yield from source_export_browser(edited, "edited Source export")
     yield 1.0
     checks["source_edit_export"] = yield from accept(browser, area, windows, "edited Source export")
     with open(os.path.join(edited, "metal_box.qc"), encoding="utf-8") as qc:
@@ -788,6 +780,17 @@ def source_reimport_stop(model: bpy.types.Collection, obj: bpy.types.Object):
         )
     finally:
         io_scene_valvesource.unregister()
+
+
+def source_export_browser(folder: str, what: str):
+    """File › Export › Source Model Sources into ``folder`` (made first), as its menu entry invokes it; waits for its
+    file browser and returns (the window count before it, its window, its area)."""
+    os.makedirs(folder, exist_ok=True)
+    windows = len(bpy.context.window_manager.windows)
+    with override():
+        bpy.ops.export_scene.source_qc("INVOKE_DEFAULT", filepath=os.path.join(folder, "metal_box.qc"))
+    browser, area = yield from opened_browser(windows, what)
+    return windows, browser, area
 
 
 def opened_browser(windows: int, what: str):
