@@ -167,9 +167,9 @@ def _bst_smd(meshes: list, folder: Path, runs: int) -> float | None:
     undo step, which frees every Python reference to Blender data: the meshes are found again by name after it."""
     import importlib
 
-    if str(ROOT / "scripts") not in sys.path:
-        sys.path.insert(0, str(ROOT / "scripts"))
-    target = importlib.import_module("oracle_bst").target()
+    import oracle_bst  # (beside this script)
+
+    target = oracle_bst.target()
     if not (target / "io_scene_valvesource" / "__init__.py").is_file():
         return None
     if str(target) not in sys.path:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import Warnings
 from ..scene.names import shorten
-from ..scene.types import ActionData, ClipData, SkeletonData
+from ..scene.types import ActionData, BoneChannels, ClipData, PackedKeys, SkeletonData
 from .action_keys import KEYS_PROPERTY, curves_key, fingerprint, keys_digest
 
 LINEAR = 1  # Keyframe.interpolation enum value
@@ -139,20 +139,14 @@ class _ActionLayout:
 
     def __init__(self, data: ActionData) -> None:
         channels, packed = data.channels, data.packed
-        if packed is not None and len(packed.rotation_counts) == len(packed.location_counts) == len(channels):
-            rotations, rot_first, rot_counts, lost = _laid_pairs(
-                packed.rotation_frames, packed.rotations, packed.rotation_counts, 4
-            )
-            locations, loc_first, loc_counts, lost_too = _laid_pairs(
-                packed.location_frames, packed.locations, packed.location_counts, 3
-            )
-        else:
-            rotations, rot_first, rot_counts, lost = _pairs(
-                [c.rotation_frames for c in channels], [c.rotations for c in channels], 4
-            )
-            locations, loc_first, loc_counts, lost_too = _pairs(
-                [c.location_frames for c in channels], [c.locations for c in channels], 3
-            )
+        if packed is None or not len(packed.rotation_counts) == len(packed.location_counts) == len(channels):
+            packed = _packed(channels)  # (an action read or made without them: its channels joined)
+        rotations, rot_first, rot_counts, lost = _pairs(
+            packed.rotation_frames, packed.rotations, packed.rotation_counts, 4
+        )
+        locations, loc_first, loc_counts, lost_too = _pairs(
+            packed.location_frames, packed.locations, packed.location_counts, 3
+        )
         self.dropped = lost + lost_too
         self.pairs = np.concatenate([rotations, locations])
         rot_keys, loc_keys = len(rotations) // 8, len(locations) // 6
@@ -187,22 +181,27 @@ class _ActionLayout:
         return out
 
 
+def _packed(channels: list[BoneChannels]) -> PackedKeys:
+    """The channels' keys joined end to end, as a converter packs them (``scene.types.PackedKeys``)."""
+    joined = []
+    for frames, values, width in (
+        ([c.rotation_frames for c in channels], [c.rotations for c in channels], 4),
+        ([c.location_frames for c in channels], [c.locations for c in channels], 3),
+    ):
+        counts = np.array([len(f) for f in frames], dtype=np.int64)
+        frames = np.concatenate([np.zeros(0), *frames])
+        values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
+        joined += [frames, values, counts]
+    return PackedKeys(*joined)
+
+
 def _pairs(
-    frames: list[np.ndarray], values: list[np.ndarray], width: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """One kind of channel (rotations or locations) of every bone: float32 (frame, value) pairs, component-major
-    so that each curve's keys are contiguous ((width·N·2,) for N keys), with each channel's first key and key count.
-    Keys on frames Blender cannot show (not finite, beyond ±MAX_FRAME) are left out and counted."""
-    counts = np.array([len(f) for f in frames], dtype=np.int64)
-    frames = np.concatenate([np.zeros(0), *frames])
-    values = np.concatenate([np.zeros((0, width)), *(v for v in values if len(v))])
-    return _laid_pairs(frames, values, counts, width)
-
-
-def _laid_pairs(
     frames: np.ndarray, values: np.ndarray, counts: np.ndarray, width: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """:func:`_pairs` of keys already end to end: ``frames`` (N,), ``values`` (N, width), ``counts`` per channel."""
+    """One kind of channel (rotations or locations) of every bone, its keys end to end (``frames`` (N,), ``values``
+    (N, width), ``counts`` per channel): float32 (frame, value) pairs, component-major so that each curve's keys are
+    contiguous ((width·N·2,) for N keys), with each channel's first key and key count. Keys on frames Blender cannot
+    show (not finite, beyond ±MAX_FRAME) are left out and counted."""
     counts = np.asarray(counts, dtype=np.int64)
     values = np.reshape(values, (-1, width))
     showable = np.abs(frames) <= Limits.MAX_FRAME  # False for NaN and infinities too

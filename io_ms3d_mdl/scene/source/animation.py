@@ -391,7 +391,7 @@ def _kept(
         totals.append(runs.sum(axis=0))
     rot_frames, rotations, loc_frames, locations = arrays
     (rot_at, loc_at), (rot_total, loc_total) = where, totals
-    rot_first, loc_first = rot_at[0] if bones else rot_total * 0, loc_at[0] if bones else loc_total * 0
+    rot_first, loc_first = (np.cumsum(total) - total for total in totals)  # where each animation's keys begin
     packs = [
         PackedKeys(
             rot_frames[r : r + n],
