@@ -18,7 +18,7 @@
     DDS decoder (packed as DDS; and with its first decode forced), against the old numpy-and-PNG import.
 
 (g) Export: File > Export > MilkShape 3D and > Source Model Sources against Blender's C++ OBJ exporter
-    (``wm.obj_export``) on the same objects, and MilkShape keys per second (``bench_export.py``;
+    (``wm.obj_export``) on the same objects, and MilkShape and Source keys per second (``bench_export.py``;
     ``--export-only`` runs just this).
 
 Runs A and B alternate so drift hits both; ratios are ours / peer (below 1.0 means we are faster).

@@ -10,7 +10,8 @@ exporter (``wm.obj_export``) on the same mesh, and the keys' rate. Reports media
     physics and animation SMDs, every file written) against ``wm.obj_export`` of the model's meshes; where
     ``scripts/oracle_bst.py`` set Blender Source Tools up, also against its SMD export of the same meshes.
 (c) Keys: 64 bones keyed on every frame of 2,000 (rotation and location; 256,000 MilkShape keys): the export's
-    time with them minus its time without, as MilkShape keys per second.
+    time with them minus its time without, as MilkShape keys per second. The same for the Source export: an
+    action made on civilian's 59 bones, written as one animation SMD (118,000 bone poses).
 Runs alternate so drift hits both; ratio = ours / OBJ (below 1.0 means we are faster).
 """
 
@@ -71,22 +72,28 @@ def grid(rigged: bool) -> None:
 def animate() -> int:
     """Every bone keyed on every frame, written in bulk; returns the MilkShape keys it makes."""
     rig = next(o for o in bpy.data.objects if o.type == "ARMATURE")
-    action = bpy.data.actions.new("Long")
+    key_every_frame(rig)
+    return BONES * FRAMES * 2
+
+
+def key_every_frame(rig: bpy.types.Object) -> None:
+    """A new action, the armature's active one, keying each bone's rotation and location on every frame of
+    ``FRAMES`` (made in bulk)."""
     from io_ms3d_mdl.blender.animation import curve_factory
 
+    action = bpy.data.actions.new("Long")
     new = curve_factory(action, rig)
     frames = np.arange(1, FRAMES + 1, dtype=np.float32)
-    for b in range(BONES):
+    for b, bone in enumerate(rig.pose.bones):
         for path, width in (("rotation_quaternion", 4), ("location", 3)):
             for i in range(width):
-                curve = new(f'pose.bones["B{b}"].{path}', i, f"B{b}")
+                curve = new(f'pose.bones["{bone.name}"].{path}', i, bone.name)
                 values = np.sin(frames * 0.01 * (i + 1) + b) * 0.1 + (1.0 if path[0] == "r" and i == 0 else 0)
                 co = np.empty(FRAMES * 2, np.float32)
                 co[0::2], co[1::2] = frames, values
                 curve.keyframe_points.add(FRAMES)
                 curve.keyframe_points.foreach_set("co", co)
     rig.animation_data.action = action
-    return BONES * FRAMES * 2
 
 
 def _joint_turns(scene):
@@ -155,10 +162,45 @@ def export_tables(runs: int) -> list[str]:
     if bst_notes:
         peer = "Peer for the Source export (Blender Source Tools' SMD exporter, the one most people use): "
         out += ["", peer + "; ".join(bst_notes) + "."]
+    source_keys = _source_keys_line(runs, folder)
+    if source_keys:
+        out += ["", source_keys]
     grid(True)
     out += ["", _keys_line(runs, animate())]
     addon.unregister()
     return out
+
+
+def _source_keys_line(runs: int, folder: Path) -> str | None:
+    """An action made in Blender on the rigged Source model (every bone keyed on every frame of ``FRAMES``), written
+    by File > Export > Source Model Sources as one animation SMD: the export's time with it less its time without,
+    as bone poses (an SMD line: a position and a rotation) and F-curve points per second."""
+    path = SAMPLES / "source" / SOURCE_MODELS[-1]
+    if not path.is_file():
+        return None
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_scene.source_mdl(filepath=str(path), import_physics=False)
+    model = next(c for c in bpy.data.collections if "source_version" in c)
+    rig = next(o for o in model.all_objects if o.type == "ARMATURE")
+    bpy.context.view_layer.objects.active = rig
+    target = folder / "keys" / f"{path.stem}.qc"
+    target.parent.mkdir(exist_ok=True)
+    export = lambda: bpy.ops.export_scene.source_qc(filepath=str(target), overwrite=True)  # noqa: E731
+    export()
+    without = statistics.median(timed(export) for _ in range(runs))
+    key_every_frame(rig)
+    export()
+    with_keys = statistics.median(timed(export) for _ in range(runs))
+    poses, points = len(rig.pose.bones) * FRAMES, len(rig.pose.bones) * 7 * FRAMES
+    extra = with_keys - without
+    return (
+        f"Source keys: an action made in Blender on {path.name} ({len(rig.pose.bones)} bones keyed on every frame of"
+        f" {FRAMES:,}: {points:,} F-curve points) exported as an animation SMD of {poses:,} bone poses in"
+        f" {extra * 1000:.1f} ms more than the same export without it ({without * 1000:.1f} ms):"
+        f" **{poses / extra / 1e6:.2f} M bone poses/s** (a position and a rotation each:"
+        f" {2 * poses / extra / 1e6:.2f} M keys/s as MilkShape counts them), {points / extra / 1e6:.2f} M F-curve"
+        " points/s."
+    )
 
 
 def _bst_smd(meshes: list, folder: Path, runs: int) -> float | None:

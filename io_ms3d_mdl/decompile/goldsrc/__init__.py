@@ -35,7 +35,7 @@ from ..registry import DecompileJob, Decompiler
 from ..source.angles import matrix_to_euler
 from ..source.deleted_bones import deleted_note, fold_frames, fold_skin, moved_note
 from ..source.edits import SourceEdits, remap_bones
-from ..source.new_actions import action_frames, edited_poses, local_pose
+from ..source.new_actions import action_pose, edited_poses
 from ..source.renamed_bones import rename_bones
 from ..source.skeleton_edits import EditedSkeleton, edited_skeleton, without_deleted
 from .edited import edited_triangles
@@ -371,7 +371,7 @@ def _new_sequences(gs: GsFile, job: DecompileJob, bones: EditedSkeleton, labels:
     made = []
     skeleton, world = bones.skeleton, bones.world
     for k, action in enumerate(a for a in edits.actions if a.name not in own):
-        positions, matrices = local_pose(action_frames(action, edits.rig, world, skeleton.names), skeleton)
+        positions, matrices = action_pose(action, edits.rig, world, skeleton)
         frames = np.concatenate([positions, matrix_to_euler(matrices)], axis=-1)
         frames[..., 3:] = np.remainder(frames[..., 3:] + np.pi, 2 * np.pi) - np.pi
         relative = job.output.name(action.name or f"action{k}", ".smd")

@@ -16,11 +16,11 @@ import numpy as np
 
 from ...errors import Warnings
 from ...formats.smd import SmdSkeleton, write_smd
-from ...scene.rotations import compose, matrix_to_quaternion, quaternion_to_matrix
+from ...scene.rotations import affine_inverse, matrix_to_quaternion
 from ...scene.types import ActionData
 from ..output import Output
 from .angles import matrix_to_euler
-from .animations import WrittenAnimation, unturn_roots
+from .animations import WrittenAnimation
 
 
 @dataclass
@@ -38,40 +38,134 @@ class BlenderRig:
     imported: np.ndarray | None = None
 
 
-def action_frames(
-    action: ActionData, rig: BlenderRig, file_world: np.ndarray, file_bones: list[str], frames: np.ndarray | None = None
-) -> np.ndarray:
-    """(F, file bones, 4, 4): the bone matrices at ``frames`` (Blender's; default: each whole frame of the action's
-    range) in the file's model space, the file's bone frames."""
+def action_pose(
+    action: ActionData, rig: BlenderRig, file_world: np.ndarray, skeleton: SmdSkeleton, frames: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The action at ``frames`` (Blender's; default: each whole frame of its range) as an SMD's frames hold it:
+    each file bone's position (F, B, 3) and rotation matrix (F, B, 3, 3) local to its file parent.
+
+    Where every file bone is a Blender bone whose parent is its file parent's (a model as imported, bones moved or
+    renamed), a bone's local pose is ``left · keys · right`` with two matrices fixed per bone: the file parent's
+    frame cancels against the Blender parent's, so no pose of the whole armature is made. Otherwise (bones made
+    or deleted, a hierarchy changed) each file bone's model-space pose is made first (:func:`_file_world`)."""
     if frames is None:
         start, end = action.frame_range
         frames = np.arange(np.floor(start), np.floor(end) + 1.0)
-    n, b = len(frames), len(rig.names)
-    local = np.tile(np.eye(4), (n, b, 1, 1))
-    for channel in action.channels:
-        q = np.tile([1.0, 0.0, 0.0, 0.0], (n, 1))
-        if len(channel.rotation_frames):
-            q = np.stack([np.interp(frames, channel.rotation_frames, c) for c in channel.rotations.T], axis=1)
-        t = np.zeros((n, 3))
-        if len(channel.location_frames):
-            t = np.stack([np.interp(frames, channel.location_frames, c) for c in channel.locations.T], axis=1)
-        local[:, channel.bone] = compose(quaternion_to_matrix(q), t)
-    world = np.empty_like(local)
-    for i in range(b):  # parents come first (the reader's order)
-        p = int(rig.parents[i])
-        offset = rig.rest[i] if p < 0 else np.linalg.inv(rig.rest[p]) @ rig.rest[i]
-        world[:, i] = (offset if p < 0 else world[:, p] @ offset) @ local[:, i]
-    source = to_source(world, rig)
-    rest_source = to_source(rig.rest, rig)
-    index = {name: i for i, name in enumerate(rig.names)}
-    out = np.tile(file_world, (n, 1, 1, 1))  # a file bone Blender does not have: its bind pose
-    for f, name in enumerate(file_bones):
-        i = index.get(name)
-        if i is None:
+    direct = _direct(rig, file_world, skeleton)
+    if direct is None:
+        keys = _key_matrices(action, frames, np.arange(len(rig.names)))
+        return local_pose(_file_world(keys, rig, file_world, skeleton.names), skeleton)
+    source, left, right = direct
+    column = np.full(len(rig.names), -1, dtype=np.int64)
+    column[source] = np.arange(len(source))
+    local = left @ (_key_matrices(action, frames, column) @ right)
+    return local[..., :3, 3], local[..., :3, :3]
+
+
+def _key_matrices(action: ActionData, frames: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """(F, columns, 4, 4): each Blender bone's keys at ``frames`` (linear between keys; a bone without keys at rest)
+    in its ``column`` (-1: left out). The keys are laid out a channel a row, so each ``interp`` fills a contiguous
+    row and the matrix is written a component at a time for all bones and frames."""
+    n, width = len(frames), int(column.max(initial=-1)) + 1
+    q = np.zeros((4, width, n))
+    q[0] = 1.0
+    t = np.zeros((3, width, n))
+    for channel in action.channels:  # (a loop over the bones' channels, each taking all frames)
+        at = int(column[channel.bone])
+        if at < 0:
             continue
-        fix = np.linalg.inv(rest_source[i]) @ file_world[f]  # Blender's bone frame -> the file's, fixed per bone
-        out[:, f] = source[:, i] @ fix
+        for c in range(4 if len(channel.rotation_frames) else 0):
+            q[c, at] = np.interp(frames, channel.rotation_frames, channel.rotations[:, c])
+        for c in range(3 if len(channel.location_frames) else 0):
+            t[c, at] = np.interp(frames, channel.location_frames, channel.locations[:, c])
+    with np.errstate(all="ignore"):  # (an all-zero quaternion: NaN, written as 0 and counted)
+        q /= np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    w, x, y, z = q
+    rows = (  # quaternion_to_matrix's
+        (1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
+        (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
+        (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)),
+    )
+    out = np.zeros((n, width, 4, 4))
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            out[:, :, i, j] = value.T
+        out[:, :, i, 3] = t[i].T
+    out[:, :, 3, 3] = 1.0
     return out
+
+
+def _source_axes(rig: BlenderRig) -> np.ndarray:
+    """A, with ``to_source(M) = A·M·D⁻¹`` (D = diag(1/scale, 1/scale, 1/scale, 1), A = D·diag(turnᵀ, 1)): so a
+    bone's pose in its file frame, ``to_source(world) · to_source(rest)⁻¹ · file_world``, is
+    ``A · world · rest⁻¹ · A⁻¹ · file_world``."""
+    turned = np.eye(4)
+    turned[:3, :3] = np.asarray(rig.turn, dtype=np.float64).T
+    return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ turned
+
+
+def _offsets(rig: BlenderRig) -> tuple[np.ndarray, np.ndarray]:
+    """Each Blender bone's parent and its rest in its parent's frame (a root's: its world rest), so that a posed
+    bone is ``pose[parent] · offset · keys``."""
+    parents = np.asarray(rig.parents, dtype=np.int64)
+    rest = np.asarray(rig.rest, dtype=np.float64)
+    offsets = rest.copy()
+    children = parents >= 0
+    offsets[children] = affine_inverse(rest[parents[children]]) @ rest[children]
+    return parents, offsets
+
+
+def _direct(
+    rig: BlenderRig, file_world: np.ndarray, skeleton: SmdSkeleton
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per file bone: its Blender bone, and the matrices ``left``, ``right`` with local = left · keys · right;
+    None unless each file bone is a Blender bone whose Blender parent is its file parent's Blender bone.
+
+    ``right`` takes the bone's pose to its file frame: ``C = rest⁻¹ · A⁻¹ · file_world``. A file root's local pose
+    is its model-space one, ``A · rest · keys · C``; another's, ``C[parent]⁻¹ · offset · keys · C``."""
+    index = {name: i for i, name in enumerate(rig.names)}
+    if any(name not in index for name in skeleton.names):
+        return None
+    source = np.array([index[name] for name in skeleton.names], dtype=np.int64)
+    file_parents = np.asarray(skeleton.parents, dtype=np.int64)
+    blender_parents, offsets = _offsets(rig)
+    expected = np.where(file_parents >= 0, source[np.maximum(file_parents, 0)], -1)
+    if not np.array_equal(blender_parents[source], expected):
+        return None
+    a = _source_axes(rig)
+    rest = np.asarray(rig.rest, dtype=np.float64)[source]
+    right = affine_inverse(rest) @ affine_inverse(a) @ np.asarray(file_world, dtype=np.float64)
+    left = a @ rest  # (a file root: its Blender bone is a root, its offset its rest)
+    children = file_parents >= 0
+    left[children] = affine_inverse(right[file_parents[children]]) @ offsets[source[children]]
+    return source, left, right
+
+
+def _file_world(keys: np.ndarray, rig: BlenderRig, file_world: np.ndarray, file_bones: list[str]) -> np.ndarray:
+    """(F, file bones, 4, 4): each file bone's posed matrix in the file's model space, in its file frame (a file
+    bone Blender does not have: its bind pose). Each depth of Blender's hierarchy is posed at once."""
+    parents, offsets = _offsets(rig)
+    world = offsets @ keys
+    for level in _depths(parents)[1:]:  # parents come first: each depth from the one above
+        world[:, level] = world[:, parents[level]] @ world[:, level]
+    index = {name: i for i, name in enumerate(rig.names)}
+    pairs = [(f, index[name]) for f, name in enumerate(file_bones) if name in index]
+    out = np.empty((len(keys), len(file_bones), 4, 4))
+    out[:] = file_world
+    if pairs:
+        to, source = (np.array(column, dtype=np.int64) for column in zip(*pairs, strict=True))
+        a = _source_axes(rig)
+        right = affine_inverse(np.asarray(rig.rest, dtype=np.float64)[source]) @ affine_inverse(a) @ file_world[to]
+        out[:, to] = a @ (world[:, source] @ right)
+    return out
+
+
+def _depths(parents: np.ndarray) -> list[np.ndarray]:
+    """The bones at each depth of the hierarchy (parents before children), roots first."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for i, p in enumerate(parents.tolist()):  # (a loop over the bones)
+        depth[i] = depth[p] + 1 if p >= 0 else 0
+    return [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
 
 
 def to_source(world: np.ndarray, rig: BlenderRig) -> np.ndarray:
@@ -97,11 +191,11 @@ def write_new_actions(
     roots = np.nonzero(np.asarray(skeleton.parents) < 0)[0]
     written = []
     for k, action in enumerate(actions):
-        positions, matrices = local_pose(action_frames(action, rig, file_world, skeleton.names), skeleton)
-        rotations = matrix_to_quaternion(matrices)
+        positions, matrices = action_pose(action, rig, file_world, skeleton)
+        if turn is not None and len(roots):  # (``unturn_roots``, on the matrices)
+            positions[:, roots] = positions[:, roots] @ turn
+            matrices[:, roots] = turn.T @ matrices[:, roots]
         frames = np.concatenate([positions, matrix_to_euler(matrices)], axis=2)
-        if turn is not None and len(roots):
-            unturn_roots(frames, rotations, roots, turn)
         relative = output.name(action.name or f"action{k}", ".smd", folder)
         with output.open(relative) as stream:
             stats = write_smd(stream, skeleton, frames)
@@ -117,7 +211,7 @@ def local_pose(world: np.ndarray, skeleton: SmdSkeleton) -> tuple[np.ndarray, np
     parents = np.asarray(skeleton.parents)
     local = world.copy()
     children = parents >= 0
-    local[:, children] = np.linalg.inv(world[:, parents[children]]) @ world[:, children]
+    local[:, children] = affine_inverse(world[:, parents[children]]) @ world[:, children]
     return local[..., :3, 3], local[..., :3, :3]
 
 
@@ -142,6 +236,6 @@ def edited_poses(
         end = max(keyed, default=start)  # the last key (Blender's range of a one-key action is a frame longer)
         count = int(np.floor((end - start) / step + 1e-6)) + 1 if step > 0 else 1
         frames = start + step * np.arange(max(count, 1))
-        positions, matrices = local_pose(action_frames(action, rig, file_world, skeleton.names, frames), skeleton)
+        positions, matrices = action_pose(action, rig, file_world, skeleton, frames)
         out[index[name]] = (positions, matrix_to_quaternion(matrices))
     return out
