@@ -93,6 +93,7 @@ def plain(action: ActionData, rig: BlenderRig, file_world: np.ndarray, skeleton:
         (NAMES, PARENTS, True),  # the model as imported
         (["root", "pelvis", "spine", "head", "arm_r", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 2, 5], True),  # reordered
         (["root", "pelvis", "spine", "head", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 4], True),  # arm_r not written
+        (["root", "pelvis", "spine", "head", "arm_l", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 2, 4], True),  # repeated
         (["root", "pelvis", "spine", "head", "arm_l", "gone", "hand_l"], [-1, 0, 1, 2, 2, 2, 4], False),  # no "gone"
         (["root", "pelvis", "spine", "head", "arm_l", "arm_r", "hand_l"], [-1, 0, 1, 2, 2, 2, 1], False),  # reparented
         (["pelvis", "spine", "head"], [-1, 0, 1], False),  # a file root under a Blender bone

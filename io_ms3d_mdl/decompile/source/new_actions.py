@@ -58,7 +58,10 @@ def action_pose(
     source, left, right = direct
     column = np.full(len(rig.names), -1, dtype=np.int64)
     column[source] = np.arange(len(source))
-    local = left @ (_key_matrices(action, frames, column) @ right)
+    keys = _key_matrices(action, frames, column)
+    if len(np.unique(source)) < len(source):  # (a name the file repeats: each of its bones takes that bone's keys)
+        keys = keys[:, column[source]]
+    local = left @ (keys @ right)
     return local[..., :3, 3], local[..., :3, :3]
 
 
