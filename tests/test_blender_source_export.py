@@ -274,6 +274,31 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     assert_posed_as(smd, expected)
 
 
+def test_a_new_action_on_an_armature_scaled_to_zero_is_refused_naming_it(blender, tmp_path):
+    """Found: an armature scaled to 0 on an axis (its meshes unparented, so their own check of the scale passes) has
+    no bone rest with an inverse: the export stopped with numpy's 'LinAlgError: Singular matrix', then (the batched
+    inverse) wrote the action's SMD as zeros with only a warning."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    for obj in [o for o in model.all_objects if o.parent is armature]:
+        kept = obj.matrix_world.copy()
+        obj.parent = None
+        obj.matrix_world = kept
+    armature.scale = (1.0, 0.0, 1.0)
+    armature.animation_data_create().action = bpy.data.actions.new("wave")
+    bone = next(pb for pb in armature.pose.bones if pb.parent is not None)
+    bone.rotation_mode = "QUATERNION"
+    for frame in (0, 10):
+        bone.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match=rf"armature '{re.escape(armature.name)}': .*a scale of 0"):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert not list(out.iterdir())
+
+
 def assert_posed_as(smd, expected: list[dict[str, np.ndarray]]) -> None:
     """Every frame of ``smd``, its bones composed to model space, is ``expected``'s (Blender's evaluated pose per
     frame, by bone name), up to the one constant turn studiomdl gives root bones."""

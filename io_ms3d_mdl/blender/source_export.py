@@ -103,6 +103,12 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         edits.deleted = deleted
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
         _edited_actions(scene, edits, every_own=bool(deleted))
+        if (edits.actions or edits.edited) and np.linalg.matrix_rank(np.array(armature.matrix_world)[:3, :3]) < 3:
+            # (its poses have no place in the file's frames: every bone's rest is flat, none has an inverse)
+            raise ExportError(
+                f"armature '{armature.name}': its transform flattens it (a scale of 0 on some axis), so its actions"
+                " cannot be written; give it a scale other than 0"
+            )
         edits.rig = BlenderRig(
             rig,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
