@@ -246,13 +246,26 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     """Read back by the strict SMD reader (tests/smd_reader.py): every frame's bones, composed to model space, are
     Blender's own evaluated pose (frame_set), up to the one constant turn studiomdl gives root bones."""
     import smd_reader
-    from mathutils import Quaternion
 
     bpy = blender
     model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
     armature = next(o for o in model.all_objects if o.type == "ARMATURE")
-    action = bpy.data.actions.new("wave")
-    armature.animation_data_create().action = action
+    expected = _wave(bpy, armature, in_world=True)
+    out = export(bpy, tmp_path / "out")
+    qc = out["monster_cube.qc"].decode()
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the scene's rate (the import set it)
+    assert f'$sequence "wave" "anims/wave.smd"\n{{\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
+    smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
+    assert sorted(smd.frames) == list(range(11))
+    assert_posed_as(smd, expected)
+
+
+def _wave(bpy, armature, in_world: bool) -> list[dict[str, np.ndarray]]:
+    """A new action "wave" keying three bones' rotations and one's location over frames 0-10; Blender's evaluated
+    pose of every bone at each frame, in world space or the armature's."""
+    from mathutils import Matrix, Quaternion
+
+    armature.animation_data_create().action = bpy.data.actions.new("wave")
     picked = [pb for pb in armature.pose.bones if pb.parent is not None][:3]
     for f in range(11):
         for k, pb in enumerate(picked):
@@ -264,14 +277,55 @@ def test_a_new_action_exports_as_a_sequence_the_strict_reader_reads_as_blender_p
     expected = []
     for f in range(11):
         bpy.context.scene.frame_set(f)
-        expected.append({pb.name: np.array(armature.matrix_world @ pb.matrix) for pb in armature.pose.bones})
-    out = export(bpy, tmp_path / "out")
-    qc = out["monster_cube.qc"].decode()
-    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the scene's rate (the import set it)
-    assert f'$sequence "wave" "anims/wave.smd"\n{{\n\tfps {fps:g}\n}}' in qc.replace("\r\n", "\n")
-    smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
-    assert sorted(smd.frames) == list(range(11))
-    assert_posed_as(smd, expected)
+        world = armature.matrix_world if in_world else Matrix.Identity(4)
+        expected.append({pb.name: np.array(world @ pb.matrix) for pb in armature.pose.bones})
+    return expected
+
+
+@pytest.mark.parametrize(
+    "placed",
+    [((10.0, -3.0, 2.0), (0.3, 0.0, 0.5), (1.3, 0.6, 1.0)), ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (-2.0, 2.0, 2.0))],
+    ids=["moved-turned-scaled-unevenly", "mirrored-and-scaled"],
+)
+def test_a_new_action_on_an_armature_placed_after_the_import_exports_the_armatures_poses(blender, tmp_path, placed):
+    """The armature object moved, turned or scaled after the import: the SMD holds Blender's poses in the armature's
+    space (the file's bind pose is, too). Found: the pose was taken as a change in world space (and location keys in
+    world units), so a keyed bone turned about where its object had moved it: up to 10.3 units off for an armature
+    moved 10 units, 8.0 for one scaled by 2."""
+    import smd_reader
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    armature.location, armature.rotation_euler, armature.scale = placed
+    expected = _wave(bpy, armature, in_world=False)
+    export(bpy, tmp_path / "out")
+    assert_posed_as(smd_reader.read(tmp_path / "out" / "anims" / "wave.smd"), expected)
+
+
+def test_a_new_action_on_an_armature_scaled_to_zero_is_refused_naming_it(blender, tmp_path):
+    """Found: an armature scaled to 0 on an axis (its meshes unparented, so their own check of the scale passes) has
+    no bone rest with an inverse: the export stopped with numpy's 'LinAlgError: Singular matrix', then (the batched
+    inverse) wrote the action's SMD as zeros with only a warning."""
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    for obj in [o for o in model.all_objects if o.parent is armature]:
+        kept = obj.matrix_world.copy()
+        obj.parent = None
+        obj.matrix_world = kept
+    armature.scale = (1.0, 0.0, 1.0)
+    armature.animation_data_create().action = bpy.data.actions.new("wave")
+    bone = next(pb for pb in armature.pose.bones if pb.parent is not None)
+    bone.rotation_mode = "QUATERNION"
+    for frame in (0, 10):
+        bone.rotation_quaternion = (1.0, 0.1 * frame, 0.0, 0.0)
+        bone.keyframe_insert("rotation_quaternion", frame=frame)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match=rf"armature '{re.escape(armature.name)}': .*a scale of 0"):
+        bpy.ops.export_scene.source_qc(filepath=str(out / "model.qc"))
+    assert not list(out.iterdir())
 
 
 def assert_posed_as(smd, expected: list[dict[str, np.ndarray]]) -> None:

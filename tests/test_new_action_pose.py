@@ -93,6 +93,7 @@ def plain(action: ActionData, rig: BlenderRig, file_world: np.ndarray, skeleton:
         (NAMES, PARENTS, True),  # the model as imported
         (["root", "pelvis", "spine", "head", "arm_r", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 2, 5], True),  # reordered
         (["root", "pelvis", "spine", "head", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 4], True),  # arm_r not written
+        (["root", "pelvis", "spine", "head", "arm_l", "arm_l", "hand_l"], [-1, 0, 1, 2, 2, 2, 4], True),  # repeated
         (["root", "pelvis", "spine", "head", "arm_l", "gone", "hand_l"], [-1, 0, 1, 2, 2, 2, 4], False),  # no "gone"
         (["root", "pelvis", "spine", "head", "arm_l", "arm_r", "hand_l"], [-1, 0, 1, 2, 2, 2, 1], False),  # reparented
         (["pelvis", "spine", "head"], [-1, 0, 1], False),  # a file root under a Blender bone
@@ -110,6 +111,37 @@ def test_the_pose_equals_the_formula_worked_frame_by_frame(file_names, file_pare
     want_positions, want_rotations = plain(action, rig, file_world, skeleton, frames)
     assert np.allclose(positions, want_positions, rtol=0, atol=1e-7 * np.abs(want_positions).max())
     assert np.allclose(rotations, want_rotations, rtol=0, atol=1e-9 * np.abs(want_rotations).max())
+
+
+@pytest.mark.parametrize(
+    ("file_names", "file_parents"), [(NAMES, PARENTS), (["pelvis", "spine", "head", "gone"], [-1, 0, 1, 1])]
+)
+def test_an_armature_object_moved_turned_or_scaled_after_the_import_poses_the_same(file_names, file_parents):
+    """The pose is the armature's (its object's matrix undone), not the world's: a world-space turn about a bone
+    its object moved put the bone 10 units off in the file for an armature moved 10 units."""
+    rng = np.random.default_rng(5)
+    rig = make_rig(rng, NAMES, PARENTS, False)
+    action = make_action(rng, len(NAMES))
+    skeleton = SmdSkeleton(file_names, np.array(file_parents))
+    file_world = affine(rng, len(file_names))
+    frames = np.array([1.0, 9.5, 39.0])
+    want_positions, want_rotations = action_pose(action, rig, file_world, skeleton, frames)
+    as_imported = np.eye(4)
+    as_imported[:3, :3] = rig.turn
+    for moved in (np.diag([1.3, 0.6, 1.0, 1.0]), np.diag([-1.0, 1.0, 1.0, 1.0]), affine(rng, 1, True)[0]):
+        armature = moved @ as_imported
+        placed = BlenderRig(
+            rig.names,
+            rig.parents,
+            armature @ np.linalg.inv(as_imported) @ rig.rest,
+            rig.turn,
+            rig.scale,
+            rig.fps,
+            armature=armature,
+        )
+        positions, rotations = action_pose(action, placed, file_world, skeleton, frames)
+        assert np.allclose(positions, want_positions, rtol=0, atol=1e-9 * np.abs(want_positions).max())
+        assert np.allclose(rotations, want_rotations, rtol=0, atol=1e-9)
 
 
 def test_the_default_frames_are_each_whole_frame_of_the_range():

@@ -101,8 +101,16 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         rig = _rig_names(armature, ids, [b.name for b in scene.skeleton.bones], edits)
         edits.bones = rig + deleted  # (weights on a deleted bone's vertex group are read past the skeleton's)
         edits.deleted = deleted
+        world = np.array(armature.matrix_world, np.float64)
+        _unscaled_keys(scene, world)
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
         _edited_actions(scene, edits, every_own=bool(deleted))
+        if (edits.actions or edits.edited) and np.linalg.matrix_rank(np.array(armature.matrix_world)[:3, :3]) < 3:
+            # (its poses have no place in the file's frames: every bone's rest is flat, none has an inverse)
+            raise ExportError(
+                f"armature '{armature.name}': its transform flattens it (a scale of 0 on some axis), so its actions"
+                " cannot be written; give it a scale other than 0"
+            )
         edits.rig = BlenderRig(
             rig,
             np.array([b.parent for b in scene.skeleton.bones], np.int64),
@@ -111,6 +119,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
             float(scale),
             float(scene.fps or 30.0),
             _imported_rest(armature, [ids.made.get(b.name, "") for b in scene.skeleton.bones]),
+            world,
         )
     read = iter(scene.objects)
     for key, objects in wanted:
@@ -121,6 +130,17 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         edits.meshes[key] = join(parts, objects[0].name)
     edits.skins = _edited_skins(model, table, known, edits.renamed)
     return edits
+
+
+def _unscaled_keys(scene: SceneData, world: np.ndarray) -> None:
+    """The reader's location keys are in world units (× the armature object's uniform scale, for the MilkShape
+    export's unscaled bones); an action is posed from the rig's rests, which carry that scale, so each key is taken
+    back to the bone's own units, as Blender poses it."""
+    scale = float(np.cbrt(abs(np.linalg.det(world[:3, :3])))) or 1.0
+    if scale != 1.0:
+        for action in scene.actions:
+            for channel in action.channels:
+                channel.locations = channel.locations / scale
 
 
 def _imported_rest(armature: bpy.types.Object, names: list[str]) -> np.ndarray:

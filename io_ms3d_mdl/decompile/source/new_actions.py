@@ -36,6 +36,10 @@ class BlenderRig:
     # (B, 4, 4) each bone's world-space rest as the import made it (NaN for a bone it did not make): a bone whose
     # rest differs from it was moved by the user (``skeleton_edits``)
     imported: np.ndarray | None = None
+    # (4, 4) the armature object's world matrix (None: ``turn``'s, as the import leaves it): an action is posed in
+    # the armature's space, as the file's bind pose is, so an object moved, turned or scaled after the import
+    # moves its bones in the file no differently
+    armature: np.ndarray | None = None
 
 
 def action_pose(
@@ -58,7 +62,10 @@ def action_pose(
     source, left, right = direct
     column = np.full(len(rig.names), -1, dtype=np.int64)
     column[source] = np.arange(len(source))
-    local = left @ (_key_matrices(action, frames, column) @ right)
+    keys = _key_matrices(action, frames, column)
+    if len(np.unique(source)) < len(source):  # (a name the file repeats: each of its bones takes that bone's keys)
+        keys = keys[:, column[source]]
+    local = left @ (keys @ right)
     return local[..., :3, 3], local[..., :3, :3]
 
 
@@ -98,7 +105,11 @@ def _key_matrices(action: ActionData, frames: np.ndarray, column: np.ndarray) ->
 def _source_axes(rig: BlenderRig) -> np.ndarray:
     """A, with ``to_source(M) = A·M·D⁻¹`` (D = diag(1/scale, 1/scale, 1/scale, 1), A = D·diag(turnᵀ, 1)): so a
     bone's pose in its file frame, ``to_source(world) · to_source(rest)⁻¹ · file_world``, is
-    ``A · world · rest⁻¹ · A⁻¹ · file_world``."""
+    ``A · world · rest⁻¹ · A⁻¹ · file_world``. With the armature object's matrix W, A = D·W⁻¹ (the same as
+    imported, W = diag(turn, 1)): the pose's change from rest is the armature's, not the world's (a world-space
+    turn about a bone moved with its object would move the bone in the file)."""
+    if rig.armature is not None:
+        return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ affine_inverse(rig.armature)
     turned = np.eye(4)
     turned[:3, :3] = np.asarray(rig.turn, dtype=np.float64).T
     return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ turned
