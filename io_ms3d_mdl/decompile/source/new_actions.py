@@ -143,10 +143,8 @@ def _direct(
     expected = np.where(file_parents >= 0, source[np.maximum(file_parents, 0)], -1)
     if not np.array_equal(blender_parents[source], expected):
         return None
-    a = _source_axes(rig)
-    rest = np.asarray(rig.rest, dtype=np.float64)[source]
-    right = affine_inverse(rest) @ affine_inverse(a) @ np.asarray(file_world, dtype=np.float64)
-    left = a @ rest  # (a file root: its Blender bone is a root, its offset its rest)
+    right = _to_file_frames(rig, source, file_world)
+    left = _source_axes(rig) @ np.asarray(rig.rest, dtype=np.float64)[source]  # (a root: its offset is its rest)
     children = file_parents >= 0
     left[children] = affine_inverse(right[file_parents[children]]) @ offsets[source[children]]
     return source, left, right
@@ -165,10 +163,15 @@ def _file_world(keys: np.ndarray, rig: BlenderRig, file_world: np.ndarray, file_
     out[:] = file_world
     if pairs:
         to, source = (np.array(column, dtype=np.int64) for column in zip(*pairs, strict=True))
-        a = _source_axes(rig)
-        right = affine_inverse(np.asarray(rig.rest, dtype=np.float64)[source]) @ affine_inverse(a) @ file_world[to]
-        out[:, to] = a @ (world[:, source] @ right)
+        out[:, to] = _source_axes(rig) @ (world[:, source] @ _to_file_frames(rig, source, file_world[to]))
     return out
+
+
+def _to_file_frames(rig: BlenderRig, source: np.ndarray, file_world: np.ndarray) -> np.ndarray:
+    """Per Blender bone ``source``, ``C = rest⁻¹ · A⁻¹ · file_world``: its pose ``P`` is ``A · P · C`` in its file
+    frame (``file_world``: the bind pose of the file bone it is)."""
+    rest = np.asarray(rig.rest, dtype=np.float64)[source]
+    return affine_inverse(rest) @ affine_inverse(_source_axes(rig)) @ np.asarray(file_world, dtype=np.float64)
 
 
 def _depths(parents: np.ndarray) -> list[np.ndarray]:
