@@ -328,6 +328,59 @@ def test_a_new_action_on_an_armature_scaled_to_zero_is_refused_naming_it(blender
     assert not list(out.iterdir())
 
 
+@pytest.mark.parametrize("where", ["above-the-root", "under-a-leaf", "between-a-bone-and-its-parent"])
+def test_a_bone_made_in_blender_and_keyed_exports_as_blender_poses_it(blender, tmp_path, where):
+    """A bone made in edit mode (the rigging habit: a "master" bone made the parent of the file's root; or one under a
+    leaf; or one put between a bone and its parent), then a new action keying it, the root and two more bones
+    (rotation and location): the action's SMD holds Blender's evaluated pose of every bone, and the reference SMD's
+    bind pose is Blender's rest. Every bone is set to rest first: the export writes keys only, so a pose value left
+    unkeyed (once seen on the root: ~34 units, laid on the new bone when the turn is taken from the root) is not it."""
+    import smd_reader
+    from mathutils import Quaternion
+
+    bpy = blender
+    model = imported(bpy, sample_path("source", MONSTER), bone_orientation="SOURCE")
+    armature = next(o for o in model.all_objects if o.type == "ARMATURE")
+    root = next(b.name for b in armature.data.bones if b.parent is None)
+    leaf = next(b.name for b in armature.data.bones if b.parent is not None and not b.children)
+    bpy.context.view_layer.objects.active = armature
+    bpy.ops.object.mode_set(mode="EDIT")
+    bones = armature.data.edit_bones
+    master = bones.new("master")
+    master.head, master.tail = (3.0, -4.0, -10.0), (3.5, -3.0, 0.0)
+    if where == "above-the-root":
+        bones[root].parent = master
+    elif where == "under-a-leaf":
+        master.parent = bones[leaf]
+    else:
+        master.parent = bones[leaf].parent
+        bones[leaf].parent = master
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for pb in armature.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+        pb.rotation_quaternion, pb.location, pb.scale = (1.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+    armature.animation_data_create().action = bpy.data.actions.new("wave")
+    others = [pb for pb in armature.pose.bones if pb.name not in ("master", root) and pb.parent is not None][:2]
+    keyed = [armature.pose.bones["master"], armature.pose.bones[root], *others]
+    for f in range(11):
+        for k, pb in enumerate(keyed):
+            pb.rotation_quaternion = Quaternion((1.0, 0.5, 0.2 * k), 0.07 * f * (k + 1))
+            pb.location = (0.3 * f, -0.2 * f * k, 0.5 * f)
+            pb.keyframe_insert("rotation_quaternion", frame=f)
+            pb.keyframe_insert("location", frame=f)
+    expected = []
+    for f in range(11):
+        bpy.context.scene.frame_set(f)
+        expected.append({pb.name: np.array(pb.matrix) for pb in armature.pose.bones})
+    rest = {b.name: np.array(b.matrix_local) for b in armature.data.bones}
+    out = export(bpy, tmp_path / "out")
+    smd = smd_reader.read(tmp_path / "out" / "anims" / "wave.smd")
+    assert "master" in smd.names and sorted(smd.frames) == list(range(11))
+    assert_posed_as(smd, expected)
+    reference = next(n for n in out if not n.startswith("anims/") and n.endswith(".smd") and b"triangles" in out[n])
+    assert_posed_as(smd_reader.parse(out[reference], reference), [rest])
+
+
 def assert_posed_as(smd, expected: list[dict[str, np.ndarray]]) -> None:
     """Every frame of ``smd``, its bones composed to model space, is ``expected``'s (Blender's evaluated pose per
     frame, by bone name), up to the one constant turn studiomdl gives root bones."""
