@@ -176,7 +176,7 @@ def _skeleton(armature: bpy.types.Object) -> tuple[SkeletonData, list[str]]:
         pending = rest
     new_index = {i: n for n, i in enumerate(order)}
     world = np.array(armature.matrix_world, dtype=np.float64)
-    scale = _uniform_scale(world)
+    scale = uniform_scale(world)
     data = []
     for i in order:
         bone = bones[i]
@@ -196,7 +196,9 @@ def _skeleton(armature: bpy.types.Object) -> tuple[SkeletonData, list[str]]:
     return SkeletonData(armature.data.name, data), [bones[i].name for i in order]
 
 
-def _uniform_scale(matrix: np.ndarray) -> float:
+def uniform_scale(matrix: np.ndarray) -> float:
+    """The object's scale as one factor (the cube root of its volume change; 1 for a flat one): what the reader
+    multiplies location keys by, and what the Source export divides them by again."""
     return float(np.cbrt(abs(np.linalg.det(matrix[:3, :3])))) or 1.0
 
 
@@ -808,7 +810,7 @@ def _action(
         if pose is not None and len(keys):
             curves.setdefault(pose, {})[array_index] = keys.astype(np.float64)
     channels = []
-    scale = _uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
+    scale = uniform_scale(np.array(armature.matrix_world, dtype=np.float64))
     for bone in bone_names:
         mode = rotation_modes.get(bone, "QUATERNION")
         if mode == "QUATERNION":

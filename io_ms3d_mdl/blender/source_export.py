@@ -40,7 +40,7 @@ from .bone_identity import BoneIdentities, bone_identities
 from .decompile_button import model_file
 from .preferences import mounted_games, search_roots
 from .scene_builder import find_layer_collection
-from .scene_reader import ReadOptions, read_objects
+from .scene_reader import ReadOptions, read_objects, uniform_scale
 from .source_switch import body_parts, model_collection, own_objects, skin_refs
 
 ENGINE_VERSIONS = (10, *range(44, 60))  # GoldSrc's MDL version, then Source's
@@ -105,7 +105,7 @@ def gather(context: bpy.types.Context, model: bpy.types.Collection) -> SourceEdi
         _unscaled_keys(scene, world)
         edits.actions = [a for a in scene.actions if not _imported(bpy.data.actions.get(a.name))]
         _edited_actions(scene, edits, every_own=bool(deleted))
-        if (edits.actions or edits.edited) and np.linalg.matrix_rank(np.array(armature.matrix_world)[:3, :3]) < 3:
+        if (edits.actions or edits.edited) and np.linalg.matrix_rank(world[:3, :3]) < 3:
             # (its poses have no place in the file's frames: every bone's rest is flat, none has an inverse)
             raise ExportError(
                 f"armature '{armature.name}': its transform flattens it (a scale of 0 on some axis), so its actions"
@@ -136,7 +136,7 @@ def _unscaled_keys(scene: SceneData, world: np.ndarray) -> None:
     """The reader's location keys are in world units (× the armature object's uniform scale, for the MilkShape
     export's unscaled bones); an action is posed from the rig's rests, which carry that scale, so each key is taken
     back to the bone's own units, as Blender poses it."""
-    scale = float(np.cbrt(abs(np.linalg.det(world[:3, :3])))) or 1.0
+    scale = uniform_scale(world)
     if scale != 1.0:
         for action in scene.actions:
             for channel in action.channels:

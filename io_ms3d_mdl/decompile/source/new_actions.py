@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import Warnings
 from ...formats.smd import SmdSkeleton, write_smd
-from ...scene.rotations import affine_inverse, matrix_to_quaternion
+from ...scene.rotations import affine_inverse, compose, matrix_to_quaternion, quaternion_to_matrix
 from ...scene.types import ActionData
 from ..output import Output
 from .angles import matrix_to_euler
@@ -72,7 +72,7 @@ def action_pose(
 def _key_matrices(action: ActionData, frames: np.ndarray, column: np.ndarray) -> np.ndarray:
     """(F, columns, 4, 4): each Blender bone's keys at ``frames`` (linear between keys; a bone without keys at rest)
     in its ``column`` (-1: left out). The keys are laid out a channel a row, so each ``interp`` fills a contiguous
-    row and the matrix is written a component at a time for all bones and frames."""
+    row."""
     n, width = len(frames), int(column.max(initial=-1)) + 1
     q = np.zeros((4, width, n))
     q[0] = 1.0
@@ -85,21 +85,7 @@ def _key_matrices(action: ActionData, frames: np.ndarray, column: np.ndarray) ->
             q[c, at] = np.interp(frames, channel.rotation_frames, channel.rotations[:, c])
         for c in range(3 if len(channel.location_frames) else 0):
             t[c, at] = np.interp(frames, channel.location_frames, channel.locations[:, c])
-    with np.errstate(all="ignore"):  # (an all-zero quaternion: NaN, written as 0 and counted)
-        q /= np.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    w, x, y, z = q
-    rows = (  # quaternion_to_matrix's
-        (1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)),
-        (2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)),
-        (2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)),
-    )
-    out = np.zeros((n, width, 4, 4))
-    for i, row in enumerate(rows):
-        for j, value in enumerate(row):
-            out[:, :, i, j] = value.T
-        out[:, :, i, 3] = t[i].T
-    out[:, :, 3, 3] = 1.0
-    return out
+    return compose(quaternion_to_matrix(q.transpose(2, 1, 0)), t.transpose(2, 1, 0))
 
 
 def _source_axes(rig: BlenderRig) -> np.ndarray:
@@ -109,10 +95,11 @@ def _source_axes(rig: BlenderRig) -> np.ndarray:
     imported, W = diag(turn, 1)): the pose's change from rest is the armature's, not the world's (a world-space
     turn about a bone moved with its object would move the bone in the file)."""
     if rig.armature is not None:
-        return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ affine_inverse(rig.armature)
-    turned = np.eye(4)
-    turned[:3, :3] = np.asarray(rig.turn, dtype=np.float64).T
-    return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ turned
+        undone = affine_inverse(rig.armature)
+    else:
+        undone = np.eye(4)
+        undone[:3, :3] = np.asarray(rig.turn, dtype=np.float64).T
+    return np.diag([1.0 / rig.scale] * 3 + [1.0]) @ undone
 
 
 def _offsets(rig: BlenderRig) -> tuple[np.ndarray, np.ndarray]:
